@@ -1,0 +1,29 @@
+// ctrax/core/layer/branch.hpp — Branch: several layers, each on a copy of the top of the stack.
+//
+// Branch(F[1→1], G[3→1], H[2→2]) on (a, b, c, ...) gives (F(a), G(a, b, c), H(a, b), ...):
+// every branch sees the items it needs, starting at the top. It is pure sugar, as in Trax:
+//
+//     Branch(L1..Lk) = Serial(Select(range(L1.n_in) ++ ... ++ range(Lk.n_in)), Parallel(L1..Lk))
+//
+// named "Branch" and printed with its own arguments (None for an identity branch). n_in =
+// max n_in, n_out = Σ n_out. Branch of a single layer is that layer itself.
+#pragma once
+
+#include <source_location>
+
+#include "core/layer/layer_arg.hpp"
+
+namespace ctrax::layers {
+
+LayerPtr make_branch(const LayerArgs& layers,
+                     std::source_location created = std::source_location::current());
+
+template <class... Args>
+struct Branch : LayerPtr {
+  Branch(Args&&... layers, std::source_location created = std::source_location::current())
+      : LayerPtr(make_branch(LayerArgs{LayerArg(std::forward<Args>(layers))...}, created)) {}
+};
+template <class... Args>
+Branch(Args&&...) -> Branch<Args...>;
+
+}  // namespace ctrax::layers

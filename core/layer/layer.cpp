@@ -1,0 +1,308 @@
+#include "core/layer/layer.hpp"
+
+#include <fmt/format.h>
+
+#include <optional>
+#include <unordered_set>
+
+#include "core/tensor/autodiff.hpp"
+
+namespace ctrax {
+
+// --- signatures --------------------------------------------------------------------------------
+
+std::string ShapeDtype::to_string() const {
+  std::string dims = fmt::format("{}", fmt::join(shape, ", "));
+  if (shape.size() == 1) dims += ",";
+  return fmt::format("ShapeDtype{{shape:({}), dtype:{}}}", dims, ctrax::to_string(dtype));
+}
+
+ShapeDtype signature_of(const Tensor& x) { return {x.shape(), x.dtype()}; }
+
+Signature signature_of(const std::vector<Tensor>& xs) {
+  Signature s;
+  for (const Tensor& x : xs) s.push_back(signature_of(x));
+  return s;
+}
+
+std::string to_string(const Signature& s) {
+  std::vector<std::string> parts;
+  for (const auto& sd : s)
+    parts.push_back(fmt::format("{}[{}]", short_name(sd.dtype), fmt::join(sd.shape, ",")));
+  return fmt::format("({})", fmt::join(parts, ", "));
+}
+
+std::string to_string(Mode mode) {
+  switch (mode) {
+    case Mode::train: return "train";
+    case Mode::eval: return "eval";
+    case Mode::predict: return "predict";
+  }
+  return "?";
+}
+
+std::string location_string(const std::source_location& loc) {
+  std::string file = loc.file_name();
+  while (file.rfind("../", 0) == 0) file = file.substr(3);
+  return fmt::format("{}:{}", file, loc.line());
+}
+
+// --- LayerError --------------------------------------------------------------------------------
+
+LayerError::LayerError(std::string segment, std::string method, std::source_location created,
+                       std::string inputs, std::string message)
+    : std::runtime_error(""),
+      method_(std::move(method)),
+      created_(location_string(created)),
+      inputs_(std::move(inputs)),
+      message_(std::move(message)),
+      segments_{std::move(segment)} {
+  rebuild();
+}
+
+void LayerError::mark_index(std::size_t index) {
+  segments_.front() += fmt::format("[{}]", index);
+  rebuild();
+}
+
+void LayerError::prepend(const std::string& segment) {
+  segments_.insert(segments_.begin(), segment);
+  rebuild();
+}
+
+void LayerError::rebuild() {
+  path_ = fmt::format("{}", fmt::join(segments_, "/"));
+  static_cast<std::runtime_error&>(*this) = std::runtime_error(fmt::format(
+      "LayerError: Exception passing through layer {} (in {}):\n"
+      "  layer created at {}\n"
+      "  layer input shapes: {}\n"
+      "  {}",
+      path_, method_, created_, inputs_, message_));
+}
+
+// --- the init pass -----------------------------------------------------------------------------
+
+namespace {
+
+// While init() runs, every layer met for the first time creates its weights from the meta
+// inputs it receives. A shared layer is met twice but initialised once.
+struct InitPass {
+  std::unordered_set<const Layer*> seen;
+};
+thread_local InitPass* t_init = nullptr;
+
+struct InitPassScope {
+  InitPass pass;
+  InitPass* previous;
+  InitPassScope() : previous(t_init) { t_init = &pass; }
+  ~InitPassScope() { t_init = previous; }
+};
+
+Stack meta_inputs(const Signature& sig) {
+  Stack xs;
+  for (const auto& sd : sig) xs.push_back(Tensor::meta(sd.shape, sd.dtype));
+  return xs;
+}
+
+std::string indent(const std::string& s) {
+  std::string out = "  ";
+  for (char c : s) {
+    out += c;
+    if (c == '\n') out += "  ";
+  }
+  return out;
+}
+
+}  // namespace
+
+bool Layer::initializing() { return t_init != nullptr; }
+
+// --- Layer -------------------------------------------------------------------------------------
+
+Layer::Layer(std::string name, int n_in, int n_out, std::source_location created)
+    : name_(std::move(name)), n_in_(n_in), n_out_(n_out), created_(created) {}
+
+void Layer::init_weights_and_state(const Signature&) {}
+
+void Layer::set_sublayers(std::vector<LayerPtr> sublayers) { sublayers_ = std::move(sublayers); }
+
+void Layer::set_sublayers_to_print(std::vector<LayerPtr> layers) {
+  sublayers_to_print_ = std::move(layers);
+  print_override_ = true;
+}
+
+void Layer::set_arity(int n_in, int n_out) {
+  n_in_ = n_in;
+  n_out_ = n_out;
+}
+
+void Layer::add_weight(std::string name, Tensor value) {
+  if (is_floating(value.dtype())) value.requires_grad_();
+  weight_names_.push_back(std::move(name));
+  weights_.push_back(std::move(value));
+}
+
+void Layer::clear_weights() {
+  weights_.clear();
+  weight_names_.clear();
+}
+
+std::string Layer::display_name() const {
+  std::string s = name_;
+  if (n_in_ != 1) s += fmt::format("_in{}", n_in_);
+  if (n_out_ != 1) s += fmt::format("_out{}", n_out_);
+  return s;
+}
+
+void Layer::set_mode(Mode mode) {
+  mode_ = mode;
+  for (auto& s : sublayers_) s->set_mode(mode);
+}
+
+void Layer::set_rng(const Rng& rng) {
+  rng_ = rng;
+  if (sublayers_.empty()) return;
+  const auto keys = rng.split(static_cast<int>(sublayers_.size()));
+  for (std::size_t i = 0; i < sublayers_.size(); ++i) sublayers_[i]->set_rng(keys[i]);
+}
+
+Signature Layer::init(const ShapeDtype& input_signature, const Rng& rng) {
+  return init(Signature{input_signature}, rng);
+}
+
+Signature Layer::init(const Signature& input_signature, const Rng& rng) {
+  set_rng(rng);
+  InitPassScope scope;
+  NoGrad no_grad;
+  return signature_of((*this)(meta_inputs(input_signature)));
+}
+
+Signature Layer::output_signature(const Signature& input_signature) {
+  NoGrad no_grad;
+  return signature_of((*this)(meta_inputs(input_signature)));
+}
+
+Stack Layer::operator()(const Stack& stack) {
+  const char* method = t_init ? "init" : "forward";
+  if (static_cast<int>(stack.size()) < n_in_)
+    throw LayerError(name_, method, created_, signatures(stack),
+                     fmt::format("number of inputs ({}) to {}.forward less than n_in ({})",
+                                 stack.size(), name_, n_in_));
+  const Stack inputs(stack.begin(), stack.begin() + n_in_);
+  Stack outputs;
+  try {
+    outputs = apply(inputs);
+  } catch (LayerError& e) {
+    e.prepend(name_);
+    throw;
+  } catch (const std::exception& e) {
+    throw LayerError(name_, method, created_, signatures(inputs), e.what());
+  }
+  outputs.insert(outputs.end(), stack.begin() + n_in_, stack.end());
+  return outputs;
+}
+
+Tensor Layer::operator()(const Tensor& x) {
+  Stack out = (*this)(Stack{x});
+  if (out.size() != 1)
+    throw LayerError(name_, "forward", created_, x.signature(),
+                     fmt::format("called with one tensor, but {} leaves {} items on the stack; "
+                                 "call it with a Stack to get them all",
+                                 display_name(), out.size()));
+  return out[0];
+}
+
+Stack Layer::apply(const Stack& inputs) {
+  if (t_init && t_init->seen.insert(this).second) {
+    clear_weights();
+    state_.clear();
+    init_weights_and_state(signature_of(inputs));
+    initialized_ = true;
+  }
+  if (!initialized_)
+    throw std::logic_error(fmt::format(
+        "layer {} is not initialised: call init(input_signature) on the model first",
+        display_name()));
+  bool meta = false;
+  for (const Tensor& x : inputs) meta = meta || x.is_meta();
+  std::optional<NoGrad> no_grad;
+  if (mode_ != Mode::train || meta) no_grad.emplace();
+  // A run on meta tensors only infers shapes: it must not disturb real state (caches, counters).
+  std::vector<Tensor> saved_state;
+  if (meta) saved_state = state_;
+  Stack outputs = forward(inputs);
+  if (meta) state_ = std::move(saved_state);
+  if (static_cast<int>(outputs.size()) != n_out_)
+    throw std::logic_error(fmt::format("{}.forward returned {} outputs but n_out is {}",
+                                       name_, outputs.size(), n_out_));
+  return outputs;
+}
+
+Stack Layer::call_sublayer(std::size_t i, const Stack& stack) {
+  try {
+    return (*sublayers_.at(i))(stack);
+  } catch (LayerError& e) {
+    e.mark_index(i);
+    throw;
+  }
+}
+
+namespace {
+
+template <class Visit>
+void walk_weights(const Layer& layer, const std::string& path,
+                  std::unordered_set<const Layer*>& seen, Visit& visit) {
+  if (!seen.insert(&layer).second) return;
+  for (std::size_t k = 0; k < layer.weights().size(); ++k)
+    visit(path + "/" + layer.weight_names()[k], layer.weights()[k]);
+  const auto& subs = layer.sublayers();
+  for (std::size_t i = 0; i < subs.size(); ++i)
+    walk_weights(*subs[i], fmt::format("{}/{}[{}]", path, subs[i]->name(), i), seen, visit);
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, Tensor>> Layer::named_weights() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  std::unordered_set<const Layer*> seen;
+  auto visit = [&](const std::string& name, const Tensor& w) { out.emplace_back(name, w); };
+  walk_weights(*this, name_, seen, visit);
+  return out;
+}
+
+std::vector<Tensor> Layer::all_weights() const {
+  std::vector<Tensor> out;
+  for (auto& [name, w] : named_weights()) out.push_back(w);
+  return out;
+}
+
+std::int64_t Layer::n_params() const {
+  std::int64_t n = 0;
+  for (const Tensor& w : all_weights()) n += w.numel();
+  return n;
+}
+
+void Layer::set_all_weights(const std::vector<Tensor>& values) {
+  const auto named = named_weights();
+  if (values.size() != named.size())
+    throw std::invalid_argument(fmt::format("set_all_weights: {} tensors given, {} has {} weights",
+                                            values.size(), display_name(), named.size()));
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    Tensor w = named[i].second;
+    if (values[i].shape() != w.shape())
+      throw std::invalid_argument(fmt::format("set_all_weights: {} is {}, given {}",
+                                              named[i].first, w.signature(),
+                                              values[i].signature()));
+    w.copy_from(values[i]);
+  }
+}
+
+std::string Layer::to_string() const {
+  const auto& children = print_override_ ? sublayers_to_print_ : sublayers_;
+  if (children.empty()) return display_name();
+  std::vector<std::string> lines;
+  for (const auto& c : children) lines.push_back(indent(c ? c->to_string() : "None"));
+  return fmt::format("{}[\n{}\n]", display_name(), fmt::join(lines, "\n"));
+}
+
+}  // namespace ctrax

@@ -1,0 +1,168 @@
+// ctrax/core/layer/layer.hpp — the Layer: a function from the top of a data stack to new items.
+//
+// THE STACK. Every layer declares n_in and n_out. Applied to a stack of tensors (index 0 = top),
+// it pops n_in items, computes, and pushes its n_out outputs in order (output 0 is the new top).
+// Items below the first n_in pass through untouched — that is how targets and loss weights ride
+// along under a model's inputs until the loss layer consumes them (Trax's convention exactly).
+//
+//     stack (x, y, w)  --Dense-->  (Dense(x), y, w)        Dense: n_in 1, n_out 1
+//     stack (a, b, w)  --Add---->  (a + b, w)              Add:   n_in 2, n_out 1
+//
+// WRITING A LAYER. Subclass Layer and override at most two methods, as in Trax:
+//   forward(inputs)               -> outputs   (exactly n_in in, n_out out; use weights(), rng())
+//   init_weights_and_state(sig)                (create weights sized from the input signature)
+// Everything else — arity checks, error context, weight sharing, printing, shape inference,
+// modes, the no-grad scope of eval/predict — lives here, once.
+//
+// LIFECYCLE.
+//   auto model = Serial(Dense(16), Relu(), Dense(2));
+//   model->init({ShapeDtype{{B, 8}}}, Rng(seed));   // creates every weight; returns the output
+//                                                   // signature; checks every shape on the way
+//   Tensor y = (*model)(x);                          // forward; recorded for grad() in train mode
+//   auto ws = model->all_weights();                  // depth-first, each shared weight once
+//
+// init and output_signature run the model on *meta* tensors (shape only, no data): every op checks
+// its shapes and computes the output shape without arithmetic — Trax's jax.eval_shape.
+//
+// WEIGHT SHARING is layer sharing: put the same LayerPtr in two places. Its weights exist once,
+// appear once in all_weights(), and receive the sum of both uses' gradients (the tape adds them).
+//
+// ERRORS. Anything thrown inside init or forward comes out as a LayerError naming the layer's
+// path from the root (Serial/Serial[1]/Dense_512[0]), the method, the file:line where that layer
+// was created (std::source_location captured by each factory), and its input shapes.
+#pragma once
+
+#include <memory>
+#include <source_location>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/layer/signature.hpp"
+#include "core/tensor/random.hpp"
+#include "core/tensor/tensor.hpp"
+
+namespace ctrax {
+
+using Stack = std::vector<Tensor>;
+
+// train: dropout on, records the tape.  eval: dropout off, no tape.
+// predict: eval plus stateful decoding (KV caches, position counters; ShiftRight is identity).
+enum class Mode { train, eval, predict };
+std::string to_string(Mode mode);
+
+class Layer;
+using LayerPtr = std::shared_ptr<Layer>;
+
+class LayerError : public std::runtime_error {
+ public:
+  LayerError(std::string segment, std::string method, std::source_location created,
+             std::string inputs, std::string message);
+  const std::string& path() const { return path_; }      // "Serial/Dense_512[1]"
+  const std::string& method() const { return method_; }  // "forward", "init", ...
+  const std::string& message() const { return message_; }  // the original error
+  // Used by combinators while the error propagates outwards.
+  void mark_index(std::size_t index);               // innermost-unindexed segment gets [index]
+  void prepend(const std::string& segment);
+
+ private:
+  void rebuild();
+  std::string path_, method_, created_, inputs_, message_;
+  std::vector<std::string> segments_;
+  std::size_t indexed_ = 0;  // how many outer segments already carry their index
+};
+
+class Layer : public std::enable_shared_from_this<Layer> {
+ public:
+  virtual ~Layer() = default;
+  Layer(const Layer&) = delete;
+  Layer& operator=(const Layer&) = delete;
+
+  // --- identity ------------------------------------------------------------------------------
+  const std::string& name() const { return name_; }
+  int n_in() const { return n_in_; }
+  int n_out() const { return n_out_; }
+  std::string display_name() const;  // name + "_in{n}" if n_in != 1 + "_out{n}" if n_out != 1
+  const std::vector<LayerPtr>& sublayers() const { return sublayers_; }
+  const std::source_location& created_at() const { return created_; }
+  Mode mode() const { return mode_; }
+  // Switches this layer and all below it between train and eval (structure never changes;
+  // predict-mode models are built in predict mode).
+  void set_mode(Mode mode);
+
+  // --- lifecycle -----------------------------------------------------------------------------
+  // Creates weights and state for inputs of this signature, seeding every sublayer from `rng`.
+  // Returns the output signature. Calling it again re-initialises.
+  Signature init(const Signature& input_signature, const Rng& rng = Rng(0));
+  Signature init(const ShapeDtype& input_signature, const Rng& rng = Rng(0));
+  bool initialized() const { return initialized_; }
+  // The signature of the outputs for inputs of this signature, computed without data.
+  Signature output_signature(const Signature& input_signature);
+
+  // Applies the layer to a stack: pops n_in, pushes n_out, keeps the rest.
+  Stack operator()(const Stack& stack);
+  // One tensor in, one out: the common case (n_in == n_out == 1).
+  Tensor operator()(const Tensor& x);
+
+  // --- weights, state, randomness -------------------------------------------------------------
+  const std::vector<Tensor>& weights() const { return weights_; }  // this layer's own
+  const std::vector<std::string>& weight_names() const { return weight_names_; }
+  std::vector<Tensor>& state() { return state_; }
+  // Every weight below this layer, depth-first (own first, then sublayers in order), a shared
+  // layer's weights once.
+  std::vector<Tensor> all_weights() const;
+  // The same with names: path segments joined by '/', then the weight's own name.
+  std::vector<std::pair<std::string, Tensor>> named_weights() const;
+  std::int64_t n_params() const;
+  // Replaces every weight in all_weights() order (shapes must match); used by optimizers and
+  // checkpoint loading.
+  void set_all_weights(const std::vector<Tensor>& values);
+  const Rng& rng() const { return rng_; }
+  // Sets this layer's rng and, split one per sublayer, its sublayers' (Trax's rng setter). The
+  // training loop calls it with a fresh key every step so dropout masks change.
+  void set_rng(const Rng& rng);
+
+  // --- printing ------------------------------------------------------------------------------
+  // The tree in Trax's format: display name, then "[" + sublayers indented by two spaces + "]".
+  std::string to_string() const;
+
+ protected:
+  Layer(std::string name, int n_in, int n_out, std::source_location created);
+
+  // Exactly n_in() inputs in; must return exactly n_out() outputs.
+  virtual Stack forward(const Stack& inputs) = 0;
+  // Creates weights_/state_ from the input signature; default: none.
+  virtual void init_weights_and_state(const Signature& input_signature);
+
+  void set_sublayers(std::vector<LayerPtr> sublayers);
+  // What to_string() prints under this layer (nullptr prints "None"); default: sublayers().
+  void set_sublayers_to_print(std::vector<LayerPtr> layers);
+  void set_arity(int n_in, int n_out);
+  void add_weight(std::string name, Tensor value);  // marks float weights requires_grad
+  void clear_weights();
+  // Applies sublayer i to a stack, so that an error in it carries the index in its path.
+  Stack call_sublayer(std::size_t i, const Stack& stack);
+  // True while init() runs the model on meta tensors.
+  static bool initializing();
+
+ private:
+  Stack apply(const Stack& inputs);
+
+  std::string name_;
+  int n_in_, n_out_;
+  std::source_location created_;
+  std::vector<LayerPtr> sublayers_;
+  std::vector<LayerPtr> sublayers_to_print_;
+  bool print_override_ = false;
+  std::vector<Tensor> weights_;
+  std::vector<std::string> weight_names_;
+  std::vector<Tensor> state_;
+  Rng rng_;
+  Mode mode_ = Mode::train;
+  bool initialized_ = false;
+};
+
+// "tests/foo.cpp:12" from a source_location, with leading "../" removed.
+std::string location_string(const std::source_location& loc);
+
+}  // namespace ctrax

@@ -1,0 +1,44 @@
+#include "core/layer/select.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace ctrax::layers {
+
+namespace {
+
+class SelectLayer final : public Layer {
+ public:
+  SelectLayer(std::vector<int> indices, int n_in, std::source_location created)
+      : Layer(fmt::format("Select[{}]", fmt::join(indices, ",")), n_in,
+              static_cast<int>(indices.size()), created),
+        indices_(std::move(indices)) {}
+
+ protected:
+  Stack forward(const Stack& inputs) override {
+    Stack out;
+    for (int i : indices_) out.push_back(inputs[i]);
+    return out;
+  }
+
+ private:
+  std::vector<int> indices_;
+};
+
+}  // namespace
+
+LayerPtr Select(std::vector<int> indices, int n_in, std::source_location created) {
+  int deepest = -1;
+  for (int i : indices) {
+    if (i < 0) throw std::invalid_argument(fmt::format("Select: negative index {}", i));
+    deepest = std::max(deepest, i);
+  }
+  if (n_in < 0) n_in = deepest + 1;
+  if (deepest >= n_in)
+    throw std::invalid_argument(fmt::format("Select: index {} is not among the top n_in = {} items",
+                                            deepest, n_in));
+  return std::make_shared<SelectLayer>(std::move(indices), n_in, created);
+}
+
+}  // namespace ctrax::layers

@@ -1,0 +1,39 @@
+// ctrax/core/layer/serial.hpp — Serial: function composition on the stack.
+//
+// Serial(L1, ..., Lk) applies L1, then L2 to the stack L1 left, and so on. Its arity follows from
+// its sublayers by Trax's running-max rule:
+//
+//     total = 0; max = 0
+//     for L in layers: total += L.n_in; max = max(max, total); total -= L.n_out
+//     n_in = max;  n_out = max - total
+//
+// i.e. n_in is the deepest the sequence ever reaches into the stack, and n_out what it leaves.
+// Example: Serial(Dup[1→2], Parallel(F[1→1], G[1→1])[2→2], Add[2→1]) is 1→1.
+// Serial() with no sublayers is the identity (1→1). Nested lists are flattened; a nested Serial
+// stays one sublayer.
+#pragma once
+
+#include <optional>
+#include <source_location>
+#include <string>
+
+#include "core/layer/layer_arg.hpp"
+
+namespace ctrax::layers {
+
+// `sublayers_to_print`, when given, replaces the sublayers in the printed tree (Trax's
+// sublayers_to_print; Branch uses it to show its own arguments).
+LayerPtr make_serial(const LayerArgs& layers, std::string name = "Serial",
+                     std::source_location created = std::source_location::current(),
+                     std::optional<LayerList> sublayers_to_print = std::nullopt);
+
+template <class... Args>
+struct Serial : LayerPtr {
+  Serial(Args&&... layers, std::source_location created = std::source_location::current())
+      : LayerPtr(make_serial(LayerArgs{LayerArg(std::forward<Args>(layers))...}, "Serial",
+                             created)) {}
+};
+template <class... Args>
+Serial(Args&&...) -> Serial<Args...>;
+
+}  // namespace ctrax::layers

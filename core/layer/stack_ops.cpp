@@ -1,0 +1,38 @@
+#include "core/layer/stack_ops.hpp"
+
+#include <fmt/format.h>
+
+#include "core/layer/fn.hpp"
+#include "core/tensor/ops.hpp"
+
+namespace ctrax::layers {
+
+LayerPtr Dup(source_location c) {
+  return FnStack("Dup", 1, 2, [](const Stack& x) { return Stack{x[0], x[0]}; }, c);
+}
+LayerPtr Drop(source_location c) {
+  return FnStack("Drop", 1, 0, [](const Stack&) { return Stack{}; }, c);
+}
+LayerPtr Swap(source_location c) {
+  return FnStack("Swap", 2, 2, [](const Stack& x) { return Stack{x[1], x[0]}; }, c);
+}
+LayerPtr Add(source_location c) {
+  return Fn("Add", [](TensorArg a, TensorArg b) { return add(a, b); }, 1, c);
+}
+LayerPtr Multiply(source_location c) {
+  return Fn("Multiply", [](TensorArg a, TensorArg b) { return mul(a, b); }, 1, c);
+}
+LayerPtr SubtractTop(source_location c) {
+  return Fn("SubtractTop", [](TensorArg a, TensorArg b) { return sub(b, a); }, 1, c);
+}
+LayerPtr Concatenate(int n_items, int axis, source_location c) {
+  const std::string name = axis == -1 ? "Concatenate" : fmt::format("Concatenate_axis{}", axis);
+  return FnStack(name, n_items, 1,
+                 [axis](const Stack& xs) { return Stack{concatenate(xs, axis)}; }, c);
+}
+LayerPtr Split(int n_items, int axis, source_location c) {
+  return FnStack("Split", 1, n_items,
+                 [n_items, axis](const Stack& x) { return split(x[0], n_items, axis); }, c);
+}
+
+}  // namespace ctrax::layers

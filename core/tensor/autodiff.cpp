@@ -1,0 +1,146 @@
+#include "core/tensor/autodiff.hpp"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/tensor/ops.hpp"
+
+namespace ctrax {
+
+namespace {
+thread_local bool t_grad_enabled = true;
+}
+
+bool grad_enabled() { return t_grad_enabled; }
+NoGrad::NoGrad() : previous_(t_grad_enabled) { t_grad_enabled = false; }
+NoGrad::~NoGrad() { t_grad_enabled = previous_; }
+
+bool should_record(std::initializer_list<const Tensor*> inputs) {
+  if (!t_grad_enabled) return false;
+  for (const Tensor* t : inputs)
+    if (t->requires_grad()) return true;
+  return false;
+}
+
+bool should_record(const std::vector<Tensor>& inputs) {
+  if (!t_grad_enabled) return false;
+  for (const Tensor& t : inputs)
+    if (t.requires_grad()) return true;
+  return false;
+}
+
+Tensor record(const char* op, Tensor out, std::vector<Tensor> inputs, BackwardFn backward) {
+  if (!should_record(inputs) || out.is_meta()) return out;
+  auto node = std::make_shared<Node>();
+  node->op = op;
+  node->inputs = std::move(inputs);
+  node->backward = std::move(backward);
+  out.set_node(std::move(node));
+  return out;
+}
+
+namespace {
+
+// Post-order DFS from y's node (iterative: deep models make long chains). The order owns its
+// nodes, so freeing the tape during the walk cannot destroy a node that is still to be visited.
+std::vector<std::shared_ptr<Node>> topological_order(const std::shared_ptr<Node>& root) {
+  std::vector<std::shared_ptr<Node>> order;
+  std::unordered_set<Node*> visited{root.get()};
+  std::vector<std::pair<std::shared_ptr<Node>, std::size_t>> stack{{root, 0}};
+  while (!stack.empty()) {
+    const std::size_t top = stack.size() - 1;
+    Node* node = stack[top].first.get();
+    if (stack[top].second < node->inputs.size()) {
+      const Tensor& in = node->inputs[stack[top].second++];
+      if (in.defined() && in.node() && visited.insert(in.node().get()).second)
+        stack.emplace_back(in.node(), 0);
+    } else {
+      order.push_back(std::move(stack[top].first));
+      stack.pop_back();
+    }
+  }
+  return order;  // inputs before the ops that use them; root last
+}
+
+}  // namespace
+
+std::vector<Tensor> grad(const Tensor& y, const std::vector<Tensor>& xs, const Tensor& seed,
+                         bool retain_graph) {
+  if (!y.requires_grad())
+    throw std::invalid_argument(
+        "grad: the value " + y.signature() +
+        " was not computed from any tensor that requires a gradient (or was computed under "
+        "NoGrad)");
+  if (!seed.defined() && y.numel() != 1)
+    throw std::invalid_argument("grad: y " + y.signature() +
+                                " is not a scalar; pass a seed of the same shape");
+  if (seed.defined() && seed.shape() != y.shape())
+    throw std::invalid_argument("grad: seed " + seed.signature() + " does not match y " +
+                                y.signature());
+
+  NoGrad no_grad;  // backward closures compute with ordinary ops, unrecorded
+  Node* root = y.node().get();
+  if (root->freed)
+    throw std::logic_error(
+        "grad: the tape behind this value was already freed by an earlier grad(); pass "
+        "retain_graph=true to the first call to differentiate twice");
+
+  std::unordered_map<Node*, Tensor> grads;
+  grads[root] = seed.defined() ? seed.to(y.dtype()) : Tensor::ones(y.shape(), y.dtype());
+
+  std::unordered_set<Node*> requested;
+  for (const Tensor& x : xs)
+    if (x.requires_grad()) requested.insert(x.node().get());
+
+  const auto order = topological_order(y.node());
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    Node* node = it->get();
+    if (node->is_leaf()) continue;
+    auto found = grads.find(node);
+    if (found == grads.end()) continue;
+    const Tensor g_out = found->second;
+    std::vector<Tensor> g_in = node->backward(g_out);
+    if (g_in.size() != node->inputs.size())
+      throw std::logic_error(fmt::format("backward of {} returned {} gradients for {} inputs",
+                                         node->op, g_in.size(), node->inputs.size()));
+    for (std::size_t i = 0; i < g_in.size(); ++i) {
+      const Tensor& in = node->inputs[i];
+      if (!in.requires_grad() || !g_in[i].defined()) continue;
+      if (g_in[i].shape() != in.shape())
+        throw std::logic_error(fmt::format("backward of {} gave gradient {} for input {}",
+                                           node->op, g_in[i].signature(), in.signature()));
+      Node* target = in.node().get();
+      auto [slot, inserted] = grads.try_emplace(target, g_in[i]);
+      if (!inserted) slot->second = add(slot->second, g_in[i]);
+    }
+    if (!retain_graph) {
+      if (!requested.count(node)) grads.erase(node);  // dead once propagated
+      node->backward = nullptr;
+      node->inputs.clear();
+      node->freed = true;
+    }
+  }
+
+  std::vector<Tensor> out;
+  out.reserve(xs.size());
+  for (const Tensor& x : xs) {
+    auto found = x.requires_grad() ? grads.find(x.node().get()) : grads.end();
+    out.push_back(found != grads.end() ? found->second : Tensor::zeros(x.shape(), x.dtype()));
+  }
+  return out;
+}
+
+std::pair<Tensor, std::vector<Tensor>> value_and_grad(
+    const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::vector<Tensor>& xs) {
+  std::vector<Tensor> args;
+  args.reserve(xs.size());
+  for (const Tensor& x : xs) args.push_back(x.requires_grad() ? x : x.detach().requires_grad_());
+  Tensor value = f(args);
+  auto grads = grad(value, args);
+  return {value.detach(), std::move(grads)};
+}
+
+}  // namespace ctrax

@@ -1,0 +1,78 @@
+// ctrax/core/tensor/autodiff.hpp — reverse-mode automatic differentiation on a tape.
+//
+// The idea (micrograd's, flashlight's): every differentiable op computes its result and, when one
+// of its inputs requires a gradient, attaches a Node to the result that remembers
+//   - the inputs (so the walk can continue to them), and
+//   - a backward closure: given dL/d(result), return dL/d(input) for each input.
+// Those Nodes form a DAG from the leaves (weights, or anything marked requires_grad_()) to the
+// value being differentiated. grad(y, xs) orders the DAG topologically from y, seeds dL/dy = 1,
+// runs each closure once, sums the contributions that reach the same tensor (a weight used twice
+// gets the sum of both gradients — that is how weight sharing works), and returns dL/dx for each
+// requested x. The tape is then freed: closures and the intermediate values they captured are
+// released as soon as the walk is done.
+//
+//   Tensor w = Tensor::ones({3}).requires_grad_();
+//   Tensor y = sum(w * w);                 // y = Σ w²
+//   auto g = grad(y, {w});                  // g[0] = 2w = [2, 2, 2]
+//
+// Nothing is recorded inside a NoGrad scope (eval and predict modes run in one), so inference
+// pays no memory for the tape. Backward closures themselves run under NoGrad.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/tensor/tensor.hpp"
+
+namespace ctrax {
+
+// Given dL/d(output), returns dL/d(input_i) for each recorded input (an undefined Tensor where
+// the input needs no gradient). Each returned gradient has its input's shape.
+using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output)>;
+
+struct Node {
+  std::string op;               // "matmul", "add", ... (for error messages); empty for a leaf
+  std::vector<Tensor> inputs;   // the op's inputs, in the order BackwardFn returns gradients
+  BackwardFn backward;          // empty for a leaf
+  bool freed = false;           // set once grad() has consumed this part of the tape
+  bool is_leaf() const { return op.empty(); }
+};
+
+// Is the tape recording? True unless inside a NoGrad scope (thread-local).
+bool grad_enabled();
+
+// RAII scope in which ops record nothing.
+class NoGrad {
+ public:
+  NoGrad();
+  ~NoGrad();
+  NoGrad(const NoGrad&) = delete;
+  NoGrad& operator=(const NoGrad&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// True when recording is on and at least one of `inputs` requires a gradient.
+bool should_record(std::initializer_list<const Tensor*> inputs);
+bool should_record(const std::vector<Tensor>& inputs);
+
+// Called by ops after computing `out`: attaches a Node when should_record(inputs). Returns out.
+Tensor record(const char* op, Tensor out, std::vector<Tensor> inputs, BackwardFn backward);
+
+// dL/dx for each x in xs, where L = y (a scalar) or L = Σ y·seed when a seed of y's shape is
+// given. An x that y does not depend on gets zeros. With retain_graph the tape is kept, so grad
+// can be called again on the same y.
+std::vector<Tensor> grad(const Tensor& y, const std::vector<Tensor>& xs,
+                         const Tensor& seed = Tensor(), bool retain_graph = false);
+
+// JAX's value_and_grad: calls f(xs) and returns its (scalar) value and the gradients with
+// respect to each x. An x that does not require a gradient yet is replaced, for this call, by an
+// alias that does (same memory), so f receives tensors it can differentiate.
+std::pair<Tensor, std::vector<Tensor>> value_and_grad(
+    const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::vector<Tensor>& xs);
+
+}  // namespace ctrax

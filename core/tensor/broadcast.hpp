@@ -1,0 +1,70 @@
+// ctrax/core/tensor/broadcast.hpp — internal: the one loop behind every broadcasting kernel.
+//
+// out[i] = f(a[ia(i)], b[ib(i)]) where ia/ib map an output index to the broadcast operand's
+// element (stride 0 along broadcast axes). The innermost axis runs as a plain loop with the four
+// stride cases (1/1, 1/0, 0/1, general) spelled out so the compiler vectorises them.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/tensor/shape.hpp"
+
+namespace ctrax {
+
+// Element strides of a tensor of shape `s` viewed as broadcast to rank `r` (0 on broadcast axes).
+inline std::vector<std::int64_t> broadcast_strides(const Shape& s, const Shape& out) {
+  const std::size_t r = out.size();
+  std::vector<std::int64_t> st(r, 0);
+  const auto cs = contiguous_strides(s);
+  const std::size_t off = r - s.size();
+  for (std::size_t i = 0; i < s.size(); ++i) st[off + i] = s[i] == 1 ? 0 : cs[i];
+  return st;
+}
+
+template <class TA, class TB, class TO, class F>
+void broadcast_loop(const TA* a, const Shape& sa, const TB* b, const Shape& sb, TO* o,
+                    const Shape& so, F f) {
+  const std::int64_t n = numel(so);
+  if (sa == so && sb == so) {
+    for (std::int64_t i = 0; i < n; ++i) o[i] = f(a[i], b[i]);
+    return;
+  }
+  if (so.empty()) {
+    o[0] = f(a[0], b[0]);
+    return;
+  }
+  const int r = static_cast<int>(so.size());
+  const auto sta = broadcast_strides(sa, so), stb = broadcast_strides(sb, so);
+  const std::int64_t inner = so[r - 1], ia = sta[r - 1], ib = stb[r - 1];
+  std::vector<std::int64_t> idx(r, 0);
+  std::int64_t oa = 0, ob = 0;
+  for (std::int64_t base = 0; base < n; base += inner) {
+    TO* po = o + base;
+    const TA* pa = a + oa;
+    const TB* pb = b + ob;
+    if (ia == 1 && ib == 1) {
+      for (std::int64_t i = 0; i < inner; ++i) po[i] = f(pa[i], pb[i]);
+    } else if (ia == 1 && ib == 0) {
+      const TB vb = *pb;
+      for (std::int64_t i = 0; i < inner; ++i) po[i] = f(pa[i], vb);
+    } else if (ia == 0 && ib == 1) {
+      const TA va = *pa;
+      for (std::int64_t i = 0; i < inner; ++i) po[i] = f(va, pb[i]);
+    } else {
+      for (std::int64_t i = 0; i < inner; ++i) po[i] = f(pa[i * ia], pb[i * ib]);
+    }
+    for (int d = r - 2; d >= 0; --d) {
+      if (++idx[d] < so[d]) {
+        oa += sta[d];
+        ob += stb[d];
+        break;
+      }
+      oa -= sta[d] * (so[d] - 1);
+      ob -= stb[d] * (so[d] - 1);
+      idx[d] = 0;
+    }
+  }
+}
+
+}  // namespace ctrax

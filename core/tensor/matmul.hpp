@@ -1,0 +1,23 @@
+// ctrax/core/tensor/matmul.hpp — matrix products through OpenBLAS sgemm/dgemm.
+//
+//   matmul(a, b)             a (..., M, K) · b (K, N)          -> (..., M, N)   one GEMM: the
+//                                                                leading axes of a fold into M
+//   matmul(a, b)             a (..., M, K) · b (..., K, N)     -> (..., M, N)   batched: equal
+//                                                                leading axes, one GEMM each
+//   transpose_a/transpose_b  use a's / b's last two axes swapped, without copying (the flag is
+//                            passed to BLAS): attention's Q·Kᵀ is matmul(q, k, false, true).
+//
+// Gradients (C = A·B):  dA = dC·Bᵀ,  dB = Aᵀ·dC  — again GEMMs with transpose flags.
+//
+// Threads: one product uses BLAS's threads; a batch of small products (attention heads) runs its
+// outer loop across num_threads() with BLAS single-threaded inside (parallel.hpp).
+#pragma once
+
+#include "core/tensor/tensor.hpp"
+
+namespace ctrax {
+
+Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false,
+              bool transpose_b = false);
+
+}  // namespace ctrax

@@ -1,0 +1,191 @@
+#include "core/tensor/nn_ops.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "core/tensor/autodiff.hpp"
+#include "core/tensor/axis_view.hpp"
+#include "core/tensor/dispatch.hpp"
+
+namespace ctrax {
+
+namespace {
+
+// Calls row(base, stride) for every 1-D line of `v` along its axis.
+template <class F>
+void for_each_line(const AxisView& v, F row) {
+  for (std::int64_t o = 0; o < v.outer; ++o)
+    for (std::int64_t i = 0; i < v.inner; ++i) row(v.at(o, 0, i), v.inner);
+}
+
+// softmax (log_probs=false) or log-softmax (true) of one line.
+template <class T>
+void softmax_line(const T* x, T* y, std::int64_t n, std::int64_t s, bool log_probs) {
+  T m = -std::numeric_limits<T>::infinity();
+  for (std::int64_t k = 0; k < n; ++k) m = std::max(m, x[k * s]);
+  if (!std::isfinite(m)) m = 0;
+  double total = 0;
+  for (std::int64_t k = 0; k < n; ++k) total += std::exp(static_cast<double>(x[k * s] - m));
+  if (log_probs) {
+    const T lse = static_cast<T>(std::log(total)) + m;
+    for (std::int64_t k = 0; k < n; ++k) y[k * s] = x[k * s] - lse;
+  } else {
+    const double inv = 1.0 / total;
+    for (std::int64_t k = 0; k < n; ++k) y[k * s] = static_cast<T>(std::exp(x[k * s] - m) * inv);
+  }
+}
+
+Tensor softmax_impl(const char* op, const Tensor& x, int axis, bool log_probs) {
+  const int a = normalize_axis(axis, x.rank());
+  dispatch_float(x.dtype(), [](auto) {}, op);
+  if (x.is_meta()) return Tensor::meta(x.shape(), x.dtype());
+  Tensor y = Tensor::empty(x.shape(), x.dtype());
+  const AxisView v(x.shape(), a);
+  dispatch_float(x.dtype(), [&]<class T>(T) {
+    const T* px = x.data<T>();
+    T* py = y.data<T>();
+    for_each_line(v, [&](std::int64_t base, std::int64_t s) {
+      softmax_line(px + base, py + base, v.n, s, log_probs);
+    });
+  });
+  const Tensor y_saved = y.detach();
+  return record(op, y, {x}, [y_saved, v, log_probs](const Tensor& g) {
+    Tensor dx = Tensor::empty(g.shape(), g.dtype());
+    dispatch_float(g.dtype(), [&]<class T>(T) {
+      const T* py = y_saved.data<T>();
+      const T* pg = g.data<T>();
+      T* pd = dx.data<T>();
+      for_each_line(v, [&](std::int64_t base, std::int64_t s) {
+        double dot = 0;  // softmax: Σ g·y;  log-softmax: Σ g
+        for (std::int64_t k = 0; k < v.n; ++k)
+          dot += log_probs ? pg[base + k * s] : pg[base + k * s] * py[base + k * s];
+        for (std::int64_t k = 0; k < v.n; ++k) {
+          const std::int64_t j = base + k * s;
+          pd[j] = log_probs ? static_cast<T>(pg[j] - std::exp(py[j]) * dot)
+                            : static_cast<T>(py[j] * (pg[j] - dot));
+        }
+      });
+    });
+    return std::vector<Tensor>{dx};
+  });
+}
+
+}  // namespace
+
+Tensor softmax(const Tensor& x, int axis) { return softmax_impl("softmax", x, axis, false); }
+Tensor log_softmax(const Tensor& x, int axis) {
+  return softmax_impl("log_softmax", x, axis, true);
+}
+
+Tensor layer_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, double epsilon) {
+  if (x.rank() < 1) throw std::invalid_argument("layer_norm needs rank >= 1, got " + x.signature());
+  const std::int64_t d = x.dim(-1);
+  if (scale.shape() != Shape{d} || bias.shape() != Shape{d} || scale.dtype() != x.dtype() ||
+      bias.dtype() != x.dtype())
+    throw std::invalid_argument(fmt::format(
+        "layer_norm: scale {} and bias {} must be {}[{}] to normalise {}", scale.signature(),
+        bias.signature(), short_name(x.dtype()), d, x.signature()));
+  dispatch_float(x.dtype(), [](auto) {}, "layer_norm");
+  if (x.is_meta()) return Tensor::meta(x.shape(), x.dtype());
+  const std::int64_t rows = d == 0 ? 0 : x.numel() / d;
+  Tensor y = Tensor::empty(x.shape(), x.dtype());
+  Tensor xhat = Tensor::empty(x.shape(), x.dtype());   // saved for backward
+  Tensor rstd = Tensor::empty({rows}, x.dtype());
+  dispatch_float(x.dtype(), [&]<class T>(T) {
+    const T *px = x.data<T>(), *ps = scale.data<T>(), *pb = bias.data<T>();
+    T *py = y.data<T>(), *ph = xhat.data<T>(), *pr = rstd.data<T>();
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const T* xr = px + r * d;
+      double mu = 0, var = 0;
+      for (std::int64_t j = 0; j < d; ++j) mu += xr[j];
+      mu /= static_cast<double>(d);
+      for (std::int64_t j = 0; j < d; ++j) var += (xr[j] - mu) * (xr[j] - mu);
+      var /= static_cast<double>(d);
+      const double rs = 1.0 / std::sqrt(var + epsilon);
+      pr[r] = static_cast<T>(rs);
+      for (std::int64_t j = 0; j < d; ++j) {
+        ph[r * d + j] = static_cast<T>((xr[j] - mu) * rs);
+        py[r * d + j] = ph[r * d + j] * ps[j] + pb[j];
+      }
+    }
+  });
+  return record("layer_norm", y, {x, scale, bias}, [xhat, rstd, scale, rows, d](const Tensor& g) {
+    Tensor dx = Tensor::empty(g.shape(), g.dtype());
+    Tensor dscale = Tensor::zeros({d}, g.dtype()), dbias = Tensor::zeros({d}, g.dtype());
+    dispatch_float(g.dtype(), [&]<class T>(T) {
+      const T *pg = g.data<T>(), *ph = xhat.data<T>(), *pr = rstd.data<T>(),
+              *ps = scale.data<T>();
+      T *pdx = dx.data<T>(), *pds = dscale.data<T>(), *pdb = dbias.data<T>();
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const T *gr = pg + r * d, *hr = ph + r * d;
+        double mean_gh = 0, mean_ghx = 0;  // mean(ĝ), mean(ĝ·x̂) with ĝ = g·scale
+        for (std::int64_t j = 0; j < d; ++j) {
+          const double gh = gr[j] * ps[j];
+          mean_gh += gh;
+          mean_ghx += gh * hr[j];
+          pds[j] += gr[j] * hr[j];
+          pdb[j] += gr[j];
+        }
+        mean_gh /= static_cast<double>(d);
+        mean_ghx /= static_cast<double>(d);
+        for (std::int64_t j = 0; j < d; ++j)
+          pdx[r * d + j] =
+              static_cast<T>(pr[r] * (gr[j] * ps[j] - mean_gh - hr[j] * mean_ghx));
+      }
+    });
+    return std::vector<Tensor>{dx, dscale, dbias};
+  });
+}
+
+Tensor cross_entropy_with_logits(const Tensor& logits, const Tensor& targets,
+                                 double label_smoothing) {
+  if (logits.rank() < 1 || targets.dtype() != DType::int32 ||
+      Shape(logits.shape().begin(), logits.shape().end() - 1) != targets.shape())
+    throw std::invalid_argument(fmt::format(
+        "cross_entropy_with_logits: logits (..., C) and int32 targets (...) expected, got {} "
+        "and {}", logits.signature(), targets.signature()));
+  if (label_smoothing < 0 || label_smoothing > 1)
+    throw std::invalid_argument(fmt::format("label_smoothing must be in [0, 1], got {}",
+                                            label_smoothing));
+  dispatch_float(logits.dtype(), [](auto) {}, "cross_entropy_with_logits");
+  if (logits.is_meta() || targets.is_meta()) return Tensor::meta(targets.shape(), logits.dtype());
+  const std::int64_t C = logits.dim(-1), rows = targets.numel();
+  const double eps = label_smoothing;
+  Tensor loss = Tensor::empty(targets.shape(), logits.dtype());
+  Tensor log_probs = Tensor::empty(logits.shape(), logits.dtype());  // saved for backward
+  dispatch_float(logits.dtype(), [&]<class T>(T) {
+    const T* pz = logits.data<T>();
+    const std::int32_t* pt = targets.data<std::int32_t>();
+    T *pl = loss.data<T>(), *pp = log_probs.data<T>();
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const std::int32_t t = pt[r];
+      if (t < 0 || t >= C)
+        throw std::out_of_range(fmt::format(
+            "cross_entropy_with_logits: target {} at position {} is outside [0, {})", t, r, C));
+      softmax_line(pz + r * C, pp + r * C, C, 1, /*log_probs=*/true);
+      double sum_lp = 0;
+      for (std::int64_t c = 0; c < C; ++c) sum_lp += pp[r * C + c];
+      pl[r] = static_cast<T>(-(1 - eps) * pp[r * C + t] - eps / static_cast<double>(C) * sum_lp);
+    }
+  });
+  return record("cross_entropy", loss, {logits}, [log_probs, targets, C, rows, eps](const Tensor& g) {
+    Tensor dz = Tensor::empty(log_probs.shape(), log_probs.dtype());
+    dispatch_float(dz.dtype(), [&]<class T>(T) {
+      const T *pp = log_probs.data<T>(), *pg = g.data<T>();
+      const std::int32_t* pt = targets.data<std::int32_t>();
+      T* pd = dz.data<T>();
+      const double floor = eps / static_cast<double>(C);
+      for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t c = 0; c < C; ++c) {
+          const double p = floor + (c == pt[r] ? 1 - eps : 0.0);
+          pd[r * C + c] = static_cast<T>(pg[r] * (std::exp(pp[r * C + c]) - p));
+        }
+    });
+    return std::vector<Tensor>{dz};
+  });
+}
+
+}  // namespace ctrax

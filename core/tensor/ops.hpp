@@ -1,0 +1,12 @@
+// ctrax/core/tensor/ops.hpp — every tensor op in one include, for users and tests.
+#pragma once
+
+#include "core/tensor/autodiff.hpp"
+#include "core/tensor/elementwise.hpp"
+#include "core/tensor/indexing.hpp"
+#include "core/tensor/matmul.hpp"
+#include "core/tensor/nn_ops.hpp"
+#include "core/tensor/random.hpp"
+#include "core/tensor/reduce.hpp"
+#include "core/tensor/shape_ops.hpp"
+#include "core/tensor/tensor.hpp"

@@ -1,0 +1,50 @@
+#include "core/tensor/parallel.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace ctrax {
+
+namespace {
+
+int initial_threads() {
+  int n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (const char* env = std::getenv("CTRAX_NUM_THREADS")) {
+    const int v = std::atoi(env);
+    if (v > 0) n = v;
+  }
+  openblas_set_num_threads(n);
+#ifdef _OPENMP
+  omp_set_num_threads(n);
+#endif
+  return n;
+}
+
+int& threads() {
+  static int n = initial_threads();
+  return n;
+}
+
+}  // namespace
+
+int num_threads() { return threads(); }
+
+void set_num_threads(int n) {
+  threads() = std::max(1, n);
+  openblas_set_num_threads(threads());
+#ifdef _OPENMP
+  omp_set_num_threads(threads());
+#endif
+}
+
+BlasSingleThreaded::BlasSingleThreaded() { openblas_set_num_threads(1); }
+BlasSingleThreaded::~BlasSingleThreaded() { openblas_set_num_threads(num_threads()); }
+
+}  // namespace ctrax

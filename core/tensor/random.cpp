@@ -1,0 +1,115 @@
+#include "core/tensor/random.hpp"
+
+#include <cmath>
+#include <numbers>
+#include <stdexcept>
+
+#include "core/tensor/dispatch.hpp"
+#include "core/tensor/elementwise.hpp"
+
+namespace ctrax {
+
+namespace {
+
+std::uint64_t mix(std::uint64_t z) {
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// A double in [0, 1) from the top 53 bits.
+double unit(std::uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53; }
+
+}  // namespace
+
+Rng::Rng(std::uint64_t seed) : key_(mix(seed ^ 0x5eed5eed5eed5eedULL)) {}
+
+std::vector<Rng> Rng::split(int n) const {
+  std::vector<Rng> out;
+  out.reserve(n);
+  for (int i = 0; i < n; ++i) out.push_back(fold_in(0x5b1700000000ULL + static_cast<std::uint64_t>(i)));
+  return out;
+}
+
+Rng Rng::fold_in(std::uint64_t data) const {
+  Rng r(0);
+  r.key_ = mix(key_ ^ mix(data + 0x632be59bd9b4e019ULL));
+  return r;
+}
+
+std::uint64_t Rng::bits(std::uint64_t i) const { return mix(key_ + mix(i)); }
+
+Tensor Rng::uniform(const Shape& shape, double low, double high, DType dtype) const {
+  Tensor t = Tensor::empty(shape, dtype);
+  dispatch_float(dtype, [&]<class T>(T) {
+    T* p = t.data<T>();
+    for (std::int64_t i = 0, n = t.numel(); i < n; ++i)
+      p[i] = static_cast<T>(low + (high - low) * unit(bits(static_cast<std::uint64_t>(i))));
+  }, "Rng::uniform");
+  return t;
+}
+
+Tensor Rng::normal(const Shape& shape, double mean, double stddev, DType dtype) const {
+  Tensor t = Tensor::empty(shape, dtype);
+  dispatch_float(dtype, [&]<class T>(T) {
+    T* p = t.data<T>();
+    for (std::int64_t i = 0, n = t.numel(); i < n; ++i) {
+      // Box-Muller on two independent draws per element (simple, and element i stays a pure
+      // function of (key, i)).
+      const double u1 = 1.0 - unit(bits(2 * static_cast<std::uint64_t>(i)));
+      const double u2 = unit(bits(2 * static_cast<std::uint64_t>(i) + 1));
+      const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+      p[i] = static_cast<T>(mean + stddev * z);
+    }
+  }, "Rng::normal");
+  return t;
+}
+
+Tensor Rng::bernoulli(const Shape& shape, double p) const {
+  Tensor t = Tensor::empty(shape, DType::bool_);
+  std::uint8_t* d = t.data<std::uint8_t>();
+  for (std::int64_t i = 0, n = t.numel(); i < n; ++i)
+    d[i] = unit(bits(static_cast<std::uint64_t>(i))) < p ? 1 : 0;
+  return t;
+}
+
+Tensor Rng::randint(const Shape& shape, std::int32_t low, std::int32_t high) const {
+  if (high <= low) throw std::invalid_argument("randint: empty range");
+  Tensor t = Tensor::empty(shape, DType::int32);
+  const auto span = static_cast<std::uint64_t>(high - low);
+  std::int32_t* d = t.data<std::int32_t>();
+  for (std::int64_t i = 0, n = t.numel(); i < n; ++i)
+    d[i] = low + static_cast<std::int32_t>(bits(static_cast<std::uint64_t>(i)) % span);
+  return t;
+}
+
+std::vector<std::int64_t> Rng::permutation(std::int64_t n) const {
+  std::vector<std::int64_t> p(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) p[i] = i;
+  for (std::int64_t i = n - 1; i > 0; --i) {
+    const auto j = static_cast<std::int64_t>(bits(static_cast<std::uint64_t>(i)) %
+                                             static_cast<std::uint64_t>(i + 1));
+    std::swap(p[i], p[j]);
+  }
+  return p;
+}
+
+Tensor dropout(const Tensor& x, double rate, const Rng& rng, const std::vector<int>& shared_axes) {
+  if (rate < 0.0 || rate >= 1.0)
+    throw std::invalid_argument("dropout rate must be in [0, 1), got " + std::to_string(rate));
+  if (rate == 0.0 || x.is_meta()) return x;
+  Shape mask_shape = x.shape();
+  for (int a : shared_axes) mask_shape[normalize_axis(a, x.rank(), "shared axis")] = 1;
+  const Tensor keep = rng.bernoulli(mask_shape, 1.0 - rate);
+  Tensor scale = Tensor::empty(mask_shape, x.dtype());
+  dispatch_float(x.dtype(), [&]<class T>(T) {
+    const std::uint8_t* k = keep.data<std::uint8_t>();
+    T* s = scale.data<T>();
+    const T kept = static_cast<T>(1.0 / (1.0 - rate));
+    for (std::int64_t i = 0, n = scale.numel(); i < n; ++i) s[i] = k[i] ? kept : T(0);
+  }, "dropout");
+  return mul(x, scale);
+}
+
+}  // namespace ctrax

@@ -1,0 +1,52 @@
+// ctrax/core/tensor/random.hpp — a splittable, counter-based random number generator.
+//
+// JAX's model of randomness, which Trax relies on: an Rng is an immutable 64-bit key. Drawing
+// numbers does not change it; element i of a draw is a hash of (key, i). New independent streams
+// come from split(n) and fold_in(data). Consequences:
+//   - the same seed gives the same weights and the same dropout masks, bit for bit, on every run
+//     and at every thread count (no shared generator state to race on);
+//   - a layer's draws do not depend on the order in which other layers drew theirs;
+//   - a training step's randomness is fold_in(step), so a resumed run replays it exactly.
+// The hash is SplitMix64's finaliser (Steele, Lea & Flood 2014), which passes BigCrush when fed a
+// counter.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/tensor/tensor.hpp"
+
+namespace ctrax {
+
+class Rng {
+ public:
+  explicit Rng(std::uint64_t seed = 0);
+  std::uint64_t key() const { return key_; }
+
+  std::vector<Rng> split(int n) const;          // n independent keys
+  Rng fold_in(std::uint64_t data) const;        // a key derived from this one and `data`
+
+  // The i-th raw 64-bit draw of this key.
+  std::uint64_t bits(std::uint64_t i) const;
+  // Draws (element i depends only on key and i):
+  Tensor uniform(const Shape& shape, double low = 0.0, double high = 1.0,
+                 DType dtype = DType::float32) const;
+  Tensor normal(const Shape& shape, double mean = 0.0, double stddev = 1.0,
+                DType dtype = DType::float32) const;
+  Tensor bernoulli(const Shape& shape, double p) const;               // bool, true w.p. p
+  Tensor randint(const Shape& shape, std::int32_t low, std::int32_t high) const;  // [low, high)
+  // A permutation of 0..n-1 (Fisher-Yates driven by this key).
+  std::vector<std::int64_t> permutation(std::int64_t n) const;
+
+  bool operator==(const Rng& other) const { return key_ == other.key_; }
+
+ private:
+  std::uint64_t key_;
+};
+
+// Inverted dropout: keeps each element with probability 1 − rate and scales kept ones by
+// 1/(1 − rate), so the expected value is unchanged. The mask has extent 1 on each axis in
+// `shared_axes` (one decision broadcast along it, Trax's shared_axes). rate 0 returns x itself.
+Tensor dropout(const Tensor& x, double rate, const Rng& rng, const std::vector<int>& shared_axes = {});
+
+}  // namespace ctrax

@@ -1,0 +1,31 @@
+// ctrax/core/tensor/shape.hpp — shapes, axis normalisation and NumPy broadcasting.
+//
+// A Shape lists the extent of each axis, outermost first; storage is row-major, so the last axis
+// is contiguous. A scalar has the empty shape {} and one element.
+//
+// Broadcasting (NumPy's rule): align shapes at the right; two extents are compatible when equal or
+// when one of them is 1; the result takes the larger. (B, L, d) + (d) -> (B, L, d);
+// (B, 1, 1, L) with (1, L, L) -> (B, 1, L, L).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ctrax {
+
+using Shape = std::vector<std::int64_t>;
+
+std::int64_t numel(const Shape& s);
+std::string to_string(const Shape& s);          // "(2, 3)"; a scalar is "()"
+
+// Row-major strides in elements: for (2, 3, 4) -> (12, 4, 1).
+std::vector<std::int64_t> contiguous_strides(const Shape& s);
+
+// Maps a possibly negative axis into [0, rank); throws std::invalid_argument naming `what`.
+int normalize_axis(int axis, int rank, const char* what = "axis");
+
+// The broadcast result of two shapes; throws std::invalid_argument with both shapes on mismatch.
+Shape broadcast_shapes(const Shape& a, const Shape& b);
+
+}  // namespace ctrax

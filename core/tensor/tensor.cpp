@@ -1,0 +1,295 @@
+#include "core/tensor/tensor.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <ostream>
+#include <stdexcept>
+
+#include "core/tensor/autodiff.hpp"
+#include "core/tensor/dispatch.hpp"
+
+namespace ctrax {
+
+struct TensorImpl {
+  std::shared_ptr<std::byte> storage;  // null for a meta tensor
+  Shape shape;
+  DType dtype = DType::float32;
+  std::shared_ptr<Node> node;
+};
+
+namespace {
+
+// 64-byte aligned blocks: whole cache lines, and AVX-512 loads never straddle them.
+std::shared_ptr<std::byte> allocate(std::size_t bytes) {
+  const std::size_t rounded = ((bytes + 63) / 64) * 64;
+  void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+  if (!p) throw std::bad_alloc();
+  return {static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); }};
+}
+
+void check_shape(const Shape& shape) {
+  for (auto d : shape)
+    if (d < 0) throw std::invalid_argument("negative extent in shape " + to_string(shape));
+}
+
+}  // namespace
+
+const TensorImpl& Tensor::impl() const {
+  if (!impl_) throw std::logic_error("use of an undefined Tensor");
+  return *impl_;
+}
+
+Tensor Tensor::empty(const Shape& shape, DType dtype) {
+  check_shape(shape);
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = allocate(static_cast<std::size_t>(ctrax::numel(shape)) * itemsize(dtype));
+  impl->shape = shape;
+  impl->dtype = dtype;
+  return Tensor(std::move(impl));
+}
+
+Tensor Tensor::meta(const Shape& shape, DType dtype) {
+  check_shape(shape);
+  auto impl = std::make_shared<TensorImpl>();
+  impl->shape = shape;
+  impl->dtype = dtype;
+  return Tensor(std::move(impl));
+}
+
+Tensor Tensor::full(const Shape& shape, double value, DType dtype) {
+  Tensor t = empty(shape, dtype);
+  dispatch_all(dtype, [&]<class T>(T) {
+    T* p = t.data<T>();
+    const T v = static_cast<T>(value);
+    for (std::int64_t i = 0, n = t.numel(); i < n; ++i) p[i] = v;
+  });
+  return t;
+}
+
+Tensor Tensor::zeros(const Shape& shape, DType dtype) {
+  Tensor t = empty(shape, dtype);
+  std::memset(t.raw_data(), 0, static_cast<std::size_t>(t.numel()) * itemsize(dtype));
+  return t;
+}
+
+Tensor Tensor::ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
+Tensor Tensor::scalar(double value, DType dtype) { return full({}, value, dtype); }
+
+Tensor Tensor::arange(std::int64_t n, DType dtype) {
+  Tensor t = empty({n}, dtype);
+  dispatch_all(dtype, [&]<class T>(T) {
+    for (std::int64_t i = 0; i < n; ++i) t.data<T>()[i] = static_cast<T>(i);
+  });
+  return t;
+}
+
+Tensor Tensor::from_doubles(const std::vector<double>& values, const Shape& shape, DType dtype) {
+  if (static_cast<std::int64_t>(values.size()) != ctrax::numel(shape))
+    throw std::invalid_argument(fmt::format("{} values given for shape {} ({} elements)",
+                                            values.size(), ctrax::to_string(shape),
+                                            ctrax::numel(shape)));
+  Tensor t = empty(shape, dtype);
+  dispatch_all(dtype, [&]<class T>(T) {
+    for (std::size_t i = 0; i < values.size(); ++i) t.data<T>()[i] = static_cast<T>(values[i]);
+  });
+  return t;
+}
+
+bool Tensor::is_meta() const { return impl().storage == nullptr; }
+const Shape& Tensor::shape() const { return impl().shape; }
+DType Tensor::dtype() const { return impl().dtype; }
+std::int64_t Tensor::numel() const { return ctrax::numel(shape()); }
+
+std::int64_t Tensor::dim(int axis) const {
+  return shape()[normalize_axis(axis, rank())];
+}
+
+std::string Tensor::signature() const {
+  if (!defined()) return "undefined";
+  return fmt::format("{}[{}]{}", short_name(dtype()), fmt::join(shape(), ","),
+                     is_meta() ? "?" : "");
+}
+
+void* Tensor::raw_data() const {
+  if (is_meta()) throw std::logic_error("a meta tensor " + signature() + " has no data");
+  return impl().storage.get();
+}
+
+template <class T> T* Tensor::data() {
+  if (dtype_of<T>() != dtype())
+    throw std::invalid_argument(fmt::format("data<{}>() on a {} tensor",
+                                            ctrax::to_string(dtype_of<T>()), ctrax::to_string(dtype())));
+  return static_cast<T*>(raw_data());
+}
+template <class T> const T* Tensor::data() const {
+  return const_cast<Tensor*>(this)->data<T>();
+}
+template float* Tensor::data<float>();
+template double* Tensor::data<double>();
+template std::int32_t* Tensor::data<std::int32_t>();
+template std::uint8_t* Tensor::data<std::uint8_t>();
+template const float* Tensor::data<float>() const;
+template const double* Tensor::data<double>() const;
+template const std::int32_t* Tensor::data<std::int32_t>() const;
+template const std::uint8_t* Tensor::data<std::uint8_t>() const;
+
+template <class U> std::vector<U> Tensor::to_vector() const {
+  std::vector<U> out(static_cast<std::size_t>(numel()));
+  dispatch_all(dtype(), [&]<class T>(T) {
+    const T* p = data<T>();
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<U>(p[i]);
+  });
+  return out;
+}
+template std::vector<float> Tensor::to_vector<float>() const;
+template std::vector<double> Tensor::to_vector<double>() const;
+template std::vector<std::int32_t> Tensor::to_vector<std::int32_t>() const;
+template std::vector<std::uint8_t> Tensor::to_vector<std::uint8_t>() const;
+template std::vector<bool> Tensor::to_vector<bool>() const;
+
+std::vector<double> Tensor::to_doubles() const { return to_vector<double>(); }
+
+double Tensor::item() const {
+  if (numel() != 1)
+    throw std::invalid_argument("item() needs exactly one element, got " + signature());
+  return to_doubles()[0];
+}
+
+Tensor Tensor::to(DType dt) const {
+  if (dt == dtype()) return *this;
+  if (is_meta()) return meta(shape(), dt);
+  Tensor out = empty(shape(), dt);
+  out.copy_from(*this);
+  if (!is_floating(dt) || !is_floating(dtype())) return out;
+  return record("to", out, {*this}, [from = dtype()](const Tensor& g) {
+    return std::vector<Tensor>{g.to(from)};
+  });
+}
+
+Tensor Tensor::clone() const {
+  if (is_meta()) return meta(shape(), dtype());
+  Tensor t = empty(shape(), dtype());
+  std::memcpy(t.raw_data(), raw_data(), static_cast<std::size_t>(numel()) * itemsize(dtype()));
+  return t;
+}
+
+Tensor Tensor::detach() const {
+  auto impl = std::make_shared<TensorImpl>(this->impl());
+  impl->node.reset();
+  return Tensor(std::move(impl));
+}
+
+void Tensor::copy_from(const Tensor& src) {
+  if (src.shape() != shape())
+    throw std::invalid_argument("copy_from: shape " + src.signature() + " into " + signature());
+  if (src.dtype() == dtype()) {
+    std::memcpy(raw_data(), src.raw_data(), static_cast<std::size_t>(numel()) * itemsize(dtype()));
+    return;
+  }
+  dispatch_all(dtype(), [&]<class T>(T) {
+    dispatch_all(src.dtype(), [&]<class S>(S) {
+      const S* s = src.data<S>();
+      T* d = data<T>();
+      for (std::int64_t i = 0, n = numel(); i < n; ++i) d[i] = static_cast<T>(s[i]);
+    });
+  });
+}
+
+bool Tensor::requires_grad() const { return defined() && impl().node != nullptr; }
+
+Tensor& Tensor::requires_grad_(bool on) {
+  if (!on) {
+    impl_->node.reset();
+    return *this;
+  }
+  if (!is_floating(dtype()))
+    throw std::invalid_argument("only float32/float64 tensors can require a gradient, not " +
+                                signature());
+  if (!impl_->node) impl_->node = std::make_shared<Node>();
+  return *this;
+}
+
+const std::shared_ptr<Node>& Tensor::node() const { return impl().node; }
+void Tensor::set_node(std::shared_ptr<Node> node) { impl_->node = std::move(node); }
+
+Tensor reshape_view(const Tensor& x, const Shape& shape) {
+  if (ctrax::numel(shape) != x.numel())
+    throw std::invalid_argument(fmt::format("cannot reshape {} into shape {}", x.signature(),
+                                            to_string(shape)));
+  auto impl = std::make_shared<TensorImpl>(x.impl());
+  impl->shape = shape;
+  impl->node.reset();
+  return Tensor(std::move(impl));
+}
+
+// --- printing -------------------------------------------------------------------------------
+namespace {
+
+template <class T>
+void print_rec(std::string& out, const T* p, const Shape& s, std::size_t axis, std::int64_t offset,
+               const std::vector<std::int64_t>& strides, int max_items, int indent) {
+  const std::int64_t n = s[axis];
+  out += '[';
+  auto item = [&](std::int64_t i) {
+    if (axis + 1 == s.size()) {
+      if constexpr (std::is_floating_point_v<T>) out += fmt::format("{:.6g}", p[offset + i]);
+      else if constexpr (std::is_same_v<T, std::uint8_t>) out += p[offset + i] ? "true" : "false";
+      else out += fmt::format("{}", p[offset + i]);
+    } else {
+      print_rec(out, p, s, axis + 1, offset + i * strides[axis], strides, max_items, indent + 1);
+    }
+  };
+  const std::string sep = axis + 1 == s.size() ? ", " : ",\n" + std::string(indent + 1, ' ');
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (n > max_items && i == max_items / 2) {
+      out += "..." + sep;
+      i = n - max_items / 2;
+    }
+    item(i);
+    if (i + 1 < n) out += sep;
+  }
+  out += ']';
+}
+
+}  // namespace
+
+std::string Tensor::to_string(int max_items) const {
+  if (!defined()) return "Tensor(undefined)";
+  if (is_meta()) return "Tensor(" + signature() + ")";
+  std::string body;
+  dispatch_all(dtype(), [&]<class T>(T) {
+    const T* p = data<T>();
+    if (rank() == 0) {
+      body = fmt::format("{}", p[0]);
+      return;
+    }
+    print_rec(body, p, shape(), 0, 0, contiguous_strides(shape()), max_items, 7);
+  });
+  return fmt::format("Tensor({}, {})", body, signature());
+}
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.to_string(); }
+
+std::string signatures(const std::vector<Tensor>& xs) {
+  std::vector<std::string> parts;
+  for (const auto& x : xs) parts.push_back(x.signature());
+  return fmt::format("({})", fmt::join(parts, ", "));
+}
+
+Tensor tensor(std::initializer_list<float> v, const Shape& s) {
+  return Tensor::from_doubles({v.begin(), v.end()}, s, DType::float32);
+}
+Tensor tensor(std::initializer_list<double> v, const Shape& s) {
+  return Tensor::from_doubles({v.begin(), v.end()}, s, DType::float64);
+}
+Tensor tensor(std::initializer_list<int> v, const Shape& s) {
+  return Tensor::from_doubles({v.begin(), v.end()}, s, DType::int32);
+}
+Tensor tensor(std::initializer_list<bool> v, const Shape& s) {
+  return Tensor::from_doubles({v.begin(), v.end()}, s, DType::bool_);
+}
+
+}  // namespace ctrax

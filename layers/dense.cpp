@@ -1,0 +1,51 @@
+#include "layers/dense.hpp"
+
+#include <fmt/format.h>
+
+#include "core/tensor/ops.hpp"
+#include "layers/initializers.hpp"
+
+namespace ctrax::layers {
+
+namespace {
+
+class DenseLayer final : public Layer {
+ public:
+  DenseLayer(std::int64_t n_units, bool use_bias, std::source_location created)
+      : Layer(fmt::format("Dense_{}", n_units), 1, 1, created),
+        n_units_(n_units),
+        use_bias_(use_bias) {}
+
+ protected:
+  void init_weights_and_state(const Signature& input) override {
+    const ShapeDtype& x = input.at(0);
+    if (x.shape.empty())
+      throw std::invalid_argument("Dense needs inputs of rank >= 1, got a scalar");
+    const DType dt = weight_dtype(x.dtype);
+    const auto keys = rng().split(2);
+    add_weight("w", glorot_uniform({x.shape.back(), n_units_}, keys[0], dt));
+    if (use_bias_) add_weight("b", random_normal({n_units_}, 1e-6, keys[1], dt));
+  }
+
+  Stack forward(const Stack& inputs) override {
+    const Tensor& x = inputs[0];
+    const Tensor& w = weights()[0];
+    if (x.rank() < 1 || x.dim(-1) != w.dim(0))
+      throw std::invalid_argument(fmt::format("Dense_{} expects inputs (..., {}), got {}",
+                                              n_units_, w.dim(0), x.signature()));
+    Tensor y = matmul(x, w);
+    return {use_bias_ ? y + weights()[1] : y};
+  }
+
+ private:
+  std::int64_t n_units_;
+  bool use_bias_;
+};
+
+}  // namespace
+
+LayerPtr Dense(std::int64_t n_units, bool use_bias, std::source_location created) {
+  return std::make_shared<DenseLayer>(n_units, use_bias, created);
+}
+
+}  // namespace ctrax::layers

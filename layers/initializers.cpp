@@ -1,0 +1,22 @@
+#include "layers/initializers.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace ctrax::layers {
+
+Tensor glorot_uniform(const Shape& shape, const Rng& rng, DType dtype) {
+  if (shape.size() < 2) throw std::invalid_argument("glorot_uniform needs a kernel of rank >= 2");
+  const double fan_in = static_cast<double>(shape[shape.size() - 2]);
+  const double fan_out = static_cast<double>(shape.back());
+  const double limit = std::sqrt(6.0 / (fan_in + fan_out));
+  return rng.uniform(shape, -limit, limit, dtype);
+}
+
+Tensor random_normal(const Shape& shape, double stddev, const Rng& rng, DType dtype) {
+  return rng.normal(shape, 0.0, stddev, dtype);
+}
+
+DType weight_dtype(DType dt) { return is_floating(dt) ? dt : DType::float32; }
+
+}  // namespace ctrax::layers
