@@ -1,1 +1,77 @@
 #include <doctest/doctest.h>
+
+#include "tests/helpers.hpp"
+
+using namespace ctrax;
+using namespace ctrax::testing;
+using V = std::vector<Tensor>;
+
+namespace {
+// A plain triple loop, the reference every product is checked against.
+Tensor reference_matmul(const Tensor& a, const Tensor& b) {
+  const auto M = a.dim(0), K = a.dim(1), N = b.dim(1);
+  std::vector<double> out(M * N, 0.0);
+  const auto pa = a.to_doubles(), pb = b.to_doubles();
+  for (std::int64_t i = 0; i < M; ++i)
+    for (std::int64_t k = 0; k < K; ++k)
+      for (std::int64_t j = 0; j < N; ++j) out[i * N + j] += pa[i * K + k] * pb[k * N + j];
+  return Tensor::from_doubles(out, {M, N}, DType::float64);
+}
+}  // namespace
+
+TEST_CASE("2-D product on literal values") {
+  const Tensor a = tensor({1.f, 2.f, 3.f, 4.f, 5.f, 6.f}, {2, 3});
+  const Tensor b = tensor({1.f, 0.f, 0.f, 1.f, 1.f, 1.f}, {3, 2});
+  expect_tensor(matmul(a, b), {2, 2}, {4, 5, 10, 11});
+}
+
+TEST_CASE("transpose flags equal explicit transposes") {
+  const Tensor a = randn({5, 3}, 1), b = randn({5, 4}, 2), c = randn({4, 3}, 3);
+  expect_close(matmul(a, b, true, false), reference_matmul(transpose(a, {1, 0}), b), 1e-12);
+  expect_close(matmul(a, c, false, true), reference_matmul(a, transpose(c, {1, 0})), 1e-12);
+  const Tensor d = randn({3, 5}, 19);   // bᵀ·dᵀ = (d·b)ᵀ
+  expect_close(matmul(b, d, true, true), transpose(reference_matmul(d, b), {1, 0}), 1e-12);
+}
+
+TEST_CASE("leading axes fold into one product; batched products match per-slice products") {
+  const Tensor x = randn({2, 3, 4}, 4), w = randn({4, 5}, 5);
+  const Tensor y = matmul(x, w);
+  CHECK(y.shape() == Shape{2, 3, 5});
+  expect_close(slice(y, 0, 1, 2), reshape(reference_matmul(reshape(slice(x, 0, 1, 2), {3, 4}), w), {1, 3, 5}), 1e-12);
+
+  const Tensor q = randn({8, 6, 4}, 6), k = randn({8, 7, 4}, 7);   // 8 heads, many-at-once path
+  const Tensor s = matmul(q, k, false, true);
+  CHECK(s.shape() == Shape{8, 6, 7});
+  for (int h : {0, 5, 7})
+    expect_close(reshape(slice(s, 0, h, h + 1), {6, 7}),
+                 reference_matmul(reshape(slice(q, 0, h, h + 1), {6, 4}),
+                                  transpose(reshape(slice(k, 0, h, h + 1), {7, 4}), {1, 0})), 1e-12);
+}
+
+TEST_CASE("float32 products agree with float64 ones") {
+  const Tensor a = randn({64, 32}, 8), b = randn({32, 48}, 9);
+  expect_close(matmul(a.to(DType::float32), b.to(DType::float32)), matmul(a, b), 1e-4);
+}
+
+TEST_CASE("matmul errors name both shapes") {
+  CHECK_THROWS_WITH_AS(matmul(Tensor::zeros({2, 3}), Tensor::zeros({4, 5})),
+                       "matmul: inner dimensions differ: f32[2,3] · f32[4,5] contracts 3 with 4",
+                       std::invalid_argument);
+  CHECK_THROWS_AS(matmul(Tensor::zeros({2, 3, 4}), Tensor::zeros({3, 4, 5})), std::invalid_argument);
+  CHECK_THROWS_AS(matmul(Tensor::zeros({2, 3}), Tensor::zeros({3, 2}, DType::float64)),
+                  std::invalid_argument);
+}
+
+TEST_CASE("gradients of every matmul form") {
+  const Tensor a = randn({3, 4}, 10), b = randn({4, 5}, 11), at = randn({4, 3}, 12), bt = randn({5, 4}, 13);
+  expect_gradients([](const V& v) { return matmul(v[0], v[1]); }, {a, b});
+  expect_gradients([](const V& v) { return matmul(v[0], v[1], true, false); }, {at, b});
+  expect_gradients([](const V& v) { return matmul(v[0], v[1], false, true); }, {a, bt});
+  expect_gradients([](const V& v) { return matmul(v[0], v[1], true, true); }, {at, bt});
+  const Tensor x = randn({2, 3, 4}, 14), y = randn({2, 4, 5}, 15), yt = randn({2, 5, 4}, 16);
+  expect_gradients([](const V& v) { return matmul(v[0], v[1]); }, {x, b});
+  expect_gradients([](const V& v) { return matmul(v[0], v[1]); }, {x, y});
+  expect_gradients([](const V& v) { return matmul(v[0], v[1], false, true); }, {x, yt});
+  expect_gradients([](const V& v) { return matmul(v[0], v[1], true, false); }, {randn({2, 4, 3}, 17), y});
+  expect_gradients([](const V& v) { return matmul(v[0], v[1], true, false); }, {randn({2, 4, 3}, 18), b});
+}

@@ -1,1 +1,66 @@
 #include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "tests/helpers.hpp"
+
+using namespace ctrax;
+using namespace ctrax::testing;
+using V = std::vector<Tensor>;
+
+TEST_CASE("softmax on literal values; rows sum to one") {
+  const Tensor p = softmax(tensor({0.0, std::log(3.0), 0.0, 0.0}, {2, 2}));
+  expect_tensor(p, {2, 2}, {0.25, 0.75, 0.5, 0.5}, 1e-12);
+}
+
+TEST_CASE("fused softmax and log_softmax equal their compositions, on any axis") {
+  const Tensor x = randn({2, 3, 5}, 1) * 3.0;
+  for (int axis : {-1, 1, 0}) {
+    expect_close(softmax(x, axis), exp(x) / sum(exp(x), {axis}, true), 1e-12);
+    expect_close(log_softmax(x, axis), x - logsumexp(x, {axis}, true), 1e-12);
+  }
+}
+
+TEST_CASE("softmax is stable for large logits and -1e9 masks") {
+  const Tensor p = softmax(tensor({1000.f, 1000.f, -1e9f}, {3}));
+  expect_tensor(p, {3}, {0.5, 0.5, 0}, 1e-6);
+}
+
+TEST_CASE("layer_norm equals its composition") {
+  const Tensor x = randn({2, 3, 6}, 2), scale = randn({6}, 3), bias = randn({6}, 4);
+  const Tensor mu = mean(x, {-1}, true);
+  const Tensor var = mean((x - mu) * (x - mu), {-1}, true);
+  expect_close(layer_norm(x, scale, bias, 1e-6), (x - mu) / sqrt(var + 1e-6) * scale + bias, 1e-10);
+}
+
+TEST_CASE("layer_norm checks its parameters") {
+  CHECK_THROWS_AS(layer_norm(Tensor::zeros({2, 4}), Tensor::ones({3}), Tensor::zeros({4})),
+                  std::invalid_argument);
+}
+
+TEST_CASE("cross entropy equals the composition, with and without label smoothing") {
+  const Tensor z = randn({2, 3, 5}, 5);
+  const Tensor t = tensor({0, 4, 2, 1, 3, 3}, {2, 3});
+  expect_close(cross_entropy_with_logits(z, t), -sum(one_hot(t, 5, DType::float64) * log_softmax(z), {-1}), 1e-12);
+  const double eps = 0.1;
+  const Tensor p = one_hot(t, 5, DType::float64) * (1 - eps) + eps / 5;
+  expect_close(cross_entropy_with_logits(z, t, eps), -sum(p * log_softmax(z), {-1}), 1e-12);
+}
+
+TEST_CASE("cross entropy rejects targets outside the classes") {
+  CHECK_THROWS_WITH_AS(cross_entropy_with_logits(Tensor::zeros({2, 3}), tensor({0, 3}, {2})),
+                       "cross_entropy_with_logits: target 3 at position 1 is outside [0, 3)",
+                       std::out_of_range);
+}
+
+TEST_CASE("gradients of the fused kernels") {
+  const Tensor x = randn({2, 3, 5}, 6);
+  expect_gradients([](const V& v) { return softmax(v[0]); }, {x});
+  expect_gradients([](const V& v) { return softmax(v[0], 1); }, {x});
+  expect_gradients([](const V& v) { return log_softmax(v[0]); }, {x});
+  expect_gradients([](const V& v) { return log_softmax(v[0], 0); }, {x});
+  expect_gradients([](const V& v) { return layer_norm(v[0], v[1], v[2]); }, {x, randn({5}, 7), randn({5}, 8)});
+  const Tensor t = tensor({0, 4, 2, 1, 3, 3}, {2, 3});
+  expect_gradients([t](const V& v) { return cross_entropy_with_logits(v[0], t); }, {x});
+  expect_gradients([t](const V& v) { return cross_entropy_with_logits(v[0], t, 0.2); }, {x});
+}

@@ -1,1 +1,72 @@
 #include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "tests/helpers.hpp"
+
+using namespace ctrax;
+using namespace ctrax::testing;
+
+TEST_CASE("the same key gives the same numbers; drawing does not advance it") {
+  const Rng r(42);
+  expect_close(r.normal({100}), r.normal({100}), 0);
+  CHECK(Rng(42).uniform({5}).to_doubles() == r.uniform({5}).to_doubles());
+  CHECK(Rng(43).uniform({5}).to_doubles() != r.uniform({5}).to_doubles());
+}
+
+TEST_CASE("split and fold_in give distinct, reproducible keys") {
+  const Rng r(1);
+  const auto keys = r.split(3);
+  CHECK(keys[0].key() != keys[1].key());
+  CHECK(keys[1].key() != keys[2].key());
+  CHECK(r.split(3)[2] == keys[2]);
+  CHECK(r.fold_in(5) == r.fold_in(5));
+  CHECK_FALSE(r.fold_in(5) == r.fold_in(6));
+}
+
+TEST_CASE("a prefix of a larger draw equals the smaller draw (element i depends only on i)") {
+  const auto small = Rng(9).uniform({10}).to_doubles();
+  const auto large = Rng(9).uniform({1000}).to_doubles();
+  CHECK(std::equal(small.begin(), small.end(), large.begin()));
+}
+
+TEST_CASE("moments of uniform, normal and bernoulli draws") {
+  const auto u = Rng(3).uniform({20000}, -1, 1, DType::float64);
+  CHECK(std::abs(mean(u).item()) < 0.02);
+  const auto n = Rng(4).normal({20000}, 2.0, 3.0, DType::float64);
+  CHECK(std::abs(mean(n).item() - 2.0) < 0.1);
+  const auto centred = n - 2.0;
+  CHECK(std::abs(std::sqrt(mean(centred * centred).item()) - 3.0) < 0.1);
+  const auto b = Rng(5).bernoulli({20000}, 0.3).to(DType::float64);
+  CHECK(std::abs(mean(b).item() - 0.3) < 0.02);
+  const auto k = Rng(6).randint({1000}, 2, 5).to_doubles();
+  CHECK(*std::min_element(k.begin(), k.end()) == 2);
+  CHECK(*std::max_element(k.begin(), k.end()) == 4);
+}
+
+TEST_CASE("permutation is a permutation") {
+  auto p = Rng(7).permutation(50);
+  std::sort(p.begin(), p.end());
+  for (std::int64_t i = 0; i < 50; ++i) CHECK(p[i] == i);
+}
+
+TEST_CASE("dropout zeroes about `rate` of the elements and scales the rest") {
+  const Tensor x = Tensor::ones({10000}, DType::float64);
+  const auto y = dropout(x, 0.25, Rng(8)).to_doubles();
+  const auto zeros = std::count(y.begin(), y.end(), 0.0);
+  CHECK(std::abs(static_cast<double>(zeros) / 10000 - 0.25) < 0.02);
+  for (double v : y) CHECK((v == 0.0 || std::abs(v - 1 / 0.75) < 1e-12));
+}
+
+TEST_CASE("dropout with shared axes makes one decision along them") {
+  const Tensor x = Tensor::ones({4, 50}, DType::float64);
+  const Tensor y = dropout(x, 0.5, Rng(9), {0});
+  const auto v = y.to_doubles();
+  for (int j = 0; j < 50; ++j)
+    for (int i = 1; i < 4; ++i) CHECK(v[i * 50 + j] == v[j]);
+}
+
+TEST_CASE("dropout is differentiable: the gradient is the mask") {
+  const Rng r(10);
+  expect_gradients([r](const std::vector<Tensor>& v) { return dropout(v[0], 0.5, r); }, {randn({3, 4})});
+}

@@ -1,1 +1,57 @@
 #include <doctest/doctest.h>
+
+#include "tests/helpers.hpp"
+
+using namespace ctrax;
+using namespace ctrax::testing;
+using V = std::vector<Tensor>;
+
+TEST_CASE("reshape infers -1 and shares memory") {
+  Tensor x = tensor({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor r = reshape(x, {3, -1});
+  CHECK(r.shape() == Shape{3, 2});
+  x.data<std::int32_t>()[0] = 9;
+  CHECK(r.to_doubles()[0] == 9);
+  CHECK_THROWS_AS(reshape(x, {4, 2}), std::invalid_argument);
+}
+
+TEST_CASE("transpose permutes axes") {
+  const Tensor x = tensor({1, 2, 3, 4, 5, 6}, {2, 3});
+  expect_tensor(transpose(x, {1, 0}), {3, 2}, {1, 4, 2, 5, 3, 6});
+  const Tensor y = Tensor::arange(24).to(DType::float32);
+  const Tensor t = transpose(reshape(y, {2, 3, 4}), {2, 0, 1});
+  CHECK(t.shape() == Shape{4, 2, 3});
+  CHECK(t.to_doubles()[1] == 4);   // t[0,0,1] = y[0,1,0]
+  CHECK(t.to_doubles()[3] == 12);  // t[0,1,0] = y[1,0,0]
+  expect_tensor(swapaxes(x, 0, 1), {3, 2}, {1, 4, 2, 5, 3, 6});
+}
+
+TEST_CASE("slice, concatenate, split, stack") {
+  const Tensor x = tensor({1, 2, 3, 4, 5, 6}, {2, 3});
+  expect_tensor(slice(x, 1, 1, 3), {2, 2}, {2, 3, 5, 6});
+  expect_tensor(slice(x, 0, -1, 2), {1, 3}, {4, 5, 6});
+  expect_tensor(concatenate({x, x}, 0), {4, 3}, {1, 2, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6});
+  expect_tensor(concatenate({x, slice(x, 1, 0, 1)}, 1), {2, 4}, {1, 2, 3, 1, 4, 5, 6, 4});
+  auto parts = split(tensor({1, 2, 3, 4}, {4}), 2);
+  expect_tensor(parts[1], {2}, {3, 4});
+  CHECK_THROWS_AS(split(x, 2, 1), std::invalid_argument);
+  expect_tensor(stack({tensor({1, 2}, {2}), tensor({3, 4}, {2})}, 1), {2, 2}, {1, 3, 2, 4});
+}
+
+TEST_CASE("expand broadcasts; expand_dims and squeeze add and remove unit axes") {
+  expect_tensor(expand(tensor({1, 2}, {2, 1}), {2, 3}), {2, 3}, {1, 1, 1, 2, 2, 2});
+  CHECK(expand_dims(Tensor::zeros({2, 3}), 1).shape() == Shape{2, 1, 3});
+  CHECK(squeeze(Tensor::zeros({2, 1, 3}), 1).shape() == Shape{2, 3});
+  CHECK_THROWS_AS(squeeze(Tensor::zeros({2, 3}), 1), std::invalid_argument);
+}
+
+TEST_CASE("gradients of shape ops") {
+  const Tensor x = randn({2, 3, 4}, 3), y = randn({2, 2, 4}, 4);
+  expect_gradients([](const V& v) { return reshape(v[0], {6, 4}); }, {x});
+  expect_gradients([](const V& v) { return transpose(v[0], {2, 0, 1}); }, {x});
+  expect_gradients([](const V& v) { return slice(v[0], 1, 1, 3); }, {x});
+  expect_gradients([](const V& v) { return concatenate({v[0], v[1]}, 1); }, {x, y});
+  expect_gradients([](const V& v) { return split(v[0], 2, 2)[1] * 2.0; }, {x});
+  expect_gradients([](const V& v) { return expand(v[0], {3, 2, 2, 4}); }, {y});
+  expect_gradients([](const V& v) { return stack({v[0], v[0] * v[0]}, 0); }, {x});
+}

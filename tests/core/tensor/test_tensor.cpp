@@ -1,1 +1,73 @@
 #include <doctest/doctest.h>
+
+#include "tests/helpers.hpp"
+
+using namespace ctrax;
+using namespace ctrax::testing;
+
+TEST_CASE("literal tensors take their dtype from the literal") {
+  CHECK(tensor({1.f, 2.f}, {2}).dtype() == DType::float32);
+  CHECK(tensor({1.0, 2.0}, {2}).dtype() == DType::float64);
+  CHECK(tensor({1, 2}, {2}).dtype() == DType::int32);
+  CHECK(tensor({true, false}, {2}).dtype() == DType::bool_);
+}
+
+TEST_CASE("shape, rank, dim and numel") {
+  const Tensor t = Tensor::zeros({2, 3, 4});
+  CHECK(t.rank() == 3);
+  CHECK(t.dim(-1) == 4);
+  CHECK(t.numel() == 24);
+  CHECK(t.signature() == "f32[2,3,4]");
+  CHECK(Tensor::scalar(5).numel() == 1);
+  CHECK(Tensor::scalar(5).item() == 5);
+}
+
+TEST_CASE("factories fill as promised") {
+  expect_tensor(Tensor::full({2}, 7), {2}, {7, 7});
+  expect_tensor(Tensor::ones({3}, DType::int32), {3}, {1, 1, 1});
+  expect_tensor(Tensor::arange(4), {4}, {0, 1, 2, 3});
+  CHECK(Tensor::arange(4).dtype() == DType::int32);
+}
+
+TEST_CASE("copies share memory; clone does not") {
+  Tensor a = tensor({1.f, 2.f}, {2});
+  Tensor alias = a;
+  Tensor deep = a.clone();
+  a.data<float>()[0] = 9;
+  CHECK(alias.to_doubles()[0] == 9);
+  CHECK(deep.to_doubles()[0] == 1);
+}
+
+TEST_CASE("data<T> with the wrong type throws") {
+  Tensor a = tensor({1.f}, {1});
+  CHECK_THROWS_WITH_AS(a.data<double>(), "data<float64>() on a float32 tensor", std::invalid_argument);
+}
+
+TEST_CASE("from_doubles checks the element count") {
+  CHECK_THROWS_AS(Tensor::from_doubles({1, 2, 3}, {2, 2}), std::invalid_argument);
+}
+
+TEST_CASE("to converts dtype") {
+  expect_tensor(tensor({1.7f, -2.2f}, {2}).to(DType::int32), {2}, {1, -2});
+  CHECK(tensor({1, 2}, {2}).to(DType::float64).dtype() == DType::float64);
+}
+
+TEST_CASE("meta tensors have a shape but no data") {
+  Tensor m = Tensor::meta({2, 3});
+  CHECK(m.is_meta());
+  CHECK(m.signature() == "f32[2,3]?");
+  CHECK_THROWS_AS(m.data<float>(), std::logic_error);
+}
+
+TEST_CASE("printing shows values and signature") {
+  CHECK(tensor({1, 2, 3, 4}, {2, 2}).to_string() == "Tensor([[1, 2],\n        [3, 4]], i32[2,2])");
+  CHECK(tensor({true, false}, {2}).to_string() == "Tensor([true, false], bool[2])");
+  CHECK(Tensor::arange(10).to_string(4) == "Tensor([0, 1, ..., 8, 9], i32[10])");
+}
+
+TEST_CASE("broadcast_shapes follows NumPy") {
+  CHECK(broadcast_shapes({2, 3, 4}, {4}) == Shape{2, 3, 4});
+  CHECK(broadcast_shapes({2, 1, 1, 5}, {1, 5, 5}) == Shape{2, 1, 5, 5});
+  CHECK_THROWS_WITH_AS(broadcast_shapes({2, 3}, {4}),
+                       "shapes (2, 3) and (4,) cannot be broadcast together", std::invalid_argument);
+}

@@ -1,0 +1,52 @@
+// tests/helpers.hpp — assertions shared by every test file.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/tensor/gradcheck.hpp"
+#include "core/tensor/ops.hpp"
+
+namespace ctrax::testing {
+
+// t has exactly this shape and these values (to `tol`, absolute).
+inline void expect_tensor(const Tensor& t, const Shape& shape, const std::vector<double>& values,
+                          double tol = 1e-6) {
+  REQUIRE_MESSAGE(t.shape() == shape, "shape " << to_string(t.shape()) << " != " << to_string(shape));
+  const auto got = t.to_doubles();
+  REQUIRE(got.size() == values.size());
+  for (std::size_t i = 0; i < got.size(); ++i)
+    CHECK_MESSAGE(std::abs(got[i] - values[i]) <= tol,
+                  "element " << i << ": " << got[i] << " != " << values[i]);
+}
+
+inline void expect_close(const Tensor& a, const Tensor& b, double tol = 1e-6) {
+  REQUIRE_MESSAGE(a.shape() == b.shape(), a.signature() << " vs " << b.signature());
+  expect_tensor(a, b.shape(), b.to_doubles(), tol);
+}
+
+// The one gradient check: every floating input of f, by central differences in float64.
+inline void expect_gradients(const StackFn& f, const std::vector<Tensor>& inputs) {
+  const auto r = check_gradients(f, inputs);
+  CHECK_MESSAGE(r.ok, r.report);
+}
+
+inline void expect_gradients(const std::function<Tensor(const std::vector<Tensor>&)>& f,
+                             const std::vector<Tensor>& inputs) {
+  expect_gradients(StackFn([f](const std::vector<Tensor>& x) { return std::vector<Tensor>{f(x)}; }),
+                   inputs);
+}
+
+// Random float64 test data with values away from the kinks of relu/max (|x| > 0.1).
+inline Tensor randn(const Shape& shape, std::uint64_t seed = 1) {
+  Tensor t = Rng(seed).normal(shape, 0, 1, DType::float64);
+  double* p = t.data<double>();
+  for (std::int64_t i = 0; i < t.numel(); ++i)
+    if (std::abs(p[i]) < 0.1) p[i] += p[i] < 0 ? -0.2 : 0.2;
+  return t;
+}
+
+}  // namespace ctrax::testing
