@@ -50,3 +50,38 @@ inline Tensor randn(const Shape& shape, std::uint64_t seed = 1) {
 }
 
 }  // namespace ctrax::testing
+
+#include "core/layer/combinators.hpp"
+
+namespace ctrax::testing {
+
+// Initialises `layer` for exactly these inputs, then applies it.
+inline Stack init_and_run(const LayerPtr& layer, const Stack& inputs, std::uint64_t seed = 0) {
+  layer->init(signature_of(inputs), Rng(seed));
+  return (*layer)(inputs);
+}
+
+inline Tensor v(std::initializer_list<float> values) {
+  return tensor(values, {static_cast<std::int64_t>(values.size())});
+}
+
+}  // namespace ctrax::testing
+
+namespace ctrax::testing {
+
+// The gradient check for a layer: with respect to its floating inputs AND every weight. The layer
+// must have been initialised with float64 signatures (weights take the input's float dtype).
+inline void expect_layer_gradients(const LayerPtr& layer, const Stack& inputs) {
+  const auto weights = layer->all_weights();
+  const std::size_t n = inputs.size();
+  Stack all = inputs;
+  all.insert(all.end(), weights.begin(), weights.end());
+  expect_gradients(StackFn([layer, n](const Stack& s) {
+                     layer->bind_all_weights(Stack(s.begin() + static_cast<std::ptrdiff_t>(n), s.end()));
+                     return (*layer)(Stack(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(n)));
+                   }),
+                   all);
+  layer->bind_all_weights(weights);
+}
+
+}  // namespace ctrax::testing

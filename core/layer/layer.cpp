@@ -297,6 +297,32 @@ void Layer::set_all_weights(const std::vector<Tensor>& values) {
   }
 }
 
+void Layer::bind_weights_rec(const std::vector<Tensor>& handles, std::size_t& next,
+                             std::vector<Tensor>& old, std::unordered_set<const Layer*>& seen) {
+  if (!seen.insert(this).second) return;
+  for (Tensor& w : weights_) {
+    const Tensor& h = handles.at(next++);
+    if (h.shape() != w.shape())
+      throw std::invalid_argument(fmt::format("bind_all_weights: {} weight {} given {}",
+                                              display_name(), w.signature(), h.signature()));
+    old.push_back(w);
+    w = h;
+  }
+  for (auto& s : sublayers_) s->bind_weights_rec(handles, next, old, seen);
+}
+
+std::vector<Tensor> Layer::bind_all_weights(const std::vector<Tensor>& handles) {
+  const std::size_t expected = all_weights().size();
+  if (handles.size() != expected)
+    throw std::invalid_argument(fmt::format("bind_all_weights: {} tensors given, {} has {} weights",
+                                            handles.size(), display_name(), expected));
+  std::vector<Tensor> old;
+  std::size_t next = 0;
+  std::unordered_set<const Layer*> seen;
+  bind_weights_rec(handles, next, old, seen);
+  return old;
+}
+
 std::string Layer::to_string() const {
   const auto& children = print_override_ ? sublayers_to_print_ : sublayers_;
   if (children.empty()) return display_name();

@@ -36,6 +36,7 @@
 #include <source_location>
 #include <stdexcept>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "core/layer/signature.hpp"
@@ -117,6 +118,10 @@ class Layer : public std::enable_shared_from_this<Layer> {
   // Replaces every weight in all_weights() order (shapes must match); used by optimizers and
   // checkpoint loading.
   void set_all_weights(const std::vector<Tensor>& values);
+  // Makes the given tensors *be* the weights, in all_weights() order (no copy): the next forward
+  // computes with them, so gradients flow to them. Used by the layer gradient checker; returns
+  // the handles it replaced.
+  std::vector<Tensor> bind_all_weights(const std::vector<Tensor>& handles);
   const Rng& rng() const { return rng_; }
   // Sets this layer's rng and, split one per sublayer, its sublayers' (Trax's rng setter). The
   // training loop calls it with a fresh key every step so dropout masks change.
@@ -147,6 +152,8 @@ class Layer : public std::enable_shared_from_this<Layer> {
 
  private:
   Stack apply(const Stack& inputs);
+  void bind_weights_rec(const std::vector<Tensor>& handles, std::size_t& next,
+                        std::vector<Tensor>& old, std::unordered_set<const Layer*>& seen);
 
   std::string name_;
   int n_in_, n_out_;

@@ -1,1 +1,75 @@
 #include <doctest/doctest.h>
+
+#include "layers/dense.hpp"
+#include "tests/helpers.hpp"
+
+using namespace ctrax;
+using namespace ctrax::testing;
+using namespace ctrax::layers;
+
+namespace {
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const LayerError& e) {
+    return e.what();
+  }
+  return "no LayerError";
+}
+}  // namespace
+
+TEST_CASE("a shape mismatch names the path, the method, the creation site and the shapes") {
+  auto model = Serial(Dense(4), Serial(Dense(3), Dense(2)));
+  model->init(ShapeDtype{{2, 5}});
+  // Weights expect 5 features; feed 6.
+  const std::string msg = error_of([&] { (*model)(Tensor::zeros({2, 6})); });
+  CHECK(msg.find("LayerError: Exception passing through layer Serial/Dense_4[0] (in forward)") != std::string::npos);
+  CHECK(msg.find("layer created at tests/core/layer/test_errors.cpp:") != std::string::npos);
+  CHECK(msg.find("layer input shapes: (f32[2,6])") != std::string::npos);
+  CHECK(msg.find("Dense_4 expects inputs (..., 5), got f32[2,6]") != std::string::npos);
+}
+
+TEST_CASE("errors at init are caught with shapes before any data flows") {
+  auto model = Serial(Dense(4), Fn("Bad", [](const Tensor& x) { return x + Tensor::zeros({3}); }));
+  LayerError error("", "", std::source_location::current(), "", "");
+  try {
+    model->init(ShapeDtype{{2, 5}});
+  } catch (const LayerError& e) {
+    error = e;
+  }
+  CHECK(error.path() == "Serial/Bad[1]");
+  CHECK(error.method() == "init");
+  CHECK(error.message() == "add: shapes (2, 4) and (3,) cannot be broadcast together");
+}
+
+TEST_CASE("too few inputs") {
+  auto model = Serial(Dense(2), Add());
+  model->init({ShapeDtype{{1, 2}}, ShapeDtype{{1, 2}}});
+  const std::string msg = error_of([&] { (*model)(Stack{Tensor::zeros({1, 2})}); });
+  CHECK(msg.find("number of inputs (1) to Serial.forward less than n_in (2)") != std::string::npos);
+}
+
+TEST_CASE("calling before init") {
+  auto model = Serial(Dense(2));
+  const std::string msg = error_of([&] { (*model)(Tensor::zeros({1, 2})); });
+  CHECK(msg.find("layer Serial is not initialised: call init(input_signature) on the model first") != std::string::npos);
+}
+
+TEST_CASE("a wrong dtype") {
+  auto model = Serial(Dense(2));
+  model->init(ShapeDtype{{1, 2}});
+  const std::string msg = error_of([&] { (*model)(Tensor::zeros({1, 2}, DType::float64)); });
+  CHECK(msg.find("Serial/Dense_2[0]") != std::string::npos);
+  CHECK(msg.find("matmul needs two float tensors of one dtype, got f64[1,2] and f32[2,2]") != std::string::npos);
+}
+
+TEST_CASE("a deep path carries an index at every level") {
+  auto model = Serial(Dense(3), Residual(Dense(3), Fn("Bad", [](const Tensor& x) { return reshape(x, {5}); })));
+  LayerError error("", "", std::source_location::current(), "", "");
+  try {
+    model->init(ShapeDtype{{1, 3}});
+  } catch (const LayerError& e) {
+    error = e;
+  }
+  CHECK(error.path() == "Serial/Serial[1]/Branch[0]/Parallel[1]/Serial[1]/Bad[1]");
+}

@@ -1,1 +1,93 @@
 #include <doctest/doctest.h>
+
+#include "layers/dense.hpp"
+#include "tests/helpers.hpp"
+
+using namespace ctrax;
+using namespace ctrax::testing;
+using namespace ctrax::layers;
+
+TEST_CASE("init returns the output signature and creates the weights") {
+  auto model = Serial(Dense(4), Dense(2));
+  const auto out = model->init(ShapeDtype{{3, 5}});
+  REQUIRE(out.size() == 1);
+  CHECK(out[0] == ShapeDtype{{3, 2}, DType::float32});
+  CHECK(model->n_params() == 5 * 4 + 4 + 4 * 2 + 2);
+  CHECK(model->initialized());
+}
+
+TEST_CASE("output_signature infers shapes without data") {
+  auto model = Serial(Dense(4), Dup());
+  model->init(ShapeDtype{{3, 5}});
+  const auto sig = model->output_signature({ShapeDtype{{7, 2, 5}}});
+  REQUIRE(sig.size() == 2);
+  CHECK(sig[1].shape == Shape{7, 2, 4});
+}
+
+TEST_CASE("all_weights is depth-first; named_weights names the tree path") {
+  auto model = Serial(Dense(4), Parallel(Dense(3), Dense(2)));
+  model->init({ShapeDtype{{1, 5}}, ShapeDtype{{1, 6}}});
+  const auto named = model->named_weights();
+  REQUIRE(named.size() == 6);
+  CHECK(named[0].first == "Serial/Dense_4[0]/w");
+  CHECK(named[1].first == "Serial/Dense_4[0]/b");
+  CHECK(named[2].first == "Serial/Parallel[1]/Dense_3[0]/w");
+  CHECK(named[5].first == "Serial/Parallel[1]/Dense_2[1]/b");
+  CHECK(named[4].second.shape() == Shape{6, 2});
+}
+
+TEST_CASE("the same seed gives the same weights; another seed different ones") {
+  auto a = Serial(Dense(4), Dense(4)), b = Serial(Dense(4), Dense(4));
+  a->init(ShapeDtype{{1, 3}}, Rng(5));
+  b->init(ShapeDtype{{1, 3}}, Rng(5));
+  expect_close(a->all_weights()[2], b->all_weights()[2], 0);
+  CHECK(a->all_weights()[0].to_doubles() != a->all_weights()[2].to_doubles());
+  b->init(ShapeDtype{{1, 3}}, Rng(6));
+  CHECK(a->all_weights()[0].to_doubles() != b->all_weights()[0].to_doubles());
+}
+
+TEST_CASE("a shared layer's weights exist once") {
+  auto shared = Dense(3);
+  auto model = Serial(shared, shared);
+  model->init(ShapeDtype{{2, 3}});
+  CHECK(model->all_weights().size() == 2);
+  CHECK(model->n_params() == 12);
+}
+
+TEST_CASE("a shared Dense used twice gets the summed gradient") {
+  auto shared = Dense(2);
+  auto twice = Serial(shared, shared);
+  twice->init(ShapeDtype{{1, 2}, DType::float64});
+  const Tensor x = tensor({1.0, -2.0}, {1, 2});
+  const Tensor w = shared->weights()[0], b = shared->weights()[1];
+  auto g = grad(sum((*twice)(x)), {w, b});
+  // y = (x·W + b)·W + b  ⇒  dy/dW = xᵀ·(1·Wᵀ) + (x·W + b)ᵀ·1 ;  dy/db = 1·Wᵀ + 1
+  const Tensor ones = Tensor::ones({1, 2}, DType::float64);
+  const Tensor h = matmul(x, w.detach()) + b.detach();
+  expect_close(g[0], matmul(x, matmul(ones, w.detach(), false, true), true, false) + matmul(h, ones, true, false), 1e-12);
+  expect_close(g[1], reshape(matmul(ones, w.detach(), false, true), {2}) + 1.0, 1e-12);
+}
+
+TEST_CASE("eval mode records no tape") {
+  auto model = Serial(Dense(2));
+  model->init(ShapeDtype{{1, 2}});
+  CHECK((*model)(Tensor::ones({1, 2})).requires_grad());
+  model->set_mode(Mode::eval);
+  CHECK(model->sublayers()[0]->mode() == Mode::eval);
+  CHECK_FALSE((*model)(Tensor::ones({1, 2})).requires_grad());
+}
+
+TEST_CASE("set_all_weights replaces every weight in place, checking shapes") {
+  auto model = Serial(Dense(2));
+  model->init(ShapeDtype{{1, 3}});
+  model->set_all_weights({Tensor::ones({3, 2}), Tensor::zeros({2})});
+  expect_tensor((*model)(Tensor::ones({1, 3})), {1, 2}, {3, 3});
+  CHECK_THROWS_AS(model->set_all_weights({Tensor::ones({2, 2}), Tensor::zeros({2})}), std::invalid_argument);
+  CHECK_THROWS_AS(model->set_all_weights({Tensor::ones({3, 2})}), std::invalid_argument);
+}
+
+TEST_CASE("calling a single-output convenience on a multi-output layer explains itself") {
+  auto d = Dup();
+  d->init(ShapeDtype{{1}});
+  CHECK_THROWS_WITH_AS((*d)(v({1})), doctest::Contains("leaves 2 items on the stack"), LayerError);
+}
