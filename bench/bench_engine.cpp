@@ -1,1 +1,97 @@
-int main() { return 0; }
+// bench/bench_engine.cpp — the engine's kernels against the machine's limits.
+//
+//   env -u OPENBLAS_CORETYPE build/bench/bench_engine [--reps N]
+//
+// (Unset OPENBLAS_CORETYPE: these machines export Haswell, which halves sgemm; see
+// ../shared/bench/RESULTS.md.) Reports, as medians over repetitions:
+//   - ctrax matmul vs a direct cblas_sgemm call on the same buffers (target >= 95% of direct);
+//   - 64 attention-shaped products (B·H = 64 of 128×64 · 64×128), outer loop parallel and BLAS
+//     single-threaded inside (target >= 250 GFLOP/s on 2 threads);
+//   - fused softmax and layer norm, forward + backward, in GB/s of compulsory traffic.
+#include <cblas.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+#include "core/tensor/ops.hpp"
+#include "core/tensor/parallel.hpp"
+
+using namespace ctrax;
+
+namespace {
+
+double median_seconds(int reps, const std::function<void()>& f) {
+  for (int i = 0; i < 3; ++i) f();  // warm-up: first touch of memory, BLAS thread start-up
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    f();
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+void bench_matmul(int reps, std::int64_t M, std::int64_t K, std::int64_t N) {
+  const Tensor a = Rng(1).normal({M, K}), b = Rng(2).normal({K, N});
+  Tensor c = Tensor::empty({M, N});
+  const double flops = 2.0 * M * N * K;
+  const double direct = median_seconds(reps, [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, a.data<float>(), K,
+                b.data<float>(), N, 0.0f, c.data<float>(), N);
+  });
+  const double ours = median_seconds(reps, [&] { c = matmul(a, b); });
+  fmt::print("matmul {:>4}x{:<4}x{:<4}  direct sgemm {:6.1f} GFLOP/s   ctrax {:6.1f} GFLOP/s   "
+             "ratio {:5.1f}%\n", M, N, K, flops / direct / 1e9, flops / ours / 1e9,
+             100.0 * direct / ours);
+}
+
+void bench_attention(int reps) {
+  const std::int64_t BH = 64, L = 128, d = 64;
+  const Tensor q = Rng(3).normal({BH, L, d}), k = Rng(4).normal({BH, L, d});
+  const double flops = 2.0 * BH * L * L * d;
+  Tensor s;
+  const double t = median_seconds(reps, [&] { s = matmul(q, k, false, true); });
+  fmt::print("attention scores {}x({}x{} · {}x{})  {:6.1f} GFLOP/s  ({} threads, outer loop "
+             "parallel)\n", BH, L, d, d, L, flops / t / 1e9, num_threads());
+}
+
+void bench_fused(int reps) {
+  const std::int64_t rows = 64 * 128, n = 128;   // attention probabilities of B·H = 64, L = 128
+  const Tensor x = Rng(5).normal({rows, n}).requires_grad_();
+  const Tensor g = Rng(6).normal({rows, n});
+  const double bytes = 4.0 * rows * n;
+  // forward reads x, writes y; backward reads y and g, writes dx: 5 passes over rows·n floats
+  const double t_sm = median_seconds(reps, [&] { grad(softmax(x), {x}, g); });
+  fmt::print("softmax fwd+bwd ({}x{})            {:6.1f} GB/s\n", rows, n, 5 * bytes / t_sm / 1e9);
+
+  const std::int64_t tokens = 16 * 256, d = 512;
+  const Tensor h = Rng(7).normal({tokens, d}).requires_grad_();
+  const Tensor scale = Tensor::ones({d}).requires_grad_(), bias = Tensor::zeros({d}).requires_grad_();
+  const Tensor gh = Rng(8).normal({tokens, d});
+  const double lbytes = 4.0 * tokens * d;
+  // forward reads x, writes y and x̂; backward reads g and x̂, writes dx: 6 passes
+  const double t_ln = median_seconds(reps, [&] { grad(layer_norm(h, scale, bias), {h, scale, bias}, gh); });
+  fmt::print("layer_norm fwd+bwd ({}x{})         {:6.1f} GB/s\n", tokens, d, 6 * lbytes / t_ln / 1e9);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int reps = 40;
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], "--reps") == 0) reps = std::atoi(argv[i + 1]);
+  if (const char* ct = std::getenv("OPENBLAS_CORETYPE"))
+    fmt::print("warning: OPENBLAS_CORETYPE={} is set; sgemm runs at about half speed\n", ct);
+  fmt::print("threads: {}\n", num_threads());
+  bench_matmul(reps, 512, 512, 512);
+  bench_matmul(reps, 2048, 256, 1024);
+  bench_attention(reps);
+  bench_fused(reps);
+  return 0;
+}

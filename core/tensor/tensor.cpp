@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <malloc.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -22,8 +24,22 @@ struct TensorImpl {
 
 namespace {
 
+// Fresh pages cost ~10 µs per 4 KiB on first touch here (../shared/bench/RESULTS.md), and a
+// training step allocates the same large blocks every time. So glibc is told to keep freed memory
+// in its heap rather than unmap it: the next step's arrays reuse warm pages. (Process-wide; set
+// once, before the first tensor.)
+void keep_freed_memory() {
+  static const bool once = [] {
+    mallopt(M_MMAP_THRESHOLD, 1 << 30);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    return true;
+  }();
+  (void)once;
+}
+
 // 64-byte aligned blocks: whole cache lines, and AVX-512 loads never straddle them.
 std::shared_ptr<std::byte> allocate(std::size_t bytes) {
+  keep_freed_memory();
   const std::size_t rounded = ((bytes + 63) / 64) * 64;
   void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
   if (!p) throw std::bad_alloc();
