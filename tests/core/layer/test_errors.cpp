@@ -8,14 +8,17 @@ using namespace ctrax::testing;
 using namespace ctrax::layers;
 
 namespace {
-std::string error_of(const std::function<void()>& f) {
+// The LayerError f throws (REQUIREs that it throws one).
+LayerError layer_error_of(const std::function<void()>& f) {
   try {
     f();
   } catch (const LayerError& e) {
-    return e.what();
+    return e;
   }
-  return "no LayerError";
+  FAIL("no LayerError was thrown");
+  throw std::logic_error("unreachable");
 }
+std::string error_of(const std::function<void()>& f) { return layer_error_of(f).what(); }
 }  // namespace
 
 TEST_CASE("a shape mismatch names the path, the method, the creation site and the shapes") {
@@ -31,12 +34,7 @@ TEST_CASE("a shape mismatch names the path, the method, the creation site and th
 
 TEST_CASE("errors at init are caught with shapes before any data flows") {
   auto model = Serial(Dense(4), Fn("Bad", [](const Tensor& x) { return x + Tensor::zeros({3}); }));
-  LayerError error("", "", std::source_location::current(), "", "");
-  try {
-    model->init(ShapeDtype{{2, 5}});
-  } catch (const LayerError& e) {
-    error = e;
-  }
+  const LayerError error = layer_error_of([&] { model->init(ShapeDtype{{2, 5}}); });
   CHECK(error.path() == "Serial/Bad[1]");
   CHECK(error.method() == "init");
   CHECK(error.message() == "add: shapes (2, 4) and (3,) cannot be broadcast together");
@@ -65,11 +63,6 @@ TEST_CASE("a wrong dtype") {
 
 TEST_CASE("a deep path carries an index at every level") {
   auto model = Serial(Dense(3), Residual(Dense(3), Fn("Bad", [](const Tensor& x) { return reshape(x, {5}); })));
-  LayerError error("", "", std::source_location::current(), "", "");
-  try {
-    model->init(ShapeDtype{{1, 3}});
-  } catch (const LayerError& e) {
-    error = e;
-  }
+  const LayerError error = layer_error_of([&] { model->init(ShapeDtype{{1, 3}}); });
   CHECK(error.path() == "Serial/Serial[1]/Branch[0]/Parallel[1]/Serial[1]/Bad[1]");
 }
