@@ -247,32 +247,36 @@ Stack Layer::call_sublayer(std::size_t i, const Stack& stack) {
   }
 }
 
-namespace {
-
-template <class Visit>
-void walk_weights(const Layer& layer, const std::string& path,
-                  std::unordered_set<const Layer*>& seen, Visit& visit) {
-  if (!seen.insert(&layer).second) return;
-  for (std::size_t k = 0; k < layer.weights().size(); ++k)
-    visit(path + "/" + layer.weight_names()[k], layer.weights()[k]);
-  const auto& subs = layer.sublayers();
-  for (std::size_t i = 0; i < subs.size(); ++i)
-    walk_weights(*subs[i], fmt::format("{}/{}[{}]", path, subs[i]->name(), i), seen, visit);
+void Layer::visit_weights(const std::string* path, std::unordered_set<const Layer*>& seen,
+                          const std::function<void(const std::string&, Tensor&)>& visit) {
+  static const std::string unnamed;
+  if (!seen.insert(this).second) return;
+  for (std::size_t k = 0; k < weights_.size(); ++k)
+    visit(path ? *path + "/" + weight_names_[k] : unnamed, weights_[k]);
+  for (std::size_t i = 0; i < sublayers_.size(); ++i) {
+    if (!path) {
+      sublayers_[i]->visit_weights(nullptr, seen, visit);
+      continue;
+    }
+    const std::string child = fmt::format("{}/{}[{}]", *path, sublayers_[i]->name(), i);
+    sublayers_[i]->visit_weights(&child, seen, visit);
+  }
 }
-
-}  // namespace
 
 std::vector<std::pair<std::string, Tensor>> Layer::named_weights() const {
   std::vector<std::pair<std::string, Tensor>> out;
   std::unordered_set<const Layer*> seen;
-  auto visit = [&](const std::string& name, const Tensor& w) { out.emplace_back(name, w); };
-  walk_weights(*this, name_, seen, visit);
+  const std::string root = name_;
+  const_cast<Layer*>(this)->visit_weights(
+      &root, seen, [&](const std::string& name, Tensor& w) { out.emplace_back(name, w); });
   return out;
 }
 
 std::vector<Tensor> Layer::all_weights() const {
   std::vector<Tensor> out;
-  for (auto& [name, w] : named_weights()) out.push_back(w);
+  std::unordered_set<const Layer*> seen;
+  const_cast<Layer*>(this)->visit_weights(
+      nullptr, seen, [&](const std::string&, Tensor& w) { out.push_back(w); });
   return out;
 }
 
@@ -297,20 +301,6 @@ void Layer::set_all_weights(const std::vector<Tensor>& values) {
   }
 }
 
-void Layer::bind_weights_rec(const std::vector<Tensor>& handles, std::size_t& next,
-                             std::vector<Tensor>& old, std::unordered_set<const Layer*>& seen) {
-  if (!seen.insert(this).second) return;
-  for (Tensor& w : weights_) {
-    const Tensor& h = handles.at(next++);
-    if (h.shape() != w.shape())
-      throw std::invalid_argument(fmt::format("bind_all_weights: {} weight {} given {}",
-                                              display_name(), w.signature(), h.signature()));
-    old.push_back(w);
-    w = h;
-  }
-  for (auto& s : sublayers_) s->bind_weights_rec(handles, next, old, seen);
-}
-
 std::vector<Tensor> Layer::bind_all_weights(const std::vector<Tensor>& handles) {
   const std::size_t expected = all_weights().size();
   if (handles.size() != expected)
@@ -319,7 +309,15 @@ std::vector<Tensor> Layer::bind_all_weights(const std::vector<Tensor>& handles) 
   std::vector<Tensor> old;
   std::size_t next = 0;
   std::unordered_set<const Layer*> seen;
-  bind_weights_rec(handles, next, old, seen);
+  visit_weights(nullptr, seen, [&](const std::string&, Tensor& w) {
+    const Tensor& h = handles[next++];
+    if (h.shape() != w.shape())
+      throw std::invalid_argument(fmt::format("bind_all_weights: weight {} of {} is {}, given {}",
+                                              next - 1, display_name(), w.signature(),
+                                              h.signature()));
+    old.push_back(w);
+    w = h;
+  });
   return old;
 }
 

@@ -32,6 +32,7 @@
 // was created (std::source_location captured by each factory), and its input shapes.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <source_location>
 #include <stdexcept>
@@ -152,8 +153,10 @@ class Layer : public std::enable_shared_from_this<Layer> {
 
  private:
   Stack apply(const Stack& inputs);
-  void bind_weights_rec(const std::vector<Tensor>& handles, std::size_t& next,
-                        std::vector<Tensor>& old, std::unordered_set<const Layer*>& seen);
+  // The one walk over weights: depth-first, own weights first, a shared layer once. `path` is
+  // null when the caller needs no names (then none are built).
+  void visit_weights(const std::string* path, std::unordered_set<const Layer*>& seen,
+                     const std::function<void(const std::string&, Tensor&)>& visit);
 
   std::string name_;
   int n_in_, n_out_;
