@@ -17,6 +17,11 @@ Tensor random_normal(const Shape& shape, double stddev, const Rng& rng, DType dt
   return rng.normal(shape, 0.0, stddev, dtype);
 }
 
+Tensor scaled_uniform(const Shape& shape, double scale, double fan, const Rng& rng, DType dtype) {
+  const double limit = std::sqrt(3.0 * scale / fan);
+  return rng.uniform(shape, -limit, limit, dtype);
+}
+
 DType weight_dtype(DType dt) { return is_floating(dt) ? dt : DType::float32; }
 
 }  // namespace ctrax::layers

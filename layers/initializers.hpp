@@ -15,6 +15,10 @@ namespace ctrax::layers {
 Tensor glorot_uniform(const Shape& shape, const Rng& rng, DType dtype = DType::float32);
 Tensor random_normal(const Shape& shape, double stddev, const Rng& rng,
                      DType dtype = DType::float32);
+// U(−√(3·scale/fan), +√(3·scale/fan)): variance scale/fan. Embedding uses fan = d (its last axis,
+// Trax's ScaledInitializer in mode 'fan_out').
+Tensor scaled_uniform(const Shape& shape, double scale, double fan, const Rng& rng,
+                      DType dtype = DType::float32);
 
 // The float dtype weights should have for inputs of `dt`: the input's if it is floating, else
 // float32 (token ids feed float32 embeddings).

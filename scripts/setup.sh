@@ -19,7 +19,7 @@ while [ $# -gt 0 ]; do
 done
 
 packages=(g++ meson ninja-build cmake pkg-config libopenblas-dev libxtensor-dev
-          libxtensor-blas-dev libxsimd-dev doctest-dev libfmt-dev)
+          libxtensor-blas-dev libxsimd-dev doctest-dev libfmt-dev libcli11-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

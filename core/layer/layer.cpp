@@ -159,6 +159,11 @@ void Layer::set_mode(Mode mode) {
   for (auto& s : sublayers_) s->set_mode(mode);
 }
 
+LayerPtr with_mode(LayerPtr layer, Mode mode) {
+  layer->set_mode(mode);
+  return layer;
+}
+
 void Layer::set_rng(const Rng& rng) {
   rng_ = rng;
   if (sublayers_.empty()) return;

@@ -172,6 +172,10 @@ class Layer : public std::enable_shared_from_this<Layer> {
   bool initialized_ = false;
 };
 
+// Sets a freshly built layer's mode and returns it: the one line every mode-dependent factory
+// ends with (`return with_mode(std::make_shared<DropoutLayer>(...), mode);`).
+LayerPtr with_mode(LayerPtr layer, Mode mode);
+
 // "tests/foo.cpp:12" from a source_location, with leading "../" removed.
 std::string location_string(const std::source_location& loc);
 

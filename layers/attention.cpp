@@ -1,0 +1,99 @@
+#include "layers/attention.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "core/layer/combinators.hpp"
+#include "core/tensor/ops.hpp"
+#include "layers/dense.hpp"
+#include "layers/heads.hpp"
+
+namespace ctrax::layers {
+
+Tensor dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                             double dropout, Mode mode, const Rng& rng) {
+  if (q.rank() < 2 || k.rank() != q.rank() || v.rank() != q.rank() || q.dim(-1) != k.dim(-1) ||
+      k.dim(-2) != v.dim(-2))
+    throw std::invalid_argument(fmt::format(
+        "attention expects q (…, L_q, d), k (…, L_k, d), v (…, L_k, d_v), got q {}, k {}, v {}",
+        q.signature(), k.signature(), v.signature()));
+  if (dropout < 0.0 || dropout >= 1.0)
+    throw std::invalid_argument(fmt::format("dropout rate must be in [0, 1), got {}", dropout));
+  const double d_head = static_cast<double>(q.dim(-1));
+  Tensor scores = matmul(q, k, false, true) * (1.0 / std::sqrt(d_head));  // (…, L_q, L_k)
+  if (mask.defined()) scores = masked_fill(scores, mask, -1e9);
+  Tensor probs = softmax(scores, -1);
+  if (mode == Mode::train && dropout > 0.0) probs = ctrax::dropout(probs, dropout, rng);
+  return matmul(probs, v);  // (…, L_q, d_v)
+}
+
+namespace {
+
+class DotProductAttentionLayer final : public Layer {
+ public:
+  DotProductAttentionLayer(double dropout, std::source_location created)
+      : Layer("DotProductAttention", 4, 1, created), dropout_(dropout) {}
+
+ protected:
+  Stack forward(const Stack& in) override {
+    return {dot_product_attention(in[0], in[1], in[2], in[3], dropout_, mode(), rng())};
+  }
+
+ private:
+  double dropout_;
+};
+
+class PureAttentionLayer final : public Layer {
+ public:
+  PureAttentionLayer(int n_heads, double dropout, std::source_location created)
+      : Layer("PureAttention", 4, 2, created), n_heads_(n_heads), dropout_(dropout) {
+    if (n_heads < 1)
+      throw std::invalid_argument(fmt::format("n_heads must be >= 1, got {}", n_heads));
+  }
+
+ protected:
+  Stack forward(const Stack& in) override {
+    const Tensor &q = in[0], &k = in[1], &v = in[2], &mask = in[3];
+    Tensor out = dot_product_attention(split_heads(q, n_heads_), split_heads(k, n_heads_),
+                                       split_heads(v, n_heads_), mask, dropout_, mode(), rng());
+    return {merge_heads(out), mask};  // (B, L_q, d_model), mask unchanged
+  }
+
+ private:
+  int n_heads_;
+  double dropout_;
+};
+
+}  // namespace
+
+LayerPtr DotProductAttention(double dropout, Mode mode, std::source_location created) {
+  return with_mode(std::make_shared<DotProductAttentionLayer>(dropout, created), mode);
+}
+
+LayerPtr PureAttention(int n_heads, double dropout, Mode mode, std::source_location created) {
+  return with_mode(std::make_shared<PureAttentionLayer>(n_heads, dropout, created), mode);
+}
+
+LayerPtr AttentionQKV(std::int64_t d_feature, int n_heads, double dropout, Mode mode,
+                      bool cache_KV_in_predict, std::source_location created) {
+  LayerPtr k_dense = Dense(d_feature, true, created);
+  LayerPtr v_dense = Dense(d_feature, true, created);
+  if (cache_KV_in_predict && mode == Mode::predict) {
+    k_dense = Cache(k_dense, created);
+    v_dense = Cache(v_dense, created);
+  }
+  return make_serial({make_parallel({Dense(d_feature, true, created), k_dense, v_dense}, created),
+                      PureAttention(n_heads, dropout, mode, created),
+                      Dense(d_feature, true, created)},
+                     "Serial", created);
+}
+
+LayerPtr Attention(std::int64_t d_feature, int n_heads, double dropout, Mode mode,
+                   std::source_location created) {
+  return make_serial({Select({0, 0, 0}, -1, created),
+                      AttentionQKV(d_feature, n_heads, dropout, mode, false, created)},
+                     "Serial", created);
+}
+
+}  // namespace ctrax::layers

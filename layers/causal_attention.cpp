@@ -1,0 +1,123 @@
+#include "layers/causal_attention.hpp"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "core/layer/combinators.hpp"
+#include "core/tensor/ops.hpp"
+#include "layers/attention.hpp"
+#include "layers/dense.hpp"
+#include "layers/heads.hpp"
+#include "layers/masks.hpp"
+
+namespace ctrax::layers {
+
+namespace {
+
+// Copies x (N, L, d) into rows [start, start + L) of buf (N, max_len, d), in place.
+void write_rows(Tensor& buf, const Tensor& x, std::int64_t start) {
+  const std::int64_t N = x.dim(0), L = x.dim(1), d = x.dim(2), max_len = buf.dim(1);
+  const std::size_t row_bytes = static_cast<std::size_t>(d) * itemsize(x.dtype());
+  auto* dst = static_cast<char*>(buf.raw_data());
+  const auto* src = static_cast<const char*>(x.raw_data());
+  for (std::int64_t n = 0; n < N; ++n)
+    std::memcpy(dst + (n * max_len + start) * static_cast<std::int64_t>(row_bytes),
+                src + n * L * static_cast<std::int64_t>(row_bytes), row_bytes * L);
+}
+
+// (1, L_q, n_keys): query i (absolute position filled + i) sees keys 0 … filled + i.
+Tensor cache_mask(std::int64_t filled, std::int64_t L_q, std::int64_t n_keys) {
+  Tensor m = Tensor::zeros({1, L_q, n_keys}, DType::bool_);
+  auto* p = m.data<bool>();
+  for (std::int64_t i = 0; i < L_q; ++i)
+    for (std::int64_t j = 0; j <= filled + i; ++j) p[i * n_keys + j] = 1;
+  return m;
+}
+
+class DotProductCausalAttentionLayer final : public Layer {
+ public:
+  DotProductCausalAttentionLayer(double dropout, std::int64_t max_len, std::source_location created)
+      : Layer("DotProductCausalAttention", 3, 1, created), dropout_(dropout), max_len_(max_len) {}
+
+ protected:
+  void init_weights_and_state(const Signature& input) override {
+    if (mode() != Mode::predict) return;
+    const ShapeDtype& k = input.at(1);
+    const ShapeDtype& v = input.at(2);
+    if (k.shape.size() != 3 || v.shape.size() != 3)
+      throw std::invalid_argument(fmt::format(
+          "DotProductCausalAttention expects (B·H, L, d_head) q, k, v, got {}", ctrax::to_string(input)));
+    state() = {Tensor::zeros({k.shape[0], max_len_, k.shape[2]}, k.dtype),
+               Tensor::zeros({v.shape[0], max_len_, v.shape[2]}, v.dtype),
+               Tensor::scalar(0, DType::int32)};
+  }
+
+  Stack forward(const Stack& in) override {
+    const Tensor &q = in[0], &k = in[1], &v = in[2];
+    if (q.rank() != 3 || k.rank() != 3 || v.rank() != 3)
+      throw std::invalid_argument(fmt::format(
+          "DotProductCausalAttention expects (B·H, L, d_head) q, k, v, got {}",
+          signatures(in)));
+    if (mode() != Mode::predict)
+      return {dot_product_attention(q, k, v, causal_mask(q.dim(1)), dropout_, mode(), rng())};
+    return {predict_step(q, k, v)};
+  }
+
+ private:
+  Tensor predict_step(const Tensor& q, const Tensor& k, const Tensor& v) {
+    if (state().size() != 3)
+      throw std::logic_error(
+          "DotProductCausalAttention in predict mode has no KV cache: initialise the model in "
+          "predict mode");
+    Tensor& K = state()[0];
+    Tensor& V = state()[1];
+    const auto filled = static_cast<std::int64_t>(state()[2].item());
+    const std::int64_t L_q = q.dim(1);
+    if (k.dim(0) != K.dim(0) || k.dim(2) != K.dim(2))
+      throw std::invalid_argument(fmt::format(
+          "the KV cache was initialised for keys ({}, ·, {}), got {}: re-initialise the model "
+          "for this batch size", K.dim(0), K.dim(2), k.signature()));
+    if (filled + L_q > max_len_)
+      throw std::invalid_argument(fmt::format(
+          "the KV cache holds max_inference_length = {} positions; {} are filled and {} more "
+          "were given", max_len_, filled, L_q));
+    if (q.is_meta()) return Tensor::meta({q.dim(0), L_q, v.dim(2)}, q.dtype());
+    write_rows(K, k, filled);
+    write_rows(V, v, filled);
+    const std::int64_t n = filled + L_q;
+    state()[2] = Tensor::scalar(static_cast<double>(n), DType::int32);
+    return dot_product_attention(q, slice(K, 1, 0, n), slice(V, 1, 0, n),
+                                 cache_mask(filled, L_q, n), 0.0, mode(), rng());
+  }
+
+  double dropout_;
+  std::int64_t max_len_;
+};
+
+}  // namespace
+
+LayerPtr DotProductCausalAttention(double dropout, std::int64_t max_inference_length, Mode mode,
+                                   std::source_location created) {
+  return with_mode(
+      std::make_shared<DotProductCausalAttentionLayer>(dropout, max_inference_length, created),
+      mode);
+}
+
+LayerPtr CausalAttention(std::int64_t d_feature, int n_heads, double dropout,
+                         std::int64_t max_inference_length, Mode mode,
+                         std::source_location created) {
+  if (n_heads < 1 || d_feature % n_heads != 0)
+    throw std::invalid_argument(fmt::format(
+        "Dimensionality of feature embedding ({}) is not a multiple of the requested number of "
+        "attention heads ({}).", d_feature, n_heads));
+  auto projection = [&] {
+    return LayerList{Dense(d_feature, true, created), SplitIntoHeads(n_heads, true, created)};
+  };
+  return make_serial({make_branch({projection(), projection(), projection()}, created),
+                      DotProductCausalAttention(dropout, max_inference_length, mode, created),
+                      MergeHeads(n_heads, true, created), Dense(d_feature, true, created)},
+                     "Serial", created);
+}
+
+}  // namespace ctrax::layers

@@ -1,0 +1,38 @@
+#include "layers/dropout.hpp"
+
+#include <fmt/format.h>
+
+#include "core/tensor/random.hpp"
+
+namespace ctrax::layers {
+
+namespace {
+
+class DropoutLayer final : public Layer {
+ public:
+  DropoutLayer(double rate, std::vector<int> shared_axes, std::source_location created)
+      : Layer("Dropout", 1, 1, created), rate_(rate), shared_axes_(std::move(shared_axes)) {
+    if (rate < 0.0 || rate >= 1.0)
+      throw std::invalid_argument(
+          fmt::format("Dropout rate must be in [0, 1), got {}", rate));
+  }
+
+ protected:
+  Stack forward(const Stack& inputs) override {
+    if (mode() != Mode::train || rate_ == 0.0) return inputs;
+    return {dropout(inputs[0], rate_, rng(), shared_axes_)};
+  }
+
+ private:
+  double rate_;
+  std::vector<int> shared_axes_;
+};
+
+}  // namespace
+
+LayerPtr Dropout(double rate, std::vector<int> shared_axes, Mode mode,
+                 std::source_location created) {
+  return with_mode(std::make_shared<DropoutLayer>(rate, std::move(shared_axes), created), mode);
+}
+
+}  // namespace ctrax::layers

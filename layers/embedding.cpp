@@ -1,0 +1,48 @@
+#include "layers/embedding.hpp"
+
+#include <fmt/format.h>
+
+#include "core/tensor/ops.hpp"
+#include "layers/initializers.hpp"
+
+namespace ctrax::layers {
+
+namespace {
+
+class EmbeddingLayer final : public Layer {
+ public:
+  EmbeddingLayer(std::int64_t vocab_size, std::int64_t d_feature, std::source_location created)
+      : Layer(fmt::format("Embedding_{}_{}", vocab_size, d_feature), 1, 1, created),
+        vocab_size_(vocab_size),
+        d_feature_(d_feature) {
+    if (vocab_size <= 0 || d_feature <= 0)
+      throw std::invalid_argument(fmt::format(
+          "Embedding needs vocab_size > 0 and d_feature > 0, got {} and {}", vocab_size,
+          d_feature));
+  }
+
+ protected:
+  void init_weights_and_state(const Signature& input) override {
+    const DType dt = is_floating(input.at(0).dtype) ? input.at(0).dtype : DType::float32;
+    add_weight("table", scaled_uniform({vocab_size_, d_feature_}, 1.0,
+                                       static_cast<double>(d_feature_), rng(), dt));
+  }
+
+  Stack forward(const Stack& inputs) override {
+    if (inputs[0].dtype() != DType::int32)
+      throw std::invalid_argument(fmt::format("{} expects int32 token ids, got {}", name(),
+                                              inputs[0].signature()));
+    return {embedding(weights()[0], inputs[0])};
+  }
+
+ private:
+  std::int64_t vocab_size_, d_feature_;
+};
+
+}  // namespace
+
+LayerPtr Embedding(std::int64_t vocab_size, std::int64_t d_feature, std::source_location created) {
+  return std::make_shared<EmbeddingLayer>(vocab_size, d_feature, created);
+}
+
+}  // namespace ctrax::layers

@@ -1,0 +1,20 @@
+// ctrax/layers/layers.hpp — the layer library and the combinators in one include.
+//
+//   namespace tl = ctrax::layers;
+//   auto model = tl::Serial(tl::Embedding(256, 64), tl::CausalAttention(64, 4), tl::Dense(256));
+#pragma once
+
+#include "core/layer/combinators.hpp"
+#include "layers/activations.hpp"
+#include "layers/attention.hpp"
+#include "layers/causal_attention.hpp"
+#include "layers/dense.hpp"
+#include "layers/dropout.hpp"
+#include "layers/embedding.hpp"
+#include "layers/heads.hpp"
+#include "layers/layer_norm.hpp"
+#include "layers/masks.hpp"
+#include "layers/metrics.hpp"
+#include "layers/positional_encoding.hpp"
+#include "layers/reductions.hpp"
+#include "layers/shift_right.hpp"

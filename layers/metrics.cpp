@@ -1,0 +1,107 @@
+#include "layers/metrics.hpp"
+
+#include <fmt/format.h>
+
+#include "core/layer/fn.hpp"
+#include "core/tensor/ops.hpp"
+
+namespace ctrax::layers {
+
+namespace {
+
+// Per-position cross entropy of logits (…, C) against int targets (…).
+Tensor category_cross_entropy(const Tensor& logits, const Tensor& targets, double smoothing,
+                              double cutoff) {
+  if (targets.dtype() != DType::int32)
+    throw std::invalid_argument(
+        fmt::format("targets must be int32 category ids, got {}", targets.signature()));
+  if (logits.rank() != targets.rank() + 1 ||
+      !std::equal(targets.shape().begin(), targets.shape().end(), logits.shape().begin()))
+    throw std::invalid_argument(fmt::format(
+        "model output (…, C) and targets (…) disagree: output {}, targets {}",
+        logits.signature(), targets.signature()));
+  Tensor ce = cross_entropy_with_logits(logits, targets, smoothing);
+  if (cutoff > 0.0) ce = maximum(ce, Tensor::scalar(cutoff, ce.dtype())) - cutoff;
+  return ce;
+}
+
+// 1.0 where argmax(output) == target, as the output's float dtype.
+Tensor correct(const Tensor& output, const Tensor& targets) {
+  Tensor predictions = argmax(output, -1);
+  if (predictions.shape() != targets.shape())
+    throw std::invalid_argument(fmt::format(
+        "predictions {} (argmax of the model output {}) and targets {} differ in shape",
+        predictions.signature(), output.signature(), targets.signature()));
+  return equal(predictions, targets).to(output.dtype());
+}
+
+Tensor weighted_mean(const Tensor& x, const Tensor& weights) {
+  if (!is_floating(weights.dtype()))
+    throw std::invalid_argument(
+        fmt::format("weights must be floating, got {}", weights.signature()));
+  return sum(x * weights.to(x.dtype())) / sum(weights.to(x.dtype()));
+}
+
+double check_smoothing(std::optional<double> label_smoothing) {
+  const double eps = label_smoothing.value_or(0.0);
+  if (eps < 0.0 || eps > 1.0)
+    throw std::invalid_argument(
+        fmt::format("label_smoothing must be in [0, 1], got {}", eps));
+  return eps;
+}
+
+LayerPtr weighted_cross_entropy(std::string name, double eps, double cutoff, source_location c) {
+  return Fn(std::move(name), [=](TensorArg output, TensorArg targets, TensorArg weights) {
+    return weighted_mean(category_cross_entropy(output, targets, eps, cutoff), weights);
+  }, 1, c);
+}
+
+LayerPtr weighted_accuracy(std::string name, source_location c) {
+  return Fn(std::move(name), [](TensorArg output, TensorArg targets, TensorArg weights) {
+    return weighted_mean(correct(output, targets), weights);
+  }, 1, c);
+}
+
+}  // namespace
+
+LayerPtr WeightedCategoryCrossEntropy(std::optional<double> label_smoothing, double cutoff,
+                                      source_location c) {
+  return weighted_cross_entropy("WeightedCategoryCrossEntropy", check_smoothing(label_smoothing),
+                                cutoff, c);
+}
+
+LayerPtr CategoryCrossEntropy(std::optional<double> label_smoothing, source_location c) {
+  const double eps = check_smoothing(label_smoothing);
+  return Fn("CategoryCrossEntropy", [=](TensorArg output, TensorArg targets) {
+    return mean(category_cross_entropy(output, targets, eps, 0.0));
+  }, 1, c);
+}
+
+LayerPtr WeightedCategoryAccuracy(source_location c) {
+  return weighted_accuracy("WeightedCategoryAccuracy", c);
+}
+
+LayerPtr CategoryAccuracy(source_location c) {
+  return Fn("CategoryAccuracy",
+            [](TensorArg output, TensorArg targets) { return mean(correct(output, targets)); }, 1,
+            c);
+}
+
+LayerPtr MaskedSequenceAccuracy(source_location c) {
+  return Fn("MaskedSequenceAccuracy", [](TensorArg output, TensorArg targets, TensorArg weights) {
+    const Tensor ok = correct(output, targets);
+    const Tensor padding = equal(weights, Tensor::scalar(0, weights.dtype())).to(ok.dtype());
+    const Tensor position_ok = maximum(ok, padding);  // right, or not counted
+    const Tensor n_ok = sum(position_ok, {-1});
+    const auto L = static_cast<double>(targets.dim(-1));
+    return mean(equal(n_ok, Tensor::scalar(L, n_ok.dtype())).to(ok.dtype()));
+  }, 1, c);
+}
+
+LayerPtr CrossEntropyLoss(source_location c) {
+  return weighted_cross_entropy("CrossEntropyLoss", 0.0, 0.0, c);
+}
+
+LayerPtr Accuracy(source_location c) { return weighted_accuracy("Accuracy", c); }
+
+}  // namespace ctrax::layers

@@ -1,0 +1,51 @@
+// ctrax/layers/metrics.hpp — losses and metrics: layers at the top of a training stack.
+//
+// A training model is Serial(model, loss): the model consumes its inputs and leaves
+// (logits, targets, weights) on the stack — targets and weights rode along underneath — and
+// the loss reduces them to one scalar. All take (model_output, targets[, weights]):
+//
+//   layer                                  n_in   value
+//   WeightedCategoryCrossEntropy(ε, c)     3      Σ ce·w / Σ w
+//   CategoryCrossEntropy(ε)                2      mean ce
+//   WeightedCategoryAccuracy()             3      Σ [argmax = t]·w / Σ w
+//   CategoryAccuracy()                     2      mean [argmax = t]
+//   MaskedSequenceAccuracy()               3      fraction of rows whose every w ≠ 0 position is right
+//   CrossEntropyLoss()        (legacy)     3      = WeightedCategoryCrossEntropy()
+//   Accuracy()                (legacy)     3      = WeightedCategoryAccuracy()
+//
+// with, per position, logits z (…, C), integer target t (…), and
+//   ce = −Σ_c p_c · log_softmax(z)_c,   p = (1 − ε)·one_hot(t) + ε/C   (label smoothing ε ∈ [0, 1])
+//   cutoff c > 0:  ce = max(ce, c) − c   (positions already below the cutoff stop contributing)
+// computed by one fused kernel (nn_ops.hpp); its gradient is (softmax(z) − p)·w / Σ w.
+//
+// Weights (same shape as the targets, or broadcastable to it) come from the data pipeline: 1 for
+// real tokens, 0 for padding, so padding never counts. Prediction and target shapes must agree
+// (…, C) vs (…); a target outside [0, C) is an error, not a silently wrong loss.
+//
+// DIFFERENCE FROM TRAX: Trax's deprecated CrossEntropyLoss computes −Σ output·one_hot and so
+// expects log-probabilities; since Trax 1.3.7 models emit logits and it reports nonsense
+// (google/trax#1328). ctrax's CrossEntropyLoss takes logits. Because log_softmax is idempotent,
+// it also gives the right value when a LogSoftmax layer precedes it, so old-style models work too.
+#pragma once
+
+#include <optional>
+#include <source_location>
+
+#include "core/layer/layer.hpp"
+
+namespace ctrax::layers {
+
+using std::source_location;
+
+LayerPtr WeightedCategoryCrossEntropy(std::optional<double> label_smoothing = std::nullopt,
+                                      double cutoff = 0.0,
+                                      source_location created = source_location::current());
+LayerPtr CategoryCrossEntropy(std::optional<double> label_smoothing = std::nullopt,
+                              source_location created = source_location::current());
+LayerPtr WeightedCategoryAccuracy(source_location created = source_location::current());
+LayerPtr CategoryAccuracy(source_location created = source_location::current());
+LayerPtr MaskedSequenceAccuracy(source_location created = source_location::current());
+LayerPtr CrossEntropyLoss(source_location created = source_location::current());
+LayerPtr Accuracy(source_location created = source_location::current());
+
+}  // namespace ctrax::layers

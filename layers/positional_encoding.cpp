@@ -1,0 +1,95 @@
+#include "layers/positional_encoding.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "core/tensor/dispatch.hpp"
+#include "core/tensor/ops.hpp"
+
+namespace ctrax::layers {
+
+Tensor sinusoidal_table(std::int64_t max_len, std::int64_t d, DType dtype) {
+  if (d % 2 != 0)
+    throw std::invalid_argument(
+        fmt::format("PositionalEncoding needs an even feature depth d, got {}", d));
+  Tensor pe = Tensor::zeros({max_len, d}, dtype);
+  dispatch_float(dtype, [&]<class T>(T) {
+    T* p = pe.data<T>();
+    for (std::int64_t pos = 0; pos < max_len; ++pos)
+      for (std::int64_t i = 0; i < d / 2; ++i) {
+        const double omega = std::exp(-2.0 * static_cast<double>(i) * std::log(10000.0) /
+                                      static_cast<double>(d));
+        p[pos * d + 2 * i] = static_cast<T>(std::sin(static_cast<double>(pos) * omega));
+        p[pos * d + 2 * i + 1] = static_cast<T>(std::cos(static_cast<double>(pos) * omega));
+      }
+  });
+  return pe;
+}
+
+namespace {
+
+class PositionalEncodingLayer final : public Layer {
+ public:
+  PositionalEncodingLayer(std::int64_t max_len, double dropout, std::vector<int> broadcast_dims,
+                          std::source_location created)
+      : Layer("PositionalEncoding", 1, 1, created),
+        max_len_(max_len),
+        dropout_(dropout),
+        broadcast_dims_(std::move(broadcast_dims)) {
+    if (dropout < 0.0 || dropout >= 1.0)
+      throw std::invalid_argument(fmt::format("dropout rate must be in [0, 1), got {}", dropout));
+  }
+
+ protected:
+  void init_weights_and_state(const Signature& input) override {
+    const ShapeDtype& x = input.at(0);
+    if (x.shape.size() != 3)
+      throw std::invalid_argument(fmt::format(
+          "PositionalEncoding expects (B, L, d_feature) activations, got {}", ctrax::to_string(input)));
+    const DType dt = is_floating(x.dtype) ? x.dtype : DType::float32;
+    add_weight("pe", sinusoidal_table(max_len_, x.shape[2], dt));
+    if (mode() == Mode::predict) state() = {Tensor::scalar(0, DType::int32)};
+  }
+
+  Stack forward(const Stack& inputs) override {
+    const Tensor& x = inputs[0];
+    const Tensor& pe = weights()[0];
+    if (x.rank() != 3 || x.dim(2) != pe.dim(1))
+      throw std::invalid_argument(fmt::format(
+          "PositionalEncoding expects (B, L, {}) activations, got {}", pe.dim(1), x.signature()));
+    const std::int64_t L = x.dim(1);
+    std::int64_t start = 0;
+    if (mode() == Mode::predict) {
+      if (state().empty())
+        throw std::logic_error("PositionalEncoding in predict mode has no position counter: "
+                               "initialise the model in predict mode");
+      start = static_cast<std::int64_t>(state()[0].item());
+    }
+    if (start + L > max_len_)
+      throw std::invalid_argument(fmt::format(
+          "positions {}..{} exceed max_len {} of PositionalEncoding", start, start + L - 1,
+          max_len_));
+    Tensor px = slice(pe, 0, start, start + L);  // (L, d)
+    if (mode() == Mode::train && dropout_ > 0.0) px = dropout(px, dropout_, rng(), broadcast_dims_);
+    if (mode() == Mode::predict && !x.is_meta())
+      state()[0] = Tensor::scalar(static_cast<double>(start + L), DType::int32);
+    return {x + px};
+  }
+
+ private:
+  std::int64_t max_len_;
+  double dropout_;
+  std::vector<int> broadcast_dims_;
+};
+
+}  // namespace
+
+LayerPtr PositionalEncoding(std::int64_t max_len, double dropout,
+                            std::vector<int> dropout_broadcast_dims, Mode mode,
+                            std::source_location created) {
+  return with_mode(std::make_shared<PositionalEncodingLayer>(max_len, dropout,
+                                                         std::move(dropout_broadcast_dims), created), mode);
+}
+
+}  // namespace ctrax::layers

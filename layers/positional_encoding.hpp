@@ -1,0 +1,41 @@
+// ctrax/layers/positional_encoding.hpp — PositionalEncoding: tell each position where it is.
+//
+// Attention is blind to order: permuting the L input vectors permutes the outputs the same way.
+// The Transformer therefore adds to the vector at position `pos` a fixed pattern of sinusoids
+// (Vaswani et al. 2017, §3.5), one frequency per pair of features:
+//
+//   pe[pos, 2i]   = sin(pos · ω_i)          ω_i = 10000^(−2i/d) = exp(−2i · ln(10000) / d)
+//   pe[pos, 2i+1] = cos(pos · ω_i)          i = 0 … d/2 − 1   (interleaved; d must be even)
+//
+//   x (B, L, d)  →  x + pe[0:L]             pe: (max_len, d)
+//
+// Wavelengths run from 2π to 10000·2π, so low features change fast and high features encode the
+// coarse position; pe[pos + k] is a rotation of pe[pos] for each frequency, which makes relative
+// offsets easy for attention to read. As in Trax the table is stored as a *trainable* weight
+// ("pe") initialised to these values, and sequences longer than max_len are an error.
+//
+// dropout > 0 (train mode only) drops the encoding, not x, at random positions: the mask is
+// broadcast along `dropout_broadcast_dims` (default the length axis −2 of pe) — Trax's option.
+//
+// PREDICT MODE. Decoding feeds one token (or a prompt chunk) per call, so the layer keeps a
+// position counter in its state: a call with L positions adds pe[pos : pos+L] and advances pos
+// by L. The counter is one int32 for the whole batch (Trax keeps one per row; rows always advance
+// together here). Printed `PositionalEncoding`.
+#pragma once
+
+#include <source_location>
+#include <vector>
+
+#include "core/layer/layer.hpp"
+
+namespace ctrax::layers {
+
+LayerPtr PositionalEncoding(std::int64_t max_len = 2048, double dropout = 0.0,
+                            std::vector<int> dropout_broadcast_dims = {-2},
+                            Mode mode = Mode::train,
+                            std::source_location created = std::source_location::current());
+
+// The sinusoid table itself, (max_len, d) — for teaching and tests.
+Tensor sinusoidal_table(std::int64_t max_len, std::int64_t d, DType dtype = DType::float32);
+
+}  // namespace ctrax::layers
