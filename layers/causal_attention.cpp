@@ -29,7 +29,7 @@ void write_rows(Tensor& buf, const Tensor& x, std::int64_t start) {
 // (1, L_q, n_keys): query i (absolute position filled + i) sees keys 0 … filled + i.
 Tensor cache_mask(std::int64_t filled, std::int64_t L_q, std::int64_t n_keys) {
   Tensor m = Tensor::zeros({1, L_q, n_keys}, DType::bool_);
-  auto* p = m.data<bool>();
+  auto* p = m.data<std::uint8_t>();
   for (std::int64_t i = 0; i < L_q; ++i)
     for (std::int64_t j = 0; j <= filled + i; ++j) p[i * n_keys + j] = 1;
   return m;

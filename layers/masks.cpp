@@ -32,7 +32,7 @@ LayerPtr EncoderDecoderMask(std::source_location created) {
 
 Tensor causal_mask(std::int64_t L) {
   Tensor m = Tensor::zeros({1, L, L}, DType::bool_);
-  auto* p = m.data<bool>();
+  auto* p = m.data<std::uint8_t>();
   for (std::int64_t i = 0; i < L; ++i)
     for (std::int64_t j = 0; j <= i; ++j) p[i * L + j] = 1;
   return m;

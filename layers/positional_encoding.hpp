@@ -14,8 +14,9 @@
 // offsets easy for attention to read. As in Trax the table is stored as a *trainable* weight
 // ("pe") initialised to these values, and sequences longer than max_len are an error.
 //
-// dropout > 0 (train mode only) drops the encoding, not x, at random positions: the mask is
-// broadcast along `dropout_broadcast_dims` (default the length axis −2 of pe) — Trax's option.
+// dropout > 0 (train mode only) drops parts of the encoding, never x: the mask is broadcast
+// along `dropout_broadcast_dims` of pe[0:L] (L, d). The default (−2) is Trax's: the length axis,
+// so a dropped feature of the encoding is dropped at every position ({−1} drops whole positions).
 //
 // PREDICT MODE. Decoding feeds one token (or a prompt chunk) per call, so the layer keeps a
 // position counter in its state: a call with L positions adds pe[pos : pos+L] and advances pos

@@ -69,13 +69,13 @@ inline Tensor v(std::initializer_list<float> values) {
 
 namespace ctrax::testing {
 
-// The gradient check for a layer: with respect to its floating inputs AND every weight. The layer
-// must have been initialised with float64 signatures (weights take the input's float dtype).
+// The gradient check for a layer: with respect to its floating inputs AND every weight, all in
+// float64 (float32 weights are checked through float64 copies; the originals are restored).
 inline void expect_layer_gradients(const LayerPtr& layer, const Stack& inputs) {
   const auto weights = layer->all_weights();
   const std::size_t n = inputs.size();
   Stack all = inputs;
-  all.insert(all.end(), weights.begin(), weights.end());
+  for (const Tensor& w : weights) all.push_back(w.to(DType::float64).detach());
   expect_gradients(StackFn([layer, n](const Stack& s) {
                      layer->bind_all_weights(Stack(s.begin() + static_cast<std::ptrdiff_t>(n), s.end()));
                      return (*layer)(Stack(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(n)));

@@ -8,6 +8,10 @@
 
 namespace ctrax {
 
+namespace {
+constexpr double kDenominatorFloor = 1e-2;
+}  // namespace
+
 GradCheckResult check_gradients(const StackFn& f, const std::vector<Tensor>& inputs,
                                 double tolerance, double epsilon) {
   // Private float64 copies: the numeric pass writes into them.
@@ -63,12 +67,15 @@ GradCheckResult check_gradients(const StackFn& f, const std::vector<Tensor>& inp
       norm_g += g[j] * g[j];
       norm_n += numeric * numeric;
     }
-    const double denom = std::sqrt(norm_g) + std::sqrt(norm_n);
-    const double err = denom == 0 ? 0 : std::sqrt(diff) / denom;
+    // Floored so that a gradient that is exactly zero (e.g. attention's key bias: softmax ignores a
+    // constant added to every score) is judged by its absolute error, not by rounding noise.
+    const double denom = std::max(std::sqrt(norm_g) + std::sqrt(norm_n), kDenominatorFloor);
+    const double err = std::sqrt(diff) / denom;
     r.relative_errors.push_back(err);
     r.max_relative_error = std::max(r.max_relative_error, err);
     if (err >= tolerance) r.ok = false;
-    r.report += fmt::format("input {} {}: relative error {:.3g}\n", i, inputs[i].signature(), err);
+    r.report += fmt::format("input {} {}: relative error {:.3g} (|g| {:.3g}, |g - numeric| {:.3g})\n", i,
+                            inputs[i].signature(), err, std::sqrt(norm_g), std::sqrt(diff));
   }
   return r;
 }

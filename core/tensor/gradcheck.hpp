@@ -6,7 +6,8 @@
 // input x and every element j,
 //     analytic   g_j = ∂L/∂x_j                       (the tape: grad())
 //     numeric    ĝ_j = (L(x + εe_j) − L(x − εe_j)) / 2ε    (central differences)
-// and reports the relative error ‖g − ĝ‖ / (‖g‖ + ‖ĝ‖) of each input. Everything runs in
+// and reports the relative error ‖g − ĝ‖ / max(‖g‖ + ‖ĝ‖, 0.01) of each input (the floor makes
+// a gradient that is exactly zero — attention's key bias — pass on its absolute error, ~1e-10). Everything runs in
 // float64 (inputs are converted), where ε = 1e-6 leaves a truncation error ~ε² and a rounding
 // error ~1e-16/ε, both far below the 1e-6 tolerance. Integer and bool inputs are passed through
 // unchanged and not differentiated.

@@ -1,0 +1,139 @@
+#include "models/transformer.hpp"
+
+#include "layers/layers.hpp"
+
+namespace ctrax::models {
+
+using namespace ctrax::layers;
+
+namespace {
+
+LayerPtr activation(const TransformerConfig& c) { return c.ff_activation ? c.ff_activation() : Relu(); }
+
+LayerPtr DropoutOf(const TransformerConfig& c) {
+  return Dropout(c.dropout, c.dropout_shared_axes, c.mode);
+}
+
+LayerList FFBlock(const TransformerConfig& c) {
+  return FeedForwardBlock(c.d_model, c.d_ff, c.dropout, c.dropout_shared_axes, c.mode,
+                          [&c] { return activation(c); });
+}
+
+// n copies of a block, each built fresh (own weights), flattened into one list.
+LayerList repeat(int n, const std::function<LayerList()>& block) {
+  LayerList out;
+  for (int i = 0; i < n; ++i)
+    for (auto& l : block()) out.push_back(l);
+  return out;
+}
+
+}  // namespace
+
+LayerList FeedForwardBlock(std::int64_t d_model, std::int64_t d_ff, double dropout,
+                           const std::vector<int>& dropout_shared_axes, Mode mode,
+                           const std::function<LayerPtr()>& activation) {
+  return {
+      Dense(d_ff),
+      activation(),
+      Dropout(dropout, dropout_shared_axes, mode),
+      Dense(d_model),
+  };
+}
+
+LayerList EncoderBlock(const TransformerConfig& c) {
+  return {
+      Residual(LayerNorm(), Attention(c.d_model, c.n_heads, c.dropout, c.mode), DropoutOf(c)),
+      Residual(LayerNorm(), FFBlock(c), DropoutOf(c)),
+  };
+}
+
+LayerList DecoderBlock(const TransformerConfig& c) {
+  return {
+      Residual(LayerNorm(),
+               CausalAttention(c.d_model, c.n_heads, c.dropout, c.max_len, c.mode),
+               DropoutOf(c)),
+      Residual(LayerNorm(), FFBlock(c), DropoutOf(c)),
+  };
+}
+
+LayerList EncoderDecoderBlock(const TransformerConfig& c) {
+  return {                                              // vec_d masks vec_e
+      Residual(LayerNorm(),
+               CausalAttention(c.d_model, c.n_heads, 0.0, c.max_len, c.mode),
+               DropoutOf(c)),
+      Residual(LayerNorm(),
+               Select({0, 2, 2, 1, 2}),                 // vec_d vec_e vec_e masks vec_e
+               AttentionQKV(c.d_model, c.n_heads, c.dropout, c.mode,
+                            /*cache_KV_in_predict=*/true),  // vec_d masks vec_e
+               DropoutOf(c)),
+      Residual(LayerNorm(), FFBlock(c), DropoutOf(c)),
+  };
+}
+
+LayerPtr TransformerEncoder(std::int64_t vocab_size, std::int64_t n_classes,
+                            const TransformerConfig& c) {
+  return Serial(
+      Branch(nullptr, PaddingMask()),  // tokens masks
+      Embedding(vocab_size, c.d_model),
+      DropoutOf(c),
+      PositionalEncoding(c.max_len),
+      repeat(c.n_layers, [&] { return EncoderBlock(c); }),
+      Select({0}, /*n_in=*/2),         // drops the masks
+      LayerNorm(),
+      Mean(/*axis=*/1),                // average over length (padding included, as in Trax)
+      Dense(n_classes));
+}
+
+LayerPtr TransformerDecoder(std::optional<std::int64_t> vocab_size, const TransformerConfig& c) {
+  return Serial(
+      vocab_size ? Embedding(*vocab_size, c.d_model) : Dense(c.d_model),
+      DropoutOf(c),
+      PositionalEncoding(c.max_len, 0.0, {-2}, c.mode),
+      repeat(c.n_layers, [&] { return DecoderBlock(c); }),
+      LayerNorm());
+}
+
+LayerPtr TransformerLM(std::int64_t vocab_size, const TransformerConfig& c) {
+  return Serial(
+      ShiftRight(1, c.mode),
+      Embedding(vocab_size, c.d_model),
+      DropoutOf(c),
+      PositionalEncoding(c.max_len, 0.0, {-2}, c.mode),
+      repeat(c.n_layers, [&] { return DecoderBlock(c); }),
+      LayerNorm(),
+      Dense(vocab_size));
+}
+
+LayerPtr Transformer(std::int64_t input_vocab_size, std::optional<std::int64_t> output_vocab_size,
+                     const TransformerConfig& c) {
+  const LayerPtr in_embedder = Embedding(input_vocab_size, c.d_model);
+  const LayerPtr out_embedder =
+      output_vocab_size ? Embedding(*output_vocab_size, c.d_model) : in_embedder;
+  const std::int64_t out_vocab = output_vocab_size.value_or(input_vocab_size);
+  const Mode encoder_mode = c.mode == Mode::predict ? Mode::eval : c.mode;
+
+  LayerPtr encoder = Serial(
+      in_embedder,
+      DropoutOf(c),
+      PositionalEncoding(c.max_len, 0.0, {-2}, encoder_mode),
+      repeat(c.n_encoder_layers, [&] { return EncoderBlock(c); }),
+      LayerNorm());
+  if (c.mode == Mode::predict) encoder = Cache(encoder);
+
+  return Serial(
+      Select({0, 1, 1}),                // tok_e tok_d tok_d
+      Branch(nullptr, PaddingMask()),   // tok_e mask_e tok_d tok_d
+      encoder,                          // vec_e mask_e tok_d tok_d
+      Select({2, 1, 0}),                // tok_d mask_e vec_e tok_d
+      ShiftRight(1, c.mode),
+      out_embedder,
+      DropoutOf(c),
+      PositionalEncoding(c.max_len, 0.0, {-2}, c.mode),
+      Branch(nullptr, EncoderDecoderMask()),  // vec_d masks vec_e tok_d
+      repeat(c.n_decoder_layers, [&] { return EncoderDecoderBlock(c); }),
+      LayerNorm(),
+      Select({0}, /*n_in=*/3),          // vec_d tok_d
+      Dense(out_vocab));                // logits tok_d
+}
+
+}  // namespace ctrax::models

@@ -1,0 +1,88 @@
+// ctrax/models/transformer.hpp — the Transformer family, built from combinators exactly as
+// trax/models/transformer.py builds it. Read the .cpp side by side with that file.
+//
+// THE THREE MODELS
+//
+//   TransformerEncoder(vocab_size, n_classes)   tokens (B, L) int32 → logits (B, n_classes)
+//       a classifier: embed, attend with a padding mask, average over positions, classify.
+//   TransformerLM(vocab_size)                   tokens (B, L) int32 → logits (B, L, vocab_size)
+//       a decoder-only language model (GPT-style): logits at position i predict token i.
+//   Transformer(input_vocab, output_vocab)      (source (B, L_e), target (B, L_d)) →
+//                                               (logits (B, L_d, output_vocab), target)
+//       the encoder–decoder translation model of Vaswani et al. (2017).
+//   TransformerDecoder(vocab_size | nullopt)    tokens (B, L) → activations (B, L, d_model)
+//       TransformerLM's body without shift and output layer (Trax has it too).
+//
+// Outputs are raw logits (no LogSoftmax, as in Trax since 1.3.7). Embeddings are not scaled by
+// √d_model and the output Dense is not tied to the embedding — Trax's choices, kept.
+//
+// THE BLOCKS — all PRE-norm: each sublayer sees LayerNorm(x) and its output is added back to x,
+//   x + Dropout(F(LayerNorm(x)))
+// which keeps an un-normalised "residual stream" from embedding to output (more stable to train
+// than the paper's post-norm; one LayerNorm closes each stack).
+//
+//   FeedForwardBlock   [Dense(d_ff), activation, Dropout, Dense(d_model)]     position-wise MLP
+//   EncoderBlock       [Residual(LayerNorm, Attention, Dropout),              (x, mask) → (x, mask)
+//                       Residual(LayerNorm, FeedForwardBlock, Dropout)]
+//   DecoderBlock       [Residual(LayerNorm, CausalAttention, Dropout),        x → x
+//                       Residual(LayerNorm, FeedForwardBlock, Dropout)]
+//   EncoderDecoderBlock                                           (x_d, mask, x_e) → (x_d, mask, x_e)
+//                      [Residual(LayerNorm, CausalAttention, Dropout),       (no attention dropout)
+//                       Residual(LayerNorm, Select({0,2,2,1,2}), AttentionQKV, Dropout),
+//                       Residual(LayerNorm, FeedForwardBlock, Dropout)]
+//
+// Every Dropout has rate `dropout` and the config's shared axes; attention dropout (on the
+// attention probabilities) uses the same rate.
+//
+// MODES. train: dropout on. eval: dropout off. predict: dropout off, ShiftRight is the identity,
+// PositionalEncoding counts positions and CausalAttention keeps a KV cache sized to max_len;
+// Transformer wraps its encoder in Cache (encoded once per batch, its PositionalEncoding in eval
+// mode) and caches the encoder keys/values of every cross-attention. Build a predict-mode model
+// with the same config and copy the trained weights into it (set_all_weights) to decode.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "core/layer/layer_arg.hpp"
+
+namespace ctrax::models {
+
+using layers::LayerList;
+
+// Hyper-parameters, Trax's defaults. Use designated initialisers:
+//   TransformerLM(256, {.d_model = 64, .d_ff = 128, .n_layers = 2, .n_heads = 4});
+struct TransformerConfig {
+  std::int64_t d_model = 512;     // width of embeddings, attention and the residual stream
+  std::int64_t d_ff = 2048;       // hidden width of each feed-forward block
+  int n_layers = 6;               // blocks in TransformerEncoder / TransformerLM / TransformerDecoder
+  int n_encoder_layers = 6;       // Transformer only: encoder blocks
+  int n_decoder_layers = 6;       // Transformer only: decoder (encoder–decoder) blocks
+  int n_heads = 8;                // attention heads; d_model must be a multiple
+  std::int64_t max_len = 2048;    // longest sequence (positional table, predict-mode KV cache)
+  double dropout = 0.1;           // rate of every Dropout and of attention dropout
+  std::vector<int> dropout_shared_axes = {};  // axes along which dropout masks are shared
+  Mode mode = Mode::train;        // train, eval or predict (see above)
+  std::function<LayerPtr()> ff_activation;    // feed-forward nonlinearity; empty = Relu
+};
+
+LayerList FeedForwardBlock(std::int64_t d_model, std::int64_t d_ff, double dropout,
+                           const std::vector<int>& dropout_shared_axes, Mode mode,
+                           const std::function<LayerPtr()>& activation);
+LayerList EncoderBlock(const TransformerConfig& c);
+LayerList DecoderBlock(const TransformerConfig& c);
+LayerList EncoderDecoderBlock(const TransformerConfig& c);
+
+LayerPtr TransformerEncoder(std::int64_t vocab_size, std::int64_t n_classes = 10,
+                            const TransformerConfig& c = {});
+// vocab_size nullopt: the input is already (B, L, d_feature) floats and a Dense embeds it.
+LayerPtr TransformerDecoder(std::optional<std::int64_t> vocab_size, const TransformerConfig& c = {});
+LayerPtr TransformerLM(std::int64_t vocab_size, const TransformerConfig& c = {});
+// output_vocab_size nullopt: source and target share one vocabulary and ONE Embedding instance
+// (its weights appear once and get both sides' gradients).
+LayerPtr Transformer(std::int64_t input_vocab_size,
+                     std::optional<std::int64_t> output_vocab_size = std::nullopt,
+                     const TransformerConfig& c = {});
+
+}  // namespace ctrax::models

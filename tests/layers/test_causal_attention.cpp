@@ -1,0 +1,85 @@
+#include <doctest/doctest.h>
+
+#include "layers/causal_attention.hpp"
+#include "tests/helpers.hpp"
+
+using namespace ctrax;
+using namespace ctrax::testing;
+using namespace ctrax::layers;
+
+TEST_CASE("CausalAttention is built and printed as in Trax") {
+  CHECK(CausalAttention(8, 2)->to_string() ==
+        "Serial[\n"
+        "  Branch_out3[\n"
+        "    Serial[\n"
+        "      Dense_8\n"
+        "      SplitIntoHeads\n"
+        "    ]\n"
+        "    Serial[\n"
+        "      Dense_8\n"
+        "      SplitIntoHeads\n"
+        "    ]\n"
+        "    Serial[\n"
+        "      Dense_8\n"
+        "      SplitIntoHeads\n"
+        "    ]\n"
+        "  ]\n"
+        "  DotProductCausalAttention_in3\n"
+        "  MergeHeads\n"
+        "  Dense_8\n"
+        "]");
+  CHECK_THROWS_WITH_AS(CausalAttention(10, 3), doctest::Contains("(10) is not a multiple"),
+                       std::invalid_argument);
+}
+
+TEST_CASE("a position never sees the future: changing token 3 leaves outputs 0..2 alone") {
+  auto att = CausalAttention(6, 2);
+  const Tensor x = randn({2, 4, 6}, 1);
+  const Tensor y = init_and_run(att, {x})[0];
+  Tensor x2 = x.clone();
+  for (int b = 0; b < 2; ++b)
+    for (int i = 0; i < 6; ++i) x2.data<double>()[b * 24 + 18 + i] += 5.0;
+  const Tensor y2 = (*att)(x2);
+  expect_close(slice(y2, 1, 0, 3), slice(y, 1, 0, 3), 1e-12);
+  CHECK(slice(y2, 1, 3, 4).to_doubles() != slice(y, 1, 3, 4).to_doubles());
+}
+
+TEST_CASE("predict mode with the KV cache reproduces eval mode, token by token and in chunks") {
+  const Tensor x = randn({2, 5, 8}, 3);
+  auto eval = CausalAttention(8, 2, 0.0, 16, Mode::eval);
+  const Tensor expected = init_and_run(eval, {x}, 4)[0];
+  auto predict = CausalAttention(8, 2, 0.0, 16, Mode::predict);
+  predict->init(ShapeDtype{{2, 1, 8}, DType::float64}, Rng(4));
+  predict->set_all_weights(eval->all_weights());
+  SUBCASE("one position per call") {
+    for (int t = 0; t < 5; ++t)
+      expect_close((*predict)(slice(x, 1, t, t + 1)), slice(expected, 1, t, t + 1), 1e-10);
+  }
+  SUBCASE("a prompt of three, then one at a time") {
+    expect_close((*predict)(slice(x, 1, 0, 3)), slice(expected, 1, 0, 3), 1e-10);
+    for (int t = 3; t < 5; ++t)
+      expect_close((*predict)(slice(x, 1, t, t + 1)), slice(expected, 1, t, t + 1), 1e-10);
+  }
+}
+
+TEST_CASE("the KV cache reports overflow with its size") {
+  auto att = CausalAttention(4, 1, 0.0, 3, Mode::predict);
+  att->init(ShapeDtype{{1, 1, 4}});
+  (*att)(Tensor::zeros({1, 2, 4}));
+  CHECK_THROWS_WITH_AS((*att)(Tensor::zeros({1, 2, 4})),
+                       doctest::Contains("max_inference_length = 3 positions; 2 are filled and 2 more"),
+                       LayerError);
+}
+
+TEST_CASE("the KV cache rejects a batch it was not initialised for") {
+  auto att = CausalAttention(4, 1, 0.0, 8, Mode::predict);
+  att->init(ShapeDtype{{1, 1, 4}});
+  CHECK_THROWS_WITH_AS((*att)(Tensor::zeros({3, 1, 4})), doctest::Contains("re-initialise"),
+                       LayerError);
+}
+
+TEST_CASE("CausalAttention passes the gradient checker") {
+  auto att = CausalAttention(4, 2);
+  att->init(ShapeDtype{{2, 3, 4}, DType::float64});
+  expect_layer_gradients(att, {randn({2, 3, 4})});
+}

@@ -1,0 +1,97 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "layers/activations.hpp"
+#include "layers/metrics.hpp"
+#include "tests/helpers.hpp"
+
+using namespace ctrax;
+using namespace ctrax::testing;
+using namespace ctrax::layers;
+
+namespace {
+// Two positions, three classes. Position 0: logits (0, ln 2, 0) → p = (¼, ½, ¼), target 1.
+// Position 1: logits (0, 0, 0) → p = ⅓ each, target 2 (argmax picks 0: wrong).
+const Tensor logits = tensor({0.f, std::log(2.f), 0.f, 0.f, 0.f, 0.f}, {2, 3});
+const Tensor targets = tensor({1, 2}, {2});
+const double ce0 = -std::log(0.5), ce1 = -std::log(1.0 / 3);
+}  // namespace
+
+TEST_CASE("CategoryCrossEntropy averages −log p(target)") {
+  expect_tensor(init_and_run(CategoryCrossEntropy(), {logits, targets})[0], {}, {(ce0 + ce1) / 2},
+                1e-6);
+}
+
+TEST_CASE("WeightedCategoryCrossEntropy weights positions and divides by the weight total") {
+  expect_tensor(init_and_run(WeightedCategoryCrossEntropy(), {logits, targets, v({1, 0})})[0], {},
+                {ce0}, 1e-6);
+  expect_tensor(init_and_run(WeightedCategoryCrossEntropy(), {logits, targets, v({1, 3})})[0], {},
+                {(ce0 + 3 * ce1) / 4}, 1e-6);
+}
+
+TEST_CASE("label smoothing mixes the one-hot target with a uniform distribution") {
+  const double eps = 0.3;
+  // position 0: p = (0.1, 0.8, 0.1) against log q = (ln ¼, ln ½, ln ¼)
+  const double expected = -(0.1 * std::log(0.25) + 0.8 * std::log(0.5) + 0.1 * std::log(0.25));
+  expect_tensor(init_and_run(WeightedCategoryCrossEntropy(eps), {logits, targets, v({1, 0})})[0],
+                {}, {expected}, 1e-6);
+  CHECK_THROWS_AS(WeightedCategoryCrossEntropy(1.5), std::invalid_argument);
+}
+
+TEST_CASE("cutoff subtracts the cutoff and floors at zero") {
+  const double cutoff = 0.8;  // ce0 ≈ 0.693 drops out, ce1 ≈ 1.099 keeps 0.299
+  expect_tensor(init_and_run(WeightedCategoryCrossEntropy(std::nullopt, cutoff),
+                             {logits, targets, v({1, 1})})[0],
+                {}, {(ce1 - cutoff) / 2}, 1e-6);
+}
+
+TEST_CASE("accuracies count argmax hits, weighted and unweighted") {
+  expect_tensor(init_and_run(CategoryAccuracy(), {logits, targets})[0], {}, {0.5});
+  expect_tensor(init_and_run(WeightedCategoryAccuracy(), {logits, targets, v({3, 1})})[0], {},
+                {0.75});
+  expect_tensor(init_and_run(Accuracy(), {logits, targets, v({1, 1})})[0], {}, {0.5});
+}
+
+TEST_CASE("MaskedSequenceAccuracy: a sequence counts only if every weighted position is right") {
+  // batch of 2 sequences × 2 positions, 2 classes
+  const Tensor out = tensor({1.f, 0.f, 0.f, 1.f, 1.f, 0.f, 1.f, 0.f}, {2, 2, 2});  // argmax 0 1 / 0 0
+  const Tensor t = tensor({0, 1, 0, 1}, {2, 2});
+  expect_tensor(init_and_run(MaskedSequenceAccuracy(), {out, t, tensor({1.f, 1.f, 1.f, 1.f}, {2, 2})})[0],
+                {}, {0.5});
+  // the wrong position of sequence 1 is padding: both sequences count as right
+  expect_tensor(init_and_run(MaskedSequenceAccuracy(), {out, t, tensor({1.f, 1.f, 1.f, 0.f}, {2, 2})})[0],
+                {}, {1.0});
+}
+
+TEST_CASE("CrossEntropyLoss takes logits, and LogSoftmax before it changes nothing") {
+  const Tensor w = v({1, 1});
+  const double expected = (ce0 + ce1) / 2;
+  expect_tensor(init_and_run(CrossEntropyLoss(), {logits, targets, w})[0], {}, {expected}, 1e-6);
+  const Tensor logp = init_and_run(LogSoftmax(), {logits})[0];
+  expect_tensor(init_and_run(CrossEntropyLoss(), {logp, targets, w})[0], {}, {expected}, 1e-6);
+  CHECK(CrossEntropyLoss()->to_string() == "CrossEntropyLoss_in3");
+}
+
+TEST_CASE("metrics report mismatched shapes and bad targets with the layer's name") {
+  CHECK_THROWS_WITH_AS(init_and_run(CategoryAccuracy(), {logits, tensor({1, 2, 0}, {3})}),
+                       doctest::Contains("differ in shape"), LayerError);
+  CHECK_THROWS_WITH_AS(init_and_run(WeightedCategoryCrossEntropy(), {logits, tensor({1, 3}, {2}), v({1, 1})}),
+                       doctest::Contains("WeightedCategoryCrossEntropy"), LayerError);
+  CHECK_THROWS_WITH_AS(init_and_run(CategoryCrossEntropy(), {logits, v({1, 2})}),
+                       doctest::Contains("int32 category ids"), LayerError);
+}
+
+TEST_CASE("the cross-entropy losses pass the gradient checker") {
+  const Tensor z = randn({2, 3, 5}, 1);
+  const Tensor t = tensor({0, 4, 2, 1, 3, 3}, {2, 3});
+  const Tensor w = tensor({1.0, 0.5, 0.0, 2.0, 1.0, 1.0}, {2, 3});
+  for (const LayerPtr& loss : {WeightedCategoryCrossEntropy(), WeightedCategoryCrossEntropy(0.1),
+                               CrossEntropyLoss()}) {
+    loss->init(signature_of(Stack{z, t, w}));
+    expect_layer_gradients(loss, {z, t, w});
+  }
+  auto ce = CategoryCrossEntropy(0.2);
+  ce->init(signature_of(Stack{z, t}));
+  expect_layer_gradients(ce, {z, t});
+}
