@@ -5,6 +5,7 @@
 #include <optional>
 #include <unordered_set>
 
+#include "core/layer/trace.hpp"
 #include "core/tensor/autodiff.hpp"
 
 namespace ctrax {
@@ -194,16 +195,20 @@ Stack Layer::operator()(const Stack& stack) {
                      fmt::format("number of inputs ({}) to {}.forward less than n_in ({})",
                                  stack.size(), name_, n_in_));
   const Stack inputs(stack.begin(), stack.begin() + n_in_);
+  const std::size_t trace_event = Trace::enter(*this, stack);
   Stack outputs;
   try {
     outputs = apply(inputs);
   } catch (LayerError& e) {
+    Trace::exit(trace_event, nullptr);
     e.prepend(name_);
     throw;
   } catch (const std::exception& e) {
+    Trace::exit(trace_event, nullptr);
     throw LayerError(name_, method, created_, signatures(inputs), e.what());
   }
   outputs.insert(outputs.end(), stack.begin() + n_in_, stack.end());
+  Trace::exit(trace_event, &outputs);
   return outputs;
 }
 

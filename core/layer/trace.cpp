@@ -1,0 +1,45 @@
+#include "core/layer/trace.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace ctrax {
+
+namespace {
+thread_local Trace* t_trace = nullptr;
+constexpr std::size_t kNoEvent = static_cast<std::size_t>(-1);
+}  // namespace
+
+Trace::Trace() : previous_(t_trace) { t_trace = this; }
+Trace::~Trace() { t_trace = previous_; }
+
+std::size_t Trace::enter(const Layer& layer, const Stack& stack) {
+  Trace* t = t_trace;
+  if (!t) return kNoEvent;
+  t->events_.push_back({t->depth_++, layer.display_name(), signatures(stack), ""});
+  return t->events_.size() - 1;
+}
+
+void Trace::exit(std::size_t event, const Stack* stack) {
+  Trace* t = t_trace;
+  if (!t || event == kNoEvent) return;
+  --t->depth_;
+  if (stack) t->events_[event].after = signatures(*stack);
+}
+
+std::string Trace::to_string() const {
+  std::size_t width = 0, before_width = 0;
+  for (const auto& e : events_) {
+    width = std::max(width, 2 * static_cast<std::size_t>(e.depth) + e.layer.size());
+    before_width = std::max(before_width, e.before.size());
+  }
+  std::string out;
+  for (const auto& e : events_)
+    out += fmt::format("{:<{}}  {:<{}}  -> {}\n",
+                       std::string(2 * static_cast<std::size_t>(e.depth), ' ') + e.layer, width,
+                       e.before, before_width, e.after.empty() ? "(failed)" : e.after);
+  return out;
+}
+
+}  // namespace ctrax

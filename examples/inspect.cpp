@@ -1,0 +1,98 @@
+// examples/inspect.cpp — print a Transformer's tree, its weights and, with --trace, its data stack.
+//
+//   build/examples/inspect TransformerLM --vocab-size 256 --d-model 64 --n-layers 2 --trace
+//
+// MODEL is TransformerEncoder, TransformerLM or Transformer; every size defaults to Trax's
+// (d_model 512, d_ff 2048, 6 layers, 8 heads, max_len 2048). The output is the model tree in
+// Trax's format, a table of the weights of each layer ending in `total parameters: N`, and with
+// --trace every layer in execution order with the stack before and after it, for a random batch
+// of 2 sequences (the encoder's second sequence ends in padding).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <iostream>
+#include <map>
+
+#include "core/layer/summary.hpp"
+#include "core/layer/trace.hpp"
+#include "models/transformer.hpp"
+
+using namespace ctrax;
+
+namespace {
+
+// Random token ids in [1, vocab) of shape (B, L); the last `n_pad` of row 1 are padding (0).
+Tensor random_tokens(std::int64_t B, std::int64_t L, std::int64_t vocab, std::int64_t n_pad,
+                     std::uint64_t seed) {
+  Tensor t = Rng(seed).randint({B, L}, 1, static_cast<std::int32_t>(vocab));
+  auto* p = t.data<std::int32_t>();
+  for (std::int64_t i = L - n_pad; i < L; ++i) p[(B - 1) * L + i] = 0;
+  return t;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Print a ctrax Transformer: its tree, its weights, and the data stack (--trace)."};
+  std::string model_name;
+  std::int64_t vocab_size = 32000, n_classes = 10;
+  std::optional<std::int64_t> output_vocab_size;
+  models::TransformerConfig c;
+  int n_layers = c.n_layers;
+  std::string mode = "train";
+  bool trace = false;
+  app.add_option("MODEL", model_name, "TransformerEncoder, TransformerLM or Transformer")
+      ->required()
+      ->check(CLI::IsMember({"TransformerEncoder", "TransformerLM", "Transformer"}));
+  app.add_option("--vocab-size", vocab_size, "vocabulary size (Transformer: the input's)")
+      ->capture_default_str();
+  app.add_option("--output-vocab-size", output_vocab_size,
+                 "Transformer only: target vocabulary (default: shared with the input)");
+  app.add_option("--n-classes", n_classes, "TransformerEncoder only: classes")->capture_default_str();
+  app.add_option("--d-model", c.d_model, "model width")->capture_default_str();
+  app.add_option("--d-ff", c.d_ff, "feed-forward width")->capture_default_str();
+  app.add_option("--n-layers", n_layers, "blocks (Transformer: encoder and decoder each)")
+      ->capture_default_str();
+  app.add_option("--n-heads", c.n_heads, "attention heads")->capture_default_str();
+  app.add_option("--max-len", c.max_len, "longest sequence")->capture_default_str();
+  app.add_option("--mode", mode, "train, eval or predict")
+      ->check(CLI::IsMember({"train", "eval", "predict"}))
+      ->capture_default_str();
+  app.add_flag("--trace", trace, "run a tiny random batch and print the stack around every layer");
+  CLI11_PARSE(app, argc, argv);
+
+  c.n_layers = c.n_encoder_layers = c.n_decoder_layers = n_layers;
+  c.mode = mode == "train" ? Mode::train : mode == "eval" ? Mode::eval : Mode::predict;
+  const bool predict = c.mode == Mode::predict;
+  const std::int64_t B = 2, L = std::min<std::int64_t>(8, c.max_len);
+  const std::int64_t L_dec = predict ? 1 : std::min<std::int64_t>(6, c.max_len);
+  const std::int64_t out_vocab = output_vocab_size.value_or(vocab_size);
+
+  try {
+    LayerPtr model;
+    Stack batch;
+    if (model_name == "TransformerEncoder") {
+      model = models::TransformerEncoder(vocab_size, n_classes, c);
+      batch = {random_tokens(B, L, vocab_size, L / 4, 1)};
+    } else if (model_name == "TransformerLM") {
+      model = models::TransformerLM(vocab_size, c);
+      batch = {random_tokens(B, predict ? 1 : L, vocab_size, 0, 1)};
+    } else {
+      model = models::Transformer(vocab_size, output_vocab_size, c);
+      batch = {random_tokens(B, L, vocab_size, L / 4, 1), random_tokens(B, L_dec, out_vocab, 0, 2)};
+    }
+    model->init(signature_of(batch), Rng(0));
+    std::cout << model->to_string() << "\n\n" << summary(*model);
+    if (trace) {
+      Trace t;
+      (*model)(batch);
+      std::cout << fmt::format("\nTrace: one forward pass in {} mode on a random batch {}\n",
+                               mode, signatures(batch))
+                << t.to_string();
+    }
+  } catch (const std::exception& e) {
+    std::cerr << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
