@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Smoke test of examples/inspect: each model prints its tree, a weight table ending in
+# `total parameters: N` with the hand-computed N, and a trace with the stack around each layer.
+set -euo pipefail
+inspect=$1
+small=(--vocab-size 16 --d-model 8 --d-ff 16 --n-layers 1 --n-heads 2 --max-len 32)
+
+# TransformerLM: emb 16·8 + pe 32·8 + block (2·16 + 4·72 + 144 + 136) + ln 16 + dense 8·16+16
+out=$("$inspect" TransformerLM "${small[@]}" --trace)
+grep -qx 'total parameters: 1144' <<<"$out" || { echo "TransformerLM: wrong total"; exit 1; }
+grep -qE '^  Embedding_16_8 +\(i32\[2,8\]\) +-> \(f32\[2,8,8\]\)$' <<<"$out" \
+  || { echo "TransformerLM: no trace of the embedding"; exit 1; }
+
+out=$("$inspect" TransformerEncoder "${small[@]}" --n-classes 3 --trace)
+grep -q '^  Select\[0\]_in2 .*(f32\[2,8,8\], bool\[2,1,1,8\]) *-> (f32\[2,8,8\])$' <<<"$out" \
+  || { echo "TransformerEncoder: the mask is not seen leaving the stack"; exit 1; }
+
+for mode in train predict; do
+  out=$("$inspect" Transformer "${small[@]}" --mode "$mode" --trace)
+  grep -q '^total parameters: ' <<<"$out" || { echo "Transformer ($mode): no total"; exit 1; }
+done
+grep -q '^  Cache_in2_out2\[$' <<<"$out" || { echo "Transformer predict: encoder not cached"; exit 1; }
+
+if "$inspect" Nonsense >/dev/null 2>&1; then echo "an unknown model was accepted"; exit 1; fi
+echo "inspect ok"
