@@ -275,3 +275,23 @@ TEST_CASE("a tiny TransformerLM passes the gradient checker end to end (through 
   model->init(signature_of(Stack{x, x, w}));
   expect_layer_gradients(model, {x, x, w});
 }
+
+TEST_CASE("a tiny TransformerEncoder and Transformer pass the gradient checker (through the loss)") {
+  const TransformerConfig c{.d_model = 4, .d_ff = 6, .n_layers = 1, .n_encoder_layers = 1,
+                            .n_decoder_layers = 1, .n_heads = 2, .max_len = 8, .dropout = 0.0};
+  SUBCASE("TransformerEncoder") {
+    auto model = layers::make_serial({TransformerEncoder(5, 3, c), layers::CategoryCrossEntropy()});
+    const Tensor x = tokens({1, 3, 2, 0, 4, 2, 0, 0}, 2, 4);  // padded rows
+    const Tensor y = tensor({2, 0}, {2});
+    model->init(signature_of(Stack{x, y}));
+    expect_layer_gradients(model, {x, y});
+  }
+  SUBCASE("Transformer (shared embedding)") {
+    auto model = layers::make_serial({Transformer(5, std::nullopt, c),
+                                      layers::CategoryCrossEntropy()});
+    const Tensor src = tokens({1, 3, 2, 0, 4, 2, 1, 0}, 2, 4);
+    const Tensor tgt = tokens({2, 4, 1, 3, 3, 2}, 2, 3);
+    model->init(signature_of(Stack{src, tgt}));
+    expect_layer_gradients(model, {src, tgt});
+  }
+}
