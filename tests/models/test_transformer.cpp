@@ -295,3 +295,12 @@ TEST_CASE("a tiny TransformerEncoder and Transformer pass the gradient checker (
     expect_layer_gradients(model, {src, tgt});
   }
 }
+
+TEST_CASE("TransformerDecoder embeds tokens, or projects float features, to (B, L, d_model)") {
+  auto tok = TransformerDecoder(11, tiny());
+  CHECK(tok->init(ShapeDtype{{2, 5}, DType::int32})[0].shape == Shape{2, 5, 8});
+  CHECK(tok->sublayers()[0]->name() == "Embedding_11_8");
+  auto dense = TransformerDecoder(std::nullopt, tiny());
+  CHECK(dense->init(ShapeDtype{{2, 5, 3}})[0].shape == Shape{2, 5, 8});
+  CHECK(dense->sublayers()[0]->name() == "Dense_8");
+}
