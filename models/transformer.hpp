@@ -64,7 +64,7 @@ struct TransformerConfig {
   double dropout = 0.1;           // rate of every Dropout and of attention dropout
   std::vector<int> dropout_shared_axes = {};  // axes along which dropout masks are shared
   Mode mode = Mode::train;        // train, eval or predict (see above)
-  std::function<LayerPtr()> ff_activation;    // feed-forward nonlinearity; empty = Relu
+  std::function<LayerPtr()> ff_activation = {};  // feed-forward nonlinearity; empty = Relu
 };
 
 LayerList FeedForwardBlock(std::int64_t d_model, std::int64_t d_ff, double dropout,
