@@ -11,7 +11,6 @@
 #include <fmt/format.h>
 
 #include <iostream>
-#include <map>
 
 #include "core/layer/summary.hpp"
 #include "core/layer/trace.hpp"

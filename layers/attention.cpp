@@ -18,8 +18,7 @@ Tensor dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, 
     throw std::invalid_argument(fmt::format(
         "attention expects q (…, L_q, d), k (…, L_k, d), v (…, L_k, d_v), got q {}, k {}, v {}",
         q.signature(), k.signature(), v.signature()));
-  if (dropout < 0.0 || dropout >= 1.0)
-    throw std::invalid_argument(fmt::format("dropout rate must be in [0, 1), got {}", dropout));
+  check_dropout_rate(dropout);
   const double d_head = static_cast<double>(q.dim(-1));
   Tensor scores = matmul(q, k, false, true) * (1.0 / std::sqrt(d_head));  // (…, L_q, L_k)
   if (mask.defined()) scores = masked_fill(scores, mask, -1e9);

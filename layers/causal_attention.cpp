@@ -26,15 +26,6 @@ void write_rows(Tensor& buf, const Tensor& x, std::int64_t start) {
                 src + n * L * static_cast<std::int64_t>(row_bytes), row_bytes * L);
 }
 
-// (1, L_q, n_keys): query i (absolute position filled + i) sees keys 0 … filled + i.
-Tensor cache_mask(std::int64_t filled, std::int64_t L_q, std::int64_t n_keys) {
-  Tensor m = Tensor::zeros({1, L_q, n_keys}, DType::bool_);
-  auto* p = m.data<std::uint8_t>();
-  for (std::int64_t i = 0; i < L_q; ++i)
-    for (std::int64_t j = 0; j <= filled + i; ++j) p[i * n_keys + j] = 1;
-  return m;
-}
-
 class DotProductCausalAttentionLayer final : public Layer {
  public:
   DotProductCausalAttentionLayer(double dropout, std::int64_t max_len, std::source_location created)
@@ -88,7 +79,7 @@ class DotProductCausalAttentionLayer final : public Layer {
     const std::int64_t n = filled + L_q;
     state()[2] = Tensor::scalar(static_cast<double>(n), DType::int32);
     return dot_product_attention(q, slice(K, 1, 0, n), slice(V, 1, 0, n),
-                                 cache_mask(filled, L_q, n), 0.0, mode(), rng());
+                                 causal_mask(L_q, n), 0.0, mode(), rng());
   }
 
   double dropout_;

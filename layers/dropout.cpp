@@ -1,7 +1,5 @@
 #include "layers/dropout.hpp"
 
-#include <fmt/format.h>
-
 #include "core/tensor/random.hpp"
 
 namespace ctrax::layers {
@@ -12,9 +10,7 @@ class DropoutLayer final : public Layer {
  public:
   DropoutLayer(double rate, std::vector<int> shared_axes, std::source_location created)
       : Layer("Dropout", 1, 1, created), rate_(rate), shared_axes_(std::move(shared_axes)) {
-    if (rate < 0.0 || rate >= 1.0)
-      throw std::invalid_argument(
-          fmt::format("Dropout rate must be in [0, 1), got {}", rate));
+    check_dropout_rate(rate);
   }
 
  protected:

@@ -23,9 +23,9 @@ class EmbeddingLayer final : public Layer {
 
  protected:
   void init_weights_and_state(const Signature& input) override {
-    const DType dt = is_floating(input.at(0).dtype) ? input.at(0).dtype : DType::float32;
     add_weight("table", scaled_uniform({vocab_size_, d_feature_}, 1.0,
-                                       static_cast<double>(d_feature_), rng(), dt));
+                                       static_cast<double>(d_feature_), rng(),
+                                       weight_dtype(input.at(0).dtype)));
   }
 
   Stack forward(const Stack& inputs) override {

@@ -30,11 +30,13 @@ LayerPtr EncoderDecoderMask(std::source_location created) {
   }, 1, created);
 }
 
-Tensor causal_mask(std::int64_t L) {
-  Tensor m = Tensor::zeros({1, L, L}, DType::bool_);
+Tensor causal_mask(std::int64_t L_q, std::int64_t n_keys) {
+  if (n_keys < 0) n_keys = L_q;
+  const std::int64_t offset = n_keys - L_q;  // positions before the first query
+  Tensor m = Tensor::zeros({1, L_q, n_keys}, DType::bool_);
   auto* p = m.data<std::uint8_t>();
-  for (std::int64_t i = 0; i < L; ++i)
-    for (std::int64_t j = 0; j <= i; ++j) p[i * L + j] = 1;
+  for (std::int64_t i = 0; i < L_q; ++i)
+    for (std::int64_t j = 0; j <= offset + i; ++j) p[i * n_keys + j] = 1;
   return m;
 }
 

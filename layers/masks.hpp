@@ -16,6 +16,8 @@
 //   causal_mask(L)         (1, L, L) bool, lower triangular: query i sees keys 0…i
 //                          (used inside CausalAttention; the future is invisible while training,
 //                          just as it does not exist yet while decoding).
+//   causal_mask(L_q, n)    (1, L_q, n): the L_q queries are the LAST L_q of n positions, so query
+//                          i sees keys 0 … n − L_q + i (the KV cache's mask while decoding).
 //
 // Printed `PaddingMask(0)` and `EncoderDecoderMask_in2` as in Trax.
 #pragma once
@@ -29,6 +31,6 @@ namespace ctrax::layers {
 LayerPtr PaddingMask(int pad = 0, std::source_location created = std::source_location::current());
 LayerPtr EncoderDecoderMask(std::source_location created = std::source_location::current());
 
-Tensor causal_mask(std::int64_t L);
+Tensor causal_mask(std::int64_t L_q, std::int64_t n_keys = -1);
 
 }  // namespace ctrax::layers

@@ -39,7 +39,8 @@ Tensor weighted_mean(const Tensor& x, const Tensor& weights) {
   if (!is_floating(weights.dtype()))
     throw std::invalid_argument(
         fmt::format("weights must be floating, got {}", weights.signature()));
-  return sum(x * weights.to(x.dtype())) / sum(weights.to(x.dtype()));
+  const Tensor w = weights.to(x.dtype());
+  return sum(x * w) / sum(w);
 }
 
 double check_smoothing(std::optional<double> label_smoothing) {

@@ -6,6 +6,7 @@
 
 #include "core/tensor/dispatch.hpp"
 #include "core/tensor/ops.hpp"
+#include "layers/initializers.hpp"
 
 namespace ctrax::layers {
 
@@ -14,14 +15,17 @@ Tensor sinusoidal_table(std::int64_t max_len, std::int64_t d, DType dtype) {
     throw std::invalid_argument(
         fmt::format("PositionalEncoding needs an even feature depth d, got {}", d));
   Tensor pe = Tensor::zeros({max_len, d}, dtype);
+  std::vector<double> omega(static_cast<std::size_t>(d / 2));
+  for (std::int64_t i = 0; i < d / 2; ++i)
+    omega[static_cast<std::size_t>(i)] =
+        std::exp(-2.0 * static_cast<double>(i) * std::log(10000.0) / static_cast<double>(d));
   dispatch_float(dtype, [&]<class T>(T) {
     T* p = pe.data<T>();
     for (std::int64_t pos = 0; pos < max_len; ++pos)
       for (std::int64_t i = 0; i < d / 2; ++i) {
-        const double omega = std::exp(-2.0 * static_cast<double>(i) * std::log(10000.0) /
-                                      static_cast<double>(d));
-        p[pos * d + 2 * i] = static_cast<T>(std::sin(static_cast<double>(pos) * omega));
-        p[pos * d + 2 * i + 1] = static_cast<T>(std::cos(static_cast<double>(pos) * omega));
+        const double angle = static_cast<double>(pos) * omega[static_cast<std::size_t>(i)];
+        p[pos * d + 2 * i] = static_cast<T>(std::sin(angle));
+        p[pos * d + 2 * i + 1] = static_cast<T>(std::cos(angle));
       }
   });
   return pe;
@@ -37,8 +41,7 @@ class PositionalEncodingLayer final : public Layer {
         max_len_(max_len),
         dropout_(dropout),
         broadcast_dims_(std::move(broadcast_dims)) {
-    if (dropout < 0.0 || dropout >= 1.0)
-      throw std::invalid_argument(fmt::format("dropout rate must be in [0, 1), got {}", dropout));
+    check_dropout_rate(dropout);
   }
 
  protected:
@@ -47,8 +50,7 @@ class PositionalEncodingLayer final : public Layer {
     if (x.shape.size() != 3)
       throw std::invalid_argument(fmt::format(
           "PositionalEncoding expects (B, L, d_feature) activations, got {}", ctrax::to_string(input)));
-    const DType dt = is_floating(x.dtype) ? x.dtype : DType::float32;
-    add_weight("pe", sinusoidal_table(max_len_, x.shape[2], dt));
+    add_weight("pe", sinusoidal_table(max_len_, x.shape[2], weight_dtype(x.dtype)));
     if (mode() == Mode::predict) state() = {Tensor::scalar(0, DType::int32)};
   }
 

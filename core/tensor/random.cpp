@@ -95,9 +95,13 @@ std::vector<std::int64_t> Rng::permutation(std::int64_t n) const {
   return p;
 }
 
-Tensor dropout(const Tensor& x, double rate, const Rng& rng, const std::vector<int>& shared_axes) {
+void check_dropout_rate(double rate) {
   if (rate < 0.0 || rate >= 1.0)
     throw std::invalid_argument("dropout rate must be in [0, 1), got " + std::to_string(rate));
+}
+
+Tensor dropout(const Tensor& x, double rate, const Rng& rng, const std::vector<int>& shared_axes) {
+  check_dropout_rate(rate);
   if (rate == 0.0 || x.is_meta()) return x;
   Shape mask_shape = x.shape();
   for (int a : shared_axes) mask_shape[normalize_axis(a, x.rank(), "shared axis")] = 1;

@@ -34,3 +34,7 @@ TEST_CASE("EncoderDecoderMask repeats the encoder mask for every decoder positio
 TEST_CASE("causal_mask lets query i see keys 0..i") {
   expect_tensor(causal_mask(3), {1, 3, 3}, {1, 0, 0, 1, 1, 0, 1, 1, 1});
 }
+
+TEST_CASE("causal_mask(L_q, n) treats the queries as the last L_q of n positions") {
+  expect_tensor(causal_mask(2, 4), {1, 2, 4}, {1, 1, 1, 0, 1, 1, 1, 1});
+}
