@@ -257,36 +257,65 @@ Stack Layer::call_sublayer(std::size_t i, const Stack& stack) {
   }
 }
 
-void Layer::visit_weights(const std::string* path, std::unordered_set<const Layer*>& seen,
+void Layer::visit_tensors(bool state, const std::string* path,
+                          std::unordered_set<const Layer*>& seen,
                           const std::function<void(const std::string&, Tensor&)>& visit) {
   static const std::string unnamed;
   if (!seen.insert(this).second) return;
-  for (std::size_t k = 0; k < weights_.size(); ++k)
-    visit(path ? *path + "/" + weight_names_[k] : unnamed, weights_[k]);
+  auto& own = state ? state_ : weights_;
+  for (std::size_t k = 0; k < own.size(); ++k) {
+    if (!path) {
+      visit(unnamed, own[k]);
+      continue;
+    }
+    visit(*path + "/" + (state ? fmt::format("state{}", k) : weight_names_[k]), own[k]);
+  }
   for (std::size_t i = 0; i < sublayers_.size(); ++i) {
     if (!path) {
-      sublayers_[i]->visit_weights(nullptr, seen, visit);
+      sublayers_[i]->visit_tensors(state, nullptr, seen, visit);
       continue;
     }
     const std::string child = fmt::format("{}/{}[{}]", *path, sublayers_[i]->name(), i);
-    sublayers_[i]->visit_weights(&child, seen, visit);
+    sublayers_[i]->visit_tensors(state, &child, seen, visit);
   }
+}
+
+std::vector<std::pair<std::string, Tensor>> Layer::named_state() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  std::unordered_set<const Layer*> seen;
+  const std::string root = name_;
+  const_cast<Layer*>(this)->visit_tensors(
+      true, &root, seen, [&](const std::string& name, Tensor& s) { out.emplace_back(name, s); });
+  return out;
+}
+
+void Layer::for_each_state(const std::function<void(Tensor&)>& f) {
+  std::unordered_set<const Layer*> seen;
+  visit_tensors(true, nullptr, seen, [&](const std::string&, Tensor& s) { f(s); });
+}
+
+void Layer::reset_state(const Signature& input_signature) {
+  if (!initialized_)
+    throw std::logic_error(fmt::format("reset_state: {} is not initialised", display_name()));
+  const std::vector<Tensor> weights = all_weights();
+  init(input_signature, rng_);
+  bind_all_weights(weights);
 }
 
 std::vector<std::pair<std::string, Tensor>> Layer::named_weights() const {
   std::vector<std::pair<std::string, Tensor>> out;
   std::unordered_set<const Layer*> seen;
   const std::string root = name_;
-  const_cast<Layer*>(this)->visit_weights(
-      &root, seen, [&](const std::string& name, Tensor& w) { out.emplace_back(name, w); });
+  const_cast<Layer*>(this)->visit_tensors(
+      false, &root, seen, [&](const std::string& name, Tensor& w) { out.emplace_back(name, w); });
   return out;
 }
 
 std::vector<Tensor> Layer::all_weights() const {
   std::vector<Tensor> out;
   std::unordered_set<const Layer*> seen;
-  const_cast<Layer*>(this)->visit_weights(
-      nullptr, seen, [&](const std::string&, Tensor& w) { out.push_back(w); });
+  const_cast<Layer*>(this)->visit_tensors(
+      false, nullptr, seen, [&](const std::string&, Tensor& w) { out.push_back(w); });
   return out;
 }
 
@@ -319,7 +348,7 @@ std::vector<Tensor> Layer::bind_all_weights(const std::vector<Tensor>& handles) 
   std::vector<Tensor> old;
   std::size_t next = 0;
   std::unordered_set<const Layer*> seen;
-  visit_weights(nullptr, seen, [&](const std::string&, Tensor& w) {
+  visit_tensors(false, nullptr, seen, [&](const std::string&, Tensor& w) {
     const Tensor& h = handles[next++];
     if (h.shape() != w.shape())
       throw std::invalid_argument(fmt::format("bind_all_weights: weight {} of {} is {}, given {}",

@@ -123,6 +123,14 @@ class Layer : public std::enable_shared_from_this<Layer> {
   // computes with them, so gradients flow to them. Used by the layer gradient checker; returns
   // the handles it replaced.
   std::vector<Tensor> bind_all_weights(const std::vector<Tensor>& handles);
+  // Every state tensor below this layer (KV caches, position counters, Cache's stored outputs),
+  // depth-first like all_weights(), a shared layer's once, named "<path>/state<k>".
+  std::vector<std::pair<std::string, Tensor>> named_state() const;
+  // Calls f on every state tensor (same order); f may replace it — decoding reorders beams so.
+  void for_each_state(const std::function<void(Tensor&)>& f);
+  // Re-creates all state for inputs of this signature and keeps every weight: how decoding
+  // starts new sequences (empty KV caches, position 0) or changes the batch size.
+  void reset_state(const Signature& input_signature);
   const Rng& rng() const { return rng_; }
   // Sets this layer's rng and, split one per sublayer, its sublayers' (Trax's rng setter). The
   // training loop calls it with a fresh key every step so dropout masks change.
@@ -153,9 +161,9 @@ class Layer : public std::enable_shared_from_this<Layer> {
 
  private:
   Stack apply(const Stack& inputs);
-  // The one walk over weights: depth-first, own weights first, a shared layer once. `path` is
-  // null when the caller needs no names (then none are built).
-  void visit_weights(const std::string* path, std::unordered_set<const Layer*>& seen,
+  // The one walk over weights (or, with `state`, state tensors): depth-first, own tensors first,
+  // a shared layer once. `path` is null when the caller needs no names (then none are built).
+  void visit_tensors(bool state, const std::string* path, std::unordered_set<const Layer*>& seen,
                      const std::function<void(const std::string&, Tensor&)>& visit);
 
   std::string name_;

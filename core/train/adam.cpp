@@ -1,0 +1,51 @@
+#include "core/train/adam.hpp"
+
+#include <cmath>
+
+#include "core/tensor/dispatch.hpp"
+
+namespace ctrax::train {
+namespace {
+
+class AdamOptimizer : public Optimizer {
+ public:
+  explicit AdamOptimizer(const AdamConfig& c)
+      : Optimizer("Adam", c.learning_rate, c.clip_grad_norm), c_(c) {}
+
+ protected:
+  std::vector<Slot> init_slots(const Tensor& w) const override {
+    return {{"m", Tensor::zeros(w.shape(), w.dtype())}, {"v", Tensor::zeros(w.shape(), w.dtype())}};
+  }
+  void update_weight(std::int64_t step, double lr, Tensor& weight, const Tensor& g,
+                     double g_scale, std::vector<Slot>& slots) const override {
+    const double t = static_cast<double>(step);
+    const double m_correction = 1.0 / (1.0 - std::pow(c_.b1, t));
+    const double v_correction = 1.0 / (1.0 - std::pow(c_.b2, t));
+    const double keep = c_.weight_decay == WeightDecay::trax ? 1.0 - c_.weight_decay_rate
+                                                             : 1.0 - lr * c_.weight_decay_rate;
+    dispatch_float(weight.dtype(), [&]<class T>(T) {
+      T* w = weight.data<T>();
+      T* m = slots[0].value.data<T>();
+      T* v = slots[1].value.data<T>();
+      const T* gp = g.data<T>();
+      const T b1 = static_cast<T>(c_.b1), b2 = static_cast<T>(c_.b2), eps = static_cast<T>(c_.eps);
+      const T mc = static_cast<T>(m_correction), vc = static_cast<T>(v_correction);
+      const T rate = static_cast<T>(lr), scale = static_cast<T>(g_scale), k = static_cast<T>(keep);
+      for (std::int64_t i = 0; i < weight.numel(); ++i) {
+        const T gi = scale * gp[i];
+        m[i] = b1 * m[i] + (1 - b1) * gi;
+        v[i] = b2 * v[i] + (1 - b2) * gi * gi;
+        w[i] = k * w[i] - rate * (m[i] * mc) / (std::sqrt(v[i] * vc) + eps);
+      }
+    }, "Adam");
+  }
+
+ private:
+  AdamConfig c_;
+};
+
+}  // namespace
+
+OptimizerPtr Adam(const AdamConfig& config) { return std::make_shared<AdamOptimizer>(config); }
+
+}  // namespace ctrax::train

@@ -1,0 +1,44 @@
+#include "core/train/momentum.hpp"
+
+#include "core/tensor/dispatch.hpp"
+
+namespace ctrax::train {
+namespace {
+
+class MomentumOptimizer : public Optimizer {
+ public:
+  explicit MomentumOptimizer(const MomentumConfig& c)
+      : Optimizer("Momentum", c.learning_rate, c.clip_grad_norm), c_(c) {}
+
+ protected:
+  std::vector<Slot> init_slots(const Tensor& w) const override {
+    return {{"velocity", Tensor::zeros(w.shape(), w.dtype())}};
+  }
+  void update_weight(std::int64_t, double lr, Tensor& weight, const Tensor& g, double g_scale,
+                     std::vector<Slot>& slots) const override {
+    dispatch_float(weight.dtype(), [&]<class T>(T) {
+      T* w = weight.data<T>();
+      T* v = slots[0].value.data<T>();
+      const T* gp = g.data<T>();
+      const T mass = static_cast<T>(c_.mass), keep = static_cast<T>(1 - c_.weight_decay_rate);
+      const T rate = static_cast<T>(lr), scale = static_cast<T>(g_scale);
+      for (std::int64_t i = 0; i < weight.numel(); ++i) {
+        const T gi = scale * gp[i];
+        v[i] = mass * v[i] + gi;
+        const T u = c_.nesterov ? mass * v[i] + gi : v[i];
+        w[i] = keep * w[i] - rate * u;
+      }
+    }, "Momentum");
+  }
+
+ private:
+  MomentumConfig c_;
+};
+
+}  // namespace
+
+OptimizerPtr Momentum(const MomentumConfig& config) {
+  return std::make_shared<MomentumOptimizer>(config);
+}
+
+}  // namespace ctrax::train

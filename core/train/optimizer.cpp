@@ -1,0 +1,65 @@
+#include "core/train/optimizer.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <stdexcept>
+
+#include "core/tensor/dispatch.hpp"
+
+namespace ctrax::train {
+
+Optimizer::Optimizer(std::string name, double learning_rate,
+                     std::optional<double> clip_grad_norm)
+    : name_(std::move(name)), learning_rate_(learning_rate), clip_grad_norm_(clip_grad_norm) {
+  if (clip_grad_norm && !(*clip_grad_norm > 0))
+    throw std::invalid_argument(
+        fmt::format("{}: clip_grad_norm must be > 0, got {}", name_, *clip_grad_norm));
+}
+
+double sum_of_squares(const std::vector<Tensor>& xs) {
+  double total = 0;
+  for (const Tensor& x : xs)
+    dispatch_float(x.dtype(), [&]<class T>(T) {
+      const T* p = x.data<T>();
+      double s = 0;
+      for (std::int64_t i = 0; i < x.numel(); ++i) s += static_cast<double>(p[i]) * p[i];
+      total += s;
+    }, "sum_of_squares");
+  return total;
+}
+
+void Optimizer::init(const std::vector<Tensor>& weights) {
+  slots_.clear();
+  for (const Tensor& w : weights) slots_.push_back(init_slots(w));
+  initialized_ = true;
+}
+
+UpdateStats Optimizer::update(std::int64_t step, double learning_rate,
+                              const std::vector<Tensor>& weights,
+                              const std::vector<Tensor>& grads) {
+  if (!initialized_) init(weights);
+  if (step < 1) throw std::invalid_argument(fmt::format("{}.update: step {} < 1", name_, step));
+  if (weights.size() != grads.size() || weights.size() != slots_.size())
+    throw std::invalid_argument(
+        fmt::format("{}.update: {} weights, {} gradients, slots for {} weights", name_,
+                    weights.size(), grads.size(), slots_.size()));
+  for (std::size_t i = 0; i < weights.size(); ++i)
+    if (weights[i].shape() != grads[i].shape() || weights[i].dtype() != grads[i].dtype())
+      throw std::invalid_argument(fmt::format("{}.update: weight {} is {} but its gradient is {}",
+                                              name_, i, weights[i].signature(),
+                                              grads[i].signature()));
+  UpdateStats stats;
+  stats.gradients_l2 = std::sqrt(sum_of_squares(grads));
+  stats.weights_l2 = std::sqrt(sum_of_squares(weights));
+  double g_scale = 1.0;
+  if (clip_grad_norm_ && stats.gradients_l2 >= *clip_grad_norm_)
+    g_scale = *clip_grad_norm_ / stats.gradients_l2;
+  for (std::size_t i = 0; i < weights.size(); ++i) {
+    Tensor w = weights[i];
+    update_weight(step, learning_rate, w, grads[i], g_scale, slots_[i]);
+  }
+  return stats;
+}
+
+}  // namespace ctrax::train

@@ -1,0 +1,88 @@
+// ctrax/core/train/optimizer.hpp — what every optimizer shares (trax/optimizers/base.py).
+//
+// An optimizer turns gradients into weight updates, one weight at a time. Trax's split, kept:
+// a subclass says only
+//   - which "slots" (its own per-weight memory: Adam's m and v, Momentum's velocity) a weight
+//     needs, and
+//   - how one weight and its slots change given that weight's gradient,
+// and this base class does the rest for the whole model, once:
+//   - global-norm gradient clipping: with ‖g‖ = sqrt(Σ over every weight of Σ g²),
+//         if clip_grad_norm is set and ‖g‖ ≥ clip_grad_norm:  g ← g · clip_grad_norm / ‖g‖
+//     (one factor for all weights, so the update's direction is kept);
+//   - the statistics Trax reports, gradients_l2 = ‖g‖ (before clipping) and weights_l2 = ‖w‖.
+//
+//   auto opt = Adam({.learning_rate = 1e-3, .clip_grad_norm = 1.0});
+//   opt->init(model->all_weights());                     // creates the slots
+//   auto g = grad(loss, model->all_weights());
+//   opt->update(step, lr, model->all_weights(), g);      // in place; step counts from 1
+//
+// Updates write into the weights' memory (no new allocation per step) and run outside the tape.
+// Weights may be float32 or float64 (tests use float64 to check updates against hand-computed
+// numbers); slots take the weight's dtype. Steps count from 1, as in the Loop: step 1 is the
+// first update, and bias corrections (Adam) and decay schedules (Adafactor) use that count — Trax
+// passes step 1 but corrects with step + 1, which is off by one (docs/differences_from_trax.md).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/tensor/tensor.hpp"
+
+namespace ctrax::train {
+
+// One named slot of one weight ("m", "v", "velocity", "v_row", ...).
+struct Slot {
+  std::string name;
+  Tensor value;
+};
+
+struct UpdateStats {
+  double gradients_l2 = 0;  // ‖g‖ over all weights, before clipping
+  double weights_l2 = 0;    // ‖w‖ over all weights, before the update
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  const std::string& name() const { return name_; }
+  // The learning rate used when a task has no schedule.
+  double learning_rate() const { return learning_rate_; }
+  std::optional<double> clip_grad_norm() const { return clip_grad_norm_; }
+
+  // Creates zeroed slots for these weights (all_weights() order); forgets any earlier ones.
+  void init(const std::vector<Tensor>& weights);
+  bool initialized() const { return initialized_; }
+  // Applies one update in place: clips, then updates every weight and its slots. `step` >= 1.
+  // grads[i] has weights[i]'s shape and dtype.
+  UpdateStats update(std::int64_t step, double learning_rate, const std::vector<Tensor>& weights,
+                     const std::vector<Tensor>& grads);
+  // slots()[i] belongs to weights[i]; checkpoints save and restore them by name.
+  std::vector<std::vector<Slot>>& slots() { return slots_; }
+  const std::vector<std::vector<Slot>>& slots() const { return slots_; }
+
+ protected:
+  Optimizer(std::string name, double learning_rate, std::optional<double> clip_grad_norm);
+  // The slots one weight needs (zeros), with their names.
+  virtual std::vector<Slot> init_slots(const Tensor& weight) const = 0;
+  // Updates one weight and its slots in place. The gradient to use is g_scale · g (g_scale < 1
+  // only when clipping), which subclasses fold into their loop instead of materialising it.
+  virtual void update_weight(std::int64_t step, double learning_rate, Tensor& weight,
+                             const Tensor& g, double g_scale, std::vector<Slot>& slots) const = 0;
+
+ private:
+  std::string name_;
+  double learning_rate_;
+  std::optional<double> clip_grad_norm_;
+  std::vector<std::vector<Slot>> slots_;
+  bool initialized_ = false;
+};
+
+using OptimizerPtr = std::shared_ptr<Optimizer>;
+
+// Σ x² over every element of every tensor, accumulated in float64.
+double sum_of_squares(const std::vector<Tensor>& xs);
+
+}  // namespace ctrax::train
