@@ -9,6 +9,7 @@ class CacheLayer final : public Layer {
   CacheLayer(LayerPtr layer, std::source_location created)
       : Layer("Cache", layer->n_in(), layer->n_out(), created) {
     set_sublayers({std::move(layer)});
+    set_transparent_in_weight_paths();
   }
 
  protected:

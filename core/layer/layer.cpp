@@ -275,8 +275,12 @@ void Layer::visit_tensors(bool state, const std::string* path,
       sublayers_[i]->visit_tensors(state, nullptr, seen, visit);
       continue;
     }
-    const std::string child = fmt::format("{}/{}[{}]", *path, sublayers_[i]->name(), i);
-    sublayers_[i]->visit_tensors(state, &child, seen, visit);
+    Layer* sub = sublayers_[i].get();
+    while (!state && sub->transparent_in_weight_paths_ && sub->sublayers_.size() == 1 &&
+           sub->weights_.empty() && seen.insert(sub).second)
+      sub = sub->sublayers_[0].get();
+    const std::string child = fmt::format("{}/{}[{}]", *path, sub->name(), i);
+    sub->visit_tensors(state, &child, seen, visit);
   }
 }
 

@@ -154,6 +154,10 @@ class Layer : public std::enable_shared_from_this<Layer> {
   void set_arity(int n_in, int n_out);
   void add_weight(std::string name, Tensor value);  // marks float weights requires_grad
   void clear_weights();
+  // Marks a wrapper (Cache) whose one sublayer's weights are named as if it sat in the
+  // wrapper's place: Serial/Cache[2]/Dense_8[0]/w is named Serial/Dense_8[2]/w, so a predict-mode
+  // model (which adds Cache wrappers) loads a train-mode checkpoint by name.
+  void set_transparent_in_weight_paths() { transparent_in_weight_paths_ = true; }
   // Applies sublayer i to a stack, so that an error in it carries the index in its path.
   Stack call_sublayer(std::size_t i, const Stack& stack);
   // True while init() runs the model on meta tensors.
@@ -172,6 +176,7 @@ class Layer : public std::enable_shared_from_this<Layer> {
   std::vector<LayerPtr> sublayers_;
   std::vector<LayerPtr> sublayers_to_print_;
   bool print_override_ = false;
+  bool transparent_in_weight_paths_ = false;
   std::vector<Tensor> weights_;
   std::vector<std::string> weight_names_;
   std::vector<Tensor> state_;

@@ -195,6 +195,19 @@ TEST_CASE("TransformerLM and Transformer print Trax's top-level structure") {
                                  "Serial", "LayerNorm", "Select[0]_in3", "Dense_7"});
 }
 
+TEST_CASE("predict-mode Transformer names its weights as the train-mode one (Cache is transparent)") {
+  auto train = Transformer(11, std::nullopt, tiny(Mode::train));
+  auto predict = Transformer(11, std::nullopt, tiny(Mode::predict));
+  train->init({ShapeDtype{{2, 6}, DType::int32}, ShapeDtype{{2, 4}, DType::int32}});
+  predict->init({ShapeDtype{{2, 6}, DType::int32}, ShapeDtype{{2, 1}, DType::int32}});
+  const auto a = train->named_weights(), b = predict->named_weights();
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    CHECK(a[i].first == b[i].first);
+    CHECK(a[i].second.shape() == b[i].second.shape());
+  }
+}
+
 TEST_CASE("eval == predict: TransformerLM fed one token at a time reproduces eval logits") {
   const Tensor x = tokens({3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8}, 2, 6);
   auto eval = TransformerLM(11, tiny(Mode::eval));

@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include "layers/activations.hpp"
+#include "layers/dense.hpp"
 #include "tests/helpers.hpp"
 
 using namespace ctrax;
@@ -19,6 +21,17 @@ TEST_CASE("Cache runs its layer once, then replays the stored outputs") {
   calls = 0;
   expect_tensor((*c)(v({5})), {1}, {10});
   CHECK(calls == 1);
+}
+
+TEST_CASE("Cache is transparent in weight names: its layer is named as if in Cache's place") {
+  auto plain = Serial(Relu(), Dense(2));
+  auto wrapped = Serial(Relu(), Cache(Dense(2)));
+  plain->init(ShapeDtype{{1, 3}});
+  wrapped->init(ShapeDtype{{1, 3}});
+  REQUIRE(wrapped->named_weights().size() == 2);
+  CHECK(wrapped->named_weights()[0].first == "Serial/Dense_2[1]/w");
+  CHECK(wrapped->named_weights()[0].first == plain->named_weights()[0].first);
+  CHECK(wrapped->named_weights()[1].first == plain->named_weights()[1].first);
 }
 
 TEST_CASE("Scan runs a cell along an axis, threading the carry (a running sum)") {
