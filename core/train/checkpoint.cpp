@@ -1,0 +1,151 @@
+#include "core/train/checkpoint.hpp"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <map>
+#include <stdexcept>
+
+namespace ctrax::train {
+namespace {
+
+std::string opt_prefix(std::size_t i) { return i == 0 ? "opt/" : fmt::format("opt{}/", i); }
+
+// What the model (and optimizers) expect, by name.
+NamedTensors expected_tensors(const Layer& model, const std::vector<OptimizerPtr>& optimizers,
+                              bool weights_only) {
+  if (!model.initialized())
+    throw std::logic_error(fmt::format("checkpoint: {} is not initialised (call init first)",
+                                       model.display_name()));
+  NamedTensors out = model.named_weights();
+  if (weights_only) return out;
+  for (auto& [name, s] : model.named_state()) out.emplace_back("state/" + name, s);
+  const auto weights = model.named_weights();
+  for (std::size_t i = 0; i < optimizers.size(); ++i) {
+    auto& opt = *optimizers[i];
+    if (!opt.initialized()) opt.init(model.all_weights());
+    const auto& slots = opt.slots();
+    if (slots.size() != weights.size())
+      throw std::logic_error(fmt::format("checkpoint: optimizer {} has slots for {} weights, the "
+                                         "model has {}", i, slots.size(), weights.size()));
+    for (std::size_t w = 0; w < weights.size(); ++w)
+      for (const Slot& s : slots[w])
+        out.emplace_back(opt_prefix(i) + weights[w].first + "/" + s.name, s.value);
+  }
+  return out;
+}
+
+// True for "state/…", "opt/…", "opt1/…", ...: the entries that are not weights.
+bool is_state_or_slot(const std::string& name) {
+  if (name.rfind("state/", 0) == 0) return true;
+  if (name.rfind("opt", 0) != 0) return false;
+  const auto slash = name.find('/');
+  if (slash == std::string::npos) return false;
+  for (std::size_t i = 3; i < slash; ++i)
+    if (!std::isdigit(static_cast<unsigned char>(name[i]))) return false;
+  return true;
+}
+
+std::string list(const std::vector<std::string>& names) {
+  const std::size_t shown = std::min<std::size_t>(names.size(), 12);
+  std::string s;
+  for (std::size_t i = 0; i < shown; ++i) s += "\n    " + names[i];
+  if (names.size() > shown) s += fmt::format("\n    ... and {} more", names.size() - shown);
+  return s;
+}
+
+CheckpointInfo info_from(const std::string& path, const Metadata& m) {
+  auto get = [&](const char* key) -> std::string {
+    auto it = m.find(key);
+    if (it == m.end())
+      throw std::runtime_error(fmt::format("{}: checkpoint metadata has no '{}'", path, key));
+    return it->second;
+  };
+  auto format = m.find("format");
+  if (format == m.end() || format->second != "ctrax-checkpoint")
+    throw std::runtime_error(fmt::format(
+        "{}: a safetensors file, but not a ctrax checkpoint (no format = ctrax-checkpoint in its "
+        "metadata); load_weights cannot tell which tensors to use", path));
+  const int version = std::stoi(get("format_version"));
+  if (version > checkpoint_format_version)
+    throw std::runtime_error(fmt::format("{}: checkpoint format version {} is newer than this "
+                                         "ctrax reads ({})", path, version,
+                                         checkpoint_format_version));
+  CheckpointInfo info;
+  try {
+    info.step = std::stoll(get("step"));
+    info.seed = std::stoull(get("seed"));
+  } catch (const std::invalid_argument&) {
+    throw std::runtime_error(fmt::format("{}: corrupted checkpoint metadata (step, seed)", path));
+  }
+  info.config = get("config");
+  info.model = get("model");
+  return info;
+}
+
+CheckpointInfo restore(const std::string& path, Layer& model,
+                       const std::vector<OptimizerPtr>& optimizers, bool weights_only) {
+  const SafetensorsFile file = read_safetensors(path);
+  const CheckpointInfo info = info_from(path, file.metadata);
+  const NamedTensors expected = expected_tensors(model, optimizers, weights_only);
+  std::map<std::string, Tensor> found;
+  for (const auto& [name, t] : file.tensors)
+    if (!weights_only || !is_state_or_slot(name)) found.emplace(name, t);
+  std::vector<std::string> missing, unexpected, misshaped;
+  for (const auto& [name, t] : expected) {
+    auto it = found.find(name);
+    if (it == found.end()) {
+      missing.push_back(name);
+    } else {
+      if (it->second.shape() != t.shape() || it->second.dtype() != t.dtype())
+        misshaped.push_back(fmt::format("{} (file {}, model {})", name, it->second.signature(),
+                                        t.signature()));
+      found.erase(it);
+    }
+  }
+  for (const auto& [name, t] : found) unexpected.push_back(name);
+  if (!missing.empty() || !unexpected.empty() || !misshaped.empty()) {
+    std::string msg = fmt::format("{}: checkpoint does not match the model {}", path,
+                                  model.display_name());
+    if (!missing.empty()) msg += fmt::format("\n  missing from the file ({}):{}", missing.size(), list(missing));
+    if (!unexpected.empty())
+      msg += fmt::format("\n  unexpected in the file ({}):{}", unexpected.size(), list(unexpected));
+    if (!misshaped.empty())
+      msg += fmt::format("\n  mis-shaped ({}):{}", misshaped.size(), list(misshaped));
+    throw std::runtime_error(msg);
+  }
+  std::map<std::string, Tensor> by_name(file.tensors.begin(), file.tensors.end());
+  for (const auto& [name, t] : expected) {
+    Tensor target = t;
+    target.copy_from(by_name.at(name));
+  }
+  return info;
+}
+
+}  // namespace
+
+void save_checkpoint(const std::string& path, const Layer& model,
+                     const std::vector<OptimizerPtr>& optimizers, const CheckpointInfo& info) {
+  const Metadata metadata = {{"format", "ctrax-checkpoint"},
+                             {"format_version", std::to_string(checkpoint_format_version)},
+                             {"step", std::to_string(info.step)},
+                             {"seed", std::to_string(info.seed)},
+                             {"config", info.config},
+                             {"model", model.to_string()}};
+  write_safetensors(path, expected_tensors(model, optimizers, false), metadata);
+}
+
+CheckpointInfo load_checkpoint(const std::string& path, Layer& model,
+                               const std::vector<OptimizerPtr>& optimizers) {
+  return restore(path, model, optimizers, false);
+}
+
+CheckpointInfo load_weights(const std::string& path, Layer& model) {
+  return restore(path, model, {}, true);
+}
+
+CheckpointInfo read_checkpoint_info(const std::string& path) {
+  return info_from(path, read_safetensors(path).metadata);
+}
+
+}  // namespace ctrax::train

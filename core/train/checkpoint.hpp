@@ -1,0 +1,59 @@
+// ctrax/core/train/checkpoint.hpp — saving and restoring training, by name.
+//
+// A checkpoint is one safetensors file (safetensors.hpp) holding
+//     <path of each weight in the layer tree>     "Serial/Dense_16[0]/w"
+//     state/<path>/state<k>                       layer state (position counters, ...), if any
+//     opt/<weight path>/<slot>                    the first optimizer's slots ("opt/…/m", "…/v");
+//     opt<i>/<weight path>/<slot>                 task i's optimizer when there are several
+// and in its metadata
+//     format = "ctrax-checkpoint", format_version = "1", step, seed (the Loop's random seed:
+//     every step's randomness is derived from it and the step), config (the program's
+//     hyper-parameters as JSON text), model (the printed layer tree, to read what was trained).
+//
+// Tensors are matched to the model by name, never by position, so loading into a model whose
+// tree differs reports exactly what differs: the missing, unexpected and mis-shaped tensors by
+// name, with the file's name. Nothing in the model changes unless everything matches. Trax matched
+// arrays by order and shape, and failed with IndexError (google/trax#1621).
+//
+// From Python (pip install safetensors, or by hand: 8-byte header length, JSON header, bytes):
+//     from safetensors.numpy import load_file
+//     weights = load_file("out/model.safetensors")   # {"Serial/Dense_16[0]/w": array, ...}
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/layer/layer.hpp"
+#include "core/train/optimizer.hpp"
+#include "core/train/safetensors.hpp"
+
+namespace ctrax::train {
+
+inline constexpr int checkpoint_format_version = 1;
+
+struct CheckpointInfo {
+  std::int64_t step = 0;      // training steps done
+  std::uint64_t seed = 0;     // the Loop's random seed
+  std::string config;         // free-form, usually the hyper-parameters as JSON
+  std::string model;          // the printed tree (informative; not checked)
+};
+
+// Writes model weights and state, optimizer slots and `info` to `path` (atomically).
+void save_checkpoint(const std::string& path, const Layer& model,
+                     const std::vector<OptimizerPtr>& optimizers, const CheckpointInfo& info);
+
+// Restores weights, state and the optimizers' slots into an initialised model. Throws
+// std::runtime_error naming the file and every missing / unexpected / mis-shaped tensor; the
+// model and optimizers are unchanged then.
+CheckpointInfo load_checkpoint(const std::string& path, Layer& model,
+                               const std::vector<OptimizerPtr>& optimizers);
+
+// Restores weights only (no state, no slots): for an eval- or predict-mode model built to use a
+// trained one. Predict-mode models name their weights as train-mode ones (Cache is transparent).
+CheckpointInfo load_weights(const std::string& path, Layer& model);
+
+// Reads only the metadata (and checks it is a ctrax checkpoint).
+CheckpointInfo read_checkpoint_info(const std::string& path);
+
+}  // namespace ctrax::train

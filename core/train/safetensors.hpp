@@ -1,0 +1,45 @@
+// ctrax/core/train/safetensors.hpp — the safetensors file format, read and written safely.
+//
+// safetensors (Hugging Face) is the simplest format that is both safe to load and readable
+// everywhere:
+//     8 bytes        N, the header length (unsigned little-endian)
+//     N bytes        a JSON object: for each tensor {"dtype": "F32", "shape": [2, 3],
+//                    "data_offsets": [begin, end]}, plus "__metadata__": {string: string}
+//     the rest       the tensors' bytes, row-major, little-endian, back to back
+// Python reads it with one call: safetensors.numpy.load_file(path) (docs/04_training.md).
+//
+// ctrax adds two guarantees on top of the format:
+//   - writes are atomic: the bytes go to "<path>.tmp", are flushed to disk (fsync), and only then
+//     renamed over <path>. A crash or error mid-write leaves the previous file untouched;
+//   - the metadata carries "crc32" of the data bytes, checked on reading, so a corrupted file is
+//     an error rather than silently wrong weights.
+// Every error names the file and says what is wrong (truncated, not safetensors, bad header,
+// checksum mismatch, ...).
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/tensor/tensor.hpp"
+
+namespace ctrax::train {
+
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+using Metadata = std::map<std::string, std::string>;
+
+struct SafetensorsFile {
+  NamedTensors tensors;  // in file order
+  Metadata metadata;     // without the "crc32" entry
+};
+
+// Writes atomically (temporary file + fsync + rename). Names must be unique and non-empty;
+// tensors must hold data (not meta). Throws std::runtime_error naming the file on failure.
+void write_safetensors(const std::string& path, const NamedTensors& tensors,
+                       const Metadata& metadata = {});
+
+// Reads and validates the whole file. Throws std::runtime_error naming the file on failure.
+SafetensorsFile read_safetensors(const std::string& path);
+
+}  // namespace ctrax::train

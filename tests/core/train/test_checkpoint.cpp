@@ -1,0 +1,128 @@
+#include <doctest/doctest.h>
+
+#include "core/train/adam.hpp"
+#include "core/train/checkpoint.hpp"
+#include "layers/activations.hpp"
+#include "layers/dense.hpp"
+#include "tests/core/train/temp_dir.hpp"
+#include "tests/helpers.hpp"
+
+using namespace ctrax;
+using namespace ctrax::train;
+using namespace ctrax::layers;
+using ctrax::testing::TempDir;
+
+namespace {
+
+LayerPtr mlp(std::int64_t hidden, std::uint64_t seed) {
+  auto m = Serial(Dense(hidden), Relu(), Dense(2));
+  m->init(ShapeDtype{{4, 5}}, Rng(seed));
+  return m;
+}
+
+bool bit_equal(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && a.to_doubles() == b.to_doubles();
+}
+
+}  // namespace
+
+TEST_CASE("a checkpoint restores weights and optimizer slots exactly, by name") {
+  TempDir dir;
+  auto model = mlp(3, 1);
+  auto opt = Adam();
+  std::vector<Tensor> grads;
+  for (const Tensor& w : model->all_weights()) grads.push_back(Tensor::ones(w.shape()));
+  opt->update(1, 0.1, model->all_weights(), grads);
+  save_checkpoint(dir / "model.safetensors", *model, {opt},
+                  {.step = 7, .seed = 42, .config = R"({"lr": 0.1})"});
+
+  auto other = mlp(3, 2);
+  auto other_opt = Adam();
+  const CheckpointInfo info = load_checkpoint(dir / "model.safetensors", *other, {other_opt});
+  CHECK(info.step == 7);
+  CHECK(info.seed == 42);
+  CHECK(info.config == R"({"lr": 0.1})");
+  CHECK(info.model == model->to_string());
+  for (std::size_t i = 0; i < model->all_weights().size(); ++i)
+    CHECK(bit_equal(model->all_weights()[i], other->all_weights()[i]));
+  for (std::size_t i = 0; i < opt->slots().size(); ++i)
+    for (std::size_t k = 0; k < 2; ++k)
+      CHECK(bit_equal(opt->slots()[i][k].value, other_opt->slots()[i][k].value));
+}
+
+TEST_CASE("tensors are named by their path in the tree, slots under opt/") {
+  TempDir dir;
+  auto model = mlp(3, 1);
+  save_checkpoint(dir / "m.safetensors", *model, {Adam()}, {});
+  const auto file = read_safetensors(dir / "m.safetensors");
+  std::vector<std::string> names;
+  for (const auto& [name, t] : file.tensors) names.push_back(name);
+  CHECK(names == std::vector<std::string>{
+                     "Serial/Dense_3[0]/w", "Serial/Dense_3[0]/b", "Serial/Dense_2[2]/w",
+                     "Serial/Dense_2[2]/b", "opt/Serial/Dense_3[0]/w/m", "opt/Serial/Dense_3[0]/w/v",
+                     "opt/Serial/Dense_3[0]/b/m", "opt/Serial/Dense_3[0]/b/v",
+                     "opt/Serial/Dense_2[2]/w/m", "opt/Serial/Dense_2[2]/w/v",
+                     "opt/Serial/Dense_2[2]/b/m", "opt/Serial/Dense_2[2]/b/v"});
+  CHECK(file.metadata.at("format") == "ctrax-checkpoint");
+  CHECK(file.metadata.at("format_version") == "1");
+}
+
+TEST_CASE("a model that does not match gets every difference by name, and stays unchanged") {
+  TempDir dir;
+  const std::string path = dir / "model.safetensors";
+  save_checkpoint(path, *mlp(3, 1), {}, {});
+
+  auto other_input = Serial(Dense(3), Relu(), Dense(2));  // 6 input features, not 5
+  other_input->init(ShapeDtype{{4, 6}});
+  const auto before = other_input->all_weights()[0].to_doubles();
+  CHECK_THROWS_WITH_AS(load_weights(path, *other_input),
+                       doctest::Contains((path + ": checkpoint does not match the model Serial\n"
+                                          "  mis-shaped (1):\n"
+                                          "    Serial/Dense_3[0]/w (file f32[5,3], model f32[6,3])")
+                                             .c_str()),
+                       std::runtime_error);
+  CHECK(other_input->all_weights()[0].to_doubles() == before);
+
+  // Layer names carry their sizes (Trax's Dense_3), so a different tree shows as names.
+  auto deeper = Serial(Dense(3), Relu(), Dense(2), Dense(2));
+  deeper->init(ShapeDtype{{4, 5}});
+  CHECK_THROWS_WITH_AS(load_weights(path, *deeper),
+                       doctest::Contains("missing from the file (2):\n    Serial/Dense_2[3]/w\n"
+                                         "    Serial/Dense_2[3]/b"),
+                       std::runtime_error);
+  auto shallower = Serial(Dense(3), Relu());
+  shallower->init(ShapeDtype{{4, 5}});
+  CHECK_THROWS_WITH_AS(load_weights(path, *shallower),
+                       doctest::Contains("unexpected in the file (2):\n    Serial/Dense_2[2]/b\n"
+                                         "    Serial/Dense_2[2]/w"),
+                       std::runtime_error);
+}
+
+TEST_CASE("load_weights ignores optimizer slots; load_checkpoint needs them") {
+  TempDir dir;
+  const std::string path = dir / "model.safetensors";
+  save_checkpoint(path, *mlp(3, 1), {Adam()}, {});
+  auto model = mlp(3, 2);
+  load_weights(path, *model);
+  CHECK(model->all_weights()[0].to_doubles() == mlp(3, 1)->all_weights()[0].to_doubles());
+  save_checkpoint(path, *mlp(3, 1), {}, {});
+  CHECK_THROWS_WITH_AS(load_checkpoint(path, *model, {Adam()}),
+                       doctest::Contains("missing from the file (8):\n    opt/Serial/Dense_3[0]/w/m"),
+                       std::runtime_error);
+}
+
+TEST_CASE("a safetensors file from elsewhere is not taken for a checkpoint") {
+  TempDir dir;
+  const std::string path = dir / "foreign.safetensors";
+  write_safetensors(path, {{"weight", Tensor::ones({2})}});
+  auto model = mlp(3, 1);
+  CHECK_THROWS_WITH_AS(load_weights(path, *model),
+                       doctest::Contains((path + ": a safetensors file, but not a ctrax checkpoint").c_str()),
+                       std::runtime_error);
+}
+
+TEST_CASE("saving an uninitialised model is an error, not an empty checkpoint") {
+  TempDir dir;
+  CHECK_THROWS_AS(save_checkpoint(dir / "m.safetensors", *Serial(Dense(3)), {}, {}),
+                  std::logic_error);
+}
