@@ -52,6 +52,10 @@ UpdateStats Optimizer::update(std::int64_t step, double learning_rate,
   UpdateStats stats;
   stats.gradients_l2 = std::sqrt(sum_of_squares(grads));
   stats.weights_l2 = std::sqrt(sum_of_squares(weights));
+  if (!std::isfinite(stats.gradients_l2))
+    throw std::domain_error(fmt::format(
+        "{}.update at step {}: the gradient norm is {}; no weight was changed", name_, step,
+        stats.gradients_l2));
   double g_scale = 1.0;
   if (clip_grad_norm_ && stats.gradients_l2 >= *clip_grad_norm_)
     g_scale = *clip_grad_norm_ / stats.gradients_l2;

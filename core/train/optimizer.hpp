@@ -56,7 +56,8 @@ class Optimizer {
   void init(const std::vector<Tensor>& weights);
   bool initialized() const { return initialized_; }
   // Applies one update in place: clips, then updates every weight and its slots. `step` >= 1.
-  // grads[i] has weights[i]'s shape and dtype.
+  // grads[i] has weights[i]'s shape and dtype. A NaN or infinite gradient throws
+  // std::domain_error before anything changes.
   UpdateStats update(std::int64_t step, double learning_rate, const std::vector<Tensor>& weights,
                      const std::vector<Tensor>& grads);
   // slots()[i] belongs to weights[i]; checkpoints save and restore them by name.

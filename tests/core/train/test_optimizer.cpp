@@ -2,6 +2,8 @@
 // (through SGD, the optimizer with no math of its own).
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "core/train/sgd.hpp"
 #include "tests/helpers.hpp"
 
@@ -49,4 +51,13 @@ TEST_CASE("update rejects step 0: steps count from 1") {
 
 TEST_CASE("clip_grad_norm must be positive") {
   CHECK_THROWS_AS(SGD({.clip_grad_norm = 0.0}), std::invalid_argument);
+}
+
+TEST_CASE("a NaN gradient is refused before any weight changes") {
+  Tensor a = tensor({1.0}, {1}), b = tensor({2.0}, {1});
+  auto opt = SGD();
+  CHECK_THROWS_AS(opt->update(1, 0.1, {a, b}, {tensor({1.0}, {1}), tensor({std::nan("")}, {1})}),
+                  std::domain_error);
+  expect_tensor(a, {1}, {1.0}, 0);
+  expect_tensor(b, {1}, {2.0}, 0);
 }

@@ -1,0 +1,263 @@
+#include "core/train/loop.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+
+#include "core/layer/branch.hpp"
+#include "core/layer/serial.hpp"
+#include "core/tensor/autodiff.hpp"
+#include "core/train/checkpoint.hpp"
+
+namespace ctrax::train {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Initialises `composite` (which contains `model`) for this batch without changing the model's
+// weights if it already has them: Trax initialises the loss/metric layers on the model's output.
+void init_around(const LayerPtr& composite, const LayerPtr& model, const Stack& batch,
+                 const Rng& rng) {
+  const bool had_weights = model->initialized();
+  const std::vector<Tensor> weights = had_weights ? model->all_weights() : std::vector<Tensor>{};
+  composite->init(signature_of(batch), rng);
+  if (had_weights) model->bind_all_weights(weights);
+}
+
+// Switches a layer to `mode` for a scope.
+class ModeScope {
+ public:
+  ModeScope(Layer& layer, Mode mode) : layer_(layer), saved_(layer.mode()) { layer.set_mode(mode); }
+  ~ModeScope() { layer_.set_mode(saved_); }
+  ModeScope(const ModeScope&) = delete;
+  ModeScope& operator=(const ModeScope&) = delete;
+
+ private:
+  Layer& layer_;
+  Mode saved_;
+};
+
+}  // namespace
+
+BatchStream from_generator(std::function<std::function<Stack()>()> make) {
+  struct State {
+    std::function<Stack()> next;
+    std::int64_t position = 0;  // index of the batch next() returns
+  };
+  auto state = std::make_shared<State>();
+  return [make = std::move(make), state](std::int64_t index) {
+    if (!state->next || index < state->position) {
+      state->next = make();
+      state->position = 0;
+    }
+    while (state->position < index) {
+      state->next();
+      ++state->position;
+    }
+    ++state->position;
+    return state->next();
+  };
+}
+
+Loop::Loop(LayerPtr model, std::vector<TrainTask> tasks, LoopOptions options)
+    : model_(std::move(model)),
+      tasks_(std::move(tasks)),
+      options_(std::move(options)),
+      reporter_(*options_.out,
+                options_.output_dir.empty() ? "" : options_.output_dir + "/metrics.jsonl",
+                options_.progress) {
+  if (tasks_.empty()) throw std::invalid_argument("Loop: no training tasks");
+  for (std::size_t i = 0; i < tasks_.size(); ++i) {
+    TrainTask& t = tasks_[i];
+    if (!t.labeled_data || !t.loss_layer || !t.optimizer)
+      throw std::invalid_argument(
+          fmt::format("Loop: task {} needs labeled_data, loss_layer and optimizer", i));
+    if (t.n_steps_per_checkpoint < 1)
+      throw std::invalid_argument("Loop: n_steps_per_checkpoint must be >= 1");
+    if (t.loss_name.empty()) t.loss_name = t.loss_layer->name();
+  }
+  if (!options_.checkpoint_at) {
+    const std::int64_t every = tasks_[0].n_steps_per_checkpoint;
+    options_.checkpoint_at = [every](std::int64_t s) { return s == 1 || s % every == 0; };
+  }
+  if (!options_.output_dir.empty()) std::filesystem::create_directories(options_.output_dir);
+
+  const Rng rng(options_.random_seed);
+  for (std::size_t i = 0; i < tasks_.size(); ++i) {
+    auto mwl = layers::make_serial({model_, tasks_[i].loss_layer}, "Serial");
+    init_around(mwl, model_, tasks_[i].labeled_data(0), rng);
+    model_with_loss_.push_back(mwl);
+    tasks_[i].optimizer->init(mwl->all_weights());
+  }
+  eval_model_ = options_.eval_model ? options_.eval_model : model_;
+  for (const EvalTask& e : options_.eval_tasks) {
+    if (e.metrics.empty() || !e.labeled_data || e.n_eval_batches < 1)
+      throw std::invalid_argument("Loop: an eval task needs labeled_data, metrics and n_eval_batches >= 1");
+    layers::LayerArgs metric_args(e.metrics.begin(), e.metrics.end());
+    auto composite = layers::make_serial({eval_model_, layers::make_branch(metric_args)}, "Serial");
+    init_around(composite, eval_model_, e.labeled_data(0), rng);
+    eval_with_metrics_.push_back(composite);
+    std::vector<std::string> names = e.metric_names;
+    if (names.empty())
+      for (const auto& m : e.metrics) names.push_back(m->name());
+    if (names.size() != e.metrics.size())
+      throw std::invalid_argument("Loop: metric_names must name every metric");
+    metric_names_.push_back(names);
+  }
+
+  const std::string path = checkpoint_path();
+  if (!path.empty() && std::filesystem::exists(path)) {
+    std::vector<OptimizerPtr> optimizers;
+    for (const auto& t : tasks_) optimizers.push_back(t.optimizer);
+    const CheckpointInfo info = load_checkpoint(path, *model_, optimizers);
+    step_ = info.step;
+    if (info.seed != options_.random_seed)
+      reporter_.line(step_, fmt::format("resuming with the checkpoint's seed {} (not {})",
+                                        info.seed, options_.random_seed));
+    options_.random_seed = info.seed;
+    reporter_.truncate_after(step_);
+    reporter_.line(step_, fmt::format("Resumed from {}", path));
+  }
+  last_report_step_ = step_;
+}
+
+std::string Loop::checkpoint_path() const {
+  return options_.output_dir.empty() ? "" : options_.output_dir + "/model.safetensors";
+}
+
+std::int64_t Loop::batch_index(std::size_t task, std::int64_t step) const {
+  // How many of the steps 1 .. step-1 ran this task (step s runs task s mod n_tasks).
+  const auto n = static_cast<std::int64_t>(tasks_.size());
+  const auto t = static_cast<std::int64_t>(task);
+  const std::int64_t before = step - 1;
+  std::int64_t count = before >= t ? (before - t) / n + 1 : 0;  // s in [0, before], s ≡ t
+  if (t == 0) count -= 1;                                         // step 0 does not exist
+  return count;
+}
+
+void Loop::train_step() {
+  const std::int64_t s = step_ + 1;
+  const std::size_t t = static_cast<std::size_t>(s % static_cast<std::int64_t>(tasks_.size()));
+  TrainTask& task = tasks_[t];
+  const auto t0 = Clock::now();
+  const double lr = task.lr_schedule ? task.lr_schedule(s) : task.optimizer->learning_rate();
+  const Stack batch = task.labeled_data(batch_index(t, s));
+  const LayerPtr& mwl = model_with_loss_[t];
+  mwl->set_rng(Rng(options_.random_seed).fold_in(static_cast<std::uint64_t>(s)));
+  const std::vector<Tensor> weights = mwl->all_weights();
+  const Tensor loss = (*mwl)(batch)[0];
+  const double value = loss.item();
+  auto kept = [&] {
+    const std::string path = checkpoint_path();
+    if (path.empty() || !std::filesystem::exists(path)) return std::string("no checkpoint was written yet");
+    return fmt::format("the last checkpoint, {} (step {}), is kept", path,
+                       read_checkpoint_info(path).step);
+  };
+  if (!std::isfinite(value))
+    throw TrainingDiverged(fmt::format(
+        "Step {}: train {} is {}; training stopped. The weights are those after step {}; {}.", s,
+        task.loss_name, value, step_, kept()));
+  const std::vector<Tensor> grads = grad(loss, weights);
+  UpdateStats stats;
+  try {
+    stats = task.optimizer->update(s, lr, weights, grads);
+  } catch (const std::domain_error&) {
+    throw TrainingDiverged(fmt::format(
+        "Step {}: the gradient of train {} is not finite (the loss was {}); training stopped. The "
+        "weights are those after step {}; {}.", s, task.loss_name, value, step_, kept()));
+  }
+  step_ = s;
+  loss_sum_ += value;
+  ++loss_count_;
+  seconds_ += std::chrono::duration<double>(Clock::now() - t0).count();
+  last_lr_ = lr;
+  last_gradients_l2_ = stats.gradients_l2;
+  last_weights_l2_ = stats.weights_l2;
+  reporter_.progress(s, run_first_, run_last_, 1000.0 * seconds_ / static_cast<double>(loss_count_),
+                     loss_sum_ / static_cast<double>(loss_count_));
+}
+
+void Loop::run(std::int64_t n_steps) {
+  run_first_ = step_ + 1;
+  run_last_ = step_ + n_steps;
+  for (std::int64_t i = 0; i < n_steps; ++i) {
+    train_step();
+    if (options_.checkpoint_at(step_)) report_and_checkpoint();
+  }
+  if (last_report_step_ != step_) report_and_checkpoint();
+  reporter_.clear_progress();
+}
+
+void Loop::report_and_checkpoint() {
+  auto record = [&](const MetricRecord& r, bool print, std::size_t width = 0) {
+    history_.push_back(r);
+    if (print) reporter_.metric(r, width);
+    else reporter_.log(r);
+  };
+  if (!reported_weights_) {
+    reporter_.line(step_, fmt::format("Total number of trainable weights: {}", model_->n_params()));
+    reported_weights_ = true;
+  }
+  if (loss_count_ > 0) {
+    reporter_.line(step_, fmt::format("Ran {} train steps in {:.2f} secs", loss_count_, seconds_));
+    record({step_, "train", tasks_[0].loss_name, loss_sum_ / static_cast<double>(loss_count_)}, true);
+    record({step_, "train", "learning_rate", last_lr_}, false);
+    record({step_, "train", "steps_per_second", static_cast<double>(loss_count_) / seconds_}, false);
+    record({step_, "train", "gradients_l2", last_gradients_l2_}, false);
+    record({step_, "train", "weights_l2", last_weights_l2_}, false);
+  }
+  loss_sum_ = 0;
+  loss_count_ = 0;
+  seconds_ = 0;
+  evaluate();
+  save_checkpoint();
+  last_report_step_ = step_;
+}
+
+void Loop::evaluate() {
+  if (eval_with_metrics_.empty()) return;
+  if (eval_model_ != model_) eval_model_->set_all_weights(model_->all_weights());
+  ModeScope eval_mode(*eval_model_, Mode::eval);
+  for (std::size_t e = 0; e < eval_with_metrics_.size(); ++e) {
+    const EvalTask& task = options_.eval_tasks[e];
+    const auto& names = metric_names_[e];
+    std::vector<double> sums(names.size(), 0.0);
+    eval_with_metrics_[e]->set_rng(Rng(options_.random_seed).fold_in(~std::uint64_t{0}));
+    for (std::int64_t b = 0; b < task.n_eval_batches; ++b) {
+      const Stack out = (*eval_with_metrics_[e])(task.labeled_data(b));
+      for (std::size_t m = 0; m < names.size(); ++m) sums[m] += out[m].item();
+    }
+    std::size_t width = 0;
+    for (const auto& n : names) width = std::max(width, n.size());
+    for (std::size_t m = 0; m < names.size(); ++m) {
+      const MetricRecord r{step_, "eval", names[m], sums[m] / static_cast<double>(task.n_eval_batches)};
+      history_.push_back(r);
+      reporter_.metric(r, width);
+    }
+  }
+}
+
+void Loop::save_checkpoint() {
+  const std::string path = checkpoint_path();
+  if (path.empty()) return;
+  std::vector<OptimizerPtr> optimizers;
+  for (const auto& t : tasks_) optimizers.push_back(t.optimizer);
+  const CheckpointInfo info{.step = step_, .seed = options_.random_seed, .config = options_.config,
+                            .model = ""};
+  train::save_checkpoint(path, *model_, optimizers, info);
+  const std::int64_t every = tasks_[0].n_steps_per_permanent_checkpoint;
+  if (every > 0 && step_ % every == 0)
+    train::save_checkpoint(fmt::format("{}/model_{}.safetensors", options_.output_dir, step_),
+                           *model_, optimizers, info);
+}
+
+double Loop::last_value(const std::string& split, const std::string& name) const {
+  for (auto it = history_.rbegin(); it != history_.rend(); ++it)
+    if (it->split == split && it->name == name) return it->value;
+  throw std::out_of_range(fmt::format("Loop: no {} value of {} reported yet", split, name));
+}
+
+}  // namespace ctrax::train

@@ -1,0 +1,110 @@
+// ctrax/core/train/loop.hpp — the training Loop (trax/supervised/training.py).
+//
+//   auto model = TransformerLM(vocab, config);
+//   train::Loop loop(model,
+//                    {{.labeled_data = train_batches, .loss_layer = WeightedCategoryCrossEntropy(),
+//                      .optimizer = train::Adam({.learning_rate = 1e-3}),
+//                      .lr_schedule = train::warmup_and_rsqrt_decay(400, 1e-3),
+//                      .n_steps_per_checkpoint = 100}},
+//                    {.eval_tasks = {{.labeled_data = eval_batches,
+//                                     .metrics = {WeightedCategoryCrossEntropy(),
+//                                                 WeightedCategoryAccuracy()}}},
+//                     .output_dir = "out"});
+//   loop.run(2000);
+//
+// ONE STEP (steps count from 1): pick the task (step mod number of tasks, as Trax), take its next
+// batch, set the model's randomness to fold_in(seed, step) (so dropout masks differ per step and
+// a resumed run replays them), run Serial(model, loss) in train mode, differentiate the loss with
+// respect to every weight on the tape, and let the task's optimizer update the weights in place at
+// the scheduled learning rate.
+//
+// EVERY n_steps_per_checkpoint STEPS (and at step 1, and at the end of run()): report the mean
+// training loss since the last report, evaluate every EvalTask, write metrics.jsonl, save the
+// checkpoint output_dir/model.safetensors. Evaluation runs the model in eval mode (dropout off) —
+// Trax, given no eval_model, evaluates with dropout on. Each evaluation uses the same first
+// n_eval_batches batches, so successive values are comparable.
+//
+// RESUMING. If output_dir/model.safetensors exists, the constructor loads it: weights, optimizer
+// slots, step and seed. Because the data streams are indexed by step and the randomness is a
+// function of (seed, step), N steps, or N/2 steps + kill + resume + N/2 steps, give bit-identical
+// weights. Records in metrics.jsonl after the checkpoint's step are dropped (they will be redone).
+//
+// DIVERGENCE. A loss (or gradient) that is NaN or infinite stops training with TrainingDiverged:
+// the weights stay those of the last good step and the last checkpoint on disk is untouched.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <iostream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/layer/layer.hpp"
+#include "core/train/report.hpp"
+#include "core/train/task.hpp"
+
+namespace ctrax::train {
+
+class TrainingDiverged : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct LoopOptions {
+  LayerPtr eval_model = nullptr;        // none: the training model, switched to eval mode
+  std::vector<EvalTask> eval_tasks = {};
+  std::string output_dir = "";          // none: no checkpoints, no metrics file
+  std::uint64_t random_seed = 0;        // weights' init and every step's randomness
+  // When to report, evaluate and checkpoint; default: step 1 and every n_steps_per_checkpoint
+  // of the first task.
+  std::function<bool(std::int64_t step)> checkpoint_at = nullptr;
+  std::string config = "{}";            // stored in every checkpoint (hyper-parameters, as JSON)
+  std::ostream* out = &std::cout;
+  Progress progress = Progress::automatic;
+};
+
+class Loop {
+ public:
+  Loop(LayerPtr model, std::vector<TrainTask> tasks, LoopOptions options = {});
+
+  // Trains n_steps more steps.
+  void run(std::int64_t n_steps = 1);
+  std::int64_t step() const { return step_; }
+  const LayerPtr& model() const { return model_; }
+  // Every record reported so far in this process (after a resume: since the resume).
+  const std::vector<MetricRecord>& history() const { return history_; }
+  // The last reported value of a metric, e.g. last_value("eval", "WeightedCategoryAccuracy").
+  double last_value(const std::string& split, const std::string& name) const;
+  std::string checkpoint_path() const;  // output_dir/model.safetensors ("" without output_dir)
+  // Writes the checkpoint now (run() does so at every checkpoint step and at its end).
+  void save_checkpoint();
+  // Reports the training loss since the last report, runs the evaluations, saves.
+  void report_and_checkpoint();
+
+ private:
+  void train_step();
+  void evaluate();
+  std::int64_t batch_index(std::size_t task, std::int64_t step) const;
+
+  LayerPtr model_;
+  std::vector<TrainTask> tasks_;
+  LoopOptions options_;
+  std::vector<LayerPtr> model_with_loss_;   // Serial(model, loss) per task
+  LayerPtr eval_model_;
+  std::vector<LayerPtr> eval_with_metrics_; // Serial(eval model, Branch(metrics)) per eval task
+  std::vector<std::vector<std::string>> metric_names_;
+  std::int64_t step_ = 0;
+  Reporter reporter_;
+  std::vector<MetricRecord> history_;
+  // Since the last report:
+  double loss_sum_ = 0;
+  std::int64_t loss_count_ = 0;
+  double seconds_ = 0;
+  double last_lr_ = 0, last_gradients_l2_ = 0, last_weights_l2_ = 0;
+  std::int64_t last_report_step_ = -1;
+  bool reported_weights_ = false;
+  std::int64_t run_first_ = 0, run_last_ = 0;
+};
+
+}  // namespace ctrax::train

@@ -1,0 +1,243 @@
+// Tests for core/train/loop: training, reporting, evaluation in eval mode, exact resume,
+// divergence. The data is made here: 4 features, class 1 iff x0 + x1 > 0.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <limits>
+#include <sstream>
+
+#include "core/train/adam.hpp"
+#include "core/train/checkpoint.hpp"
+#include "core/train/loop.hpp"
+#include "core/train/sgd.hpp"
+#include "layers/activations.hpp"
+#include "layers/dense.hpp"
+#include "layers/dropout.hpp"
+#include "layers/metrics.hpp"
+#include "tests/core/train/temp_dir.hpp"
+#include "tests/helpers.hpp"
+
+using namespace ctrax;
+using namespace ctrax::train;
+using namespace ctrax::layers;
+using ctrax::testing::TempDir;
+
+namespace {
+
+constexpr std::int64_t B = 16;
+
+// Batch i: (x (B, 4) float32, y (B,) int32, weights (B,) ones); deterministic in i.
+Stack make_batch(std::int64_t i, std::uint64_t seed = 1) {
+  const Tensor x = Rng(seed).fold_in(static_cast<std::uint64_t>(i)).normal({B, 4});
+  Tensor y = Tensor::zeros({B}, DType::int32);
+  for (std::int64_t b = 0; b < B; ++b)
+    y.data<std::int32_t>()[b] = x.data<float>()[b * 4] + x.data<float>()[b * 4 + 1] > 0 ? 1 : 0;
+  return {x, y, Tensor::ones({B})};
+}
+
+LayerPtr classifier(double dropout = 0.0) {
+  return Serial(Dense(16), Relu(), Dropout(dropout), Dense(2));
+}
+
+Stack default_batch(std::int64_t i) { return make_batch(i); }
+
+TrainTask task(BatchStream data = default_batch, std::int64_t every = 10) {
+  return {.labeled_data = std::move(data),
+          .loss_layer = WeightedCategoryCrossEntropy(),
+          .optimizer = Adam({.learning_rate = 0.01}),
+          .n_steps_per_checkpoint = every};
+}
+
+EvalTask eval_task() {
+  return {.labeled_data = [](std::int64_t i) { return make_batch(i, 99); },
+          .metrics = {WeightedCategoryCrossEntropy(), WeightedCategoryAccuracy()},
+          .n_eval_batches = 4};
+}
+
+bool bit_equal(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i].to_doubles() != b[i].to_doubles()) return false;
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("the Loop trains: loss falls and accuracy rises on held-out batches") {
+  std::ostringstream out;
+  Loop loop(classifier(0.1), {task()}, {.eval_tasks = {eval_task()}, .out = &out});
+  loop.run(1);
+  const double loss1 = loop.last_value("eval", "WeightedCategoryCrossEntropy");
+  const double acc1 = loop.last_value("eval", "WeightedCategoryAccuracy");
+  loop.run(150);
+  CHECK(loop.step() == 151);
+  CHECK(loop.last_value("eval", "WeightedCategoryCrossEntropy") < 0.5 * loss1);
+  CHECK(loop.last_value("eval", "WeightedCategoryAccuracy") > 0.9);
+  CHECK(loop.last_value("eval", "WeightedCategoryAccuracy") > acc1);
+}
+
+TEST_CASE("reports are Trax's lines; metrics.jsonl gets every value") {
+  TempDir dir;
+  std::ostringstream out;
+  Loop loop(classifier(), {task()}, {.eval_tasks = {eval_task()}, .output_dir = dir.str(), .out = &out});
+  loop.run(10);
+  const std::string text = out.str();
+  CHECK(text.find("Step      1: Total number of trainable weights: 114\n") != std::string::npos);
+  CHECK(text.find("Step      1: Ran 1 train steps in ") != std::string::npos);
+  CHECK(text.find("Step      1: train WeightedCategoryCrossEntropy |  ") != std::string::npos);
+  CHECK(text.find("Step     10: Ran 9 train steps in ") != std::string::npos);
+  CHECK(text.find("Step     10: eval  WeightedCategoryCrossEntropy |  0.") != std::string::npos);
+  CHECK(text.find("Step     10: eval      WeightedCategoryAccuracy |  0.") != std::string::npos);
+  CHECK(text.find("\r") == std::string::npos);  // no progress bar outside a terminal
+  const auto records = read_metrics(dir / "metrics.jsonl");
+  REQUIRE(records.size() == 14);  // 2 reports × (5 train + 2 eval)
+  CHECK(records[0].step == 1);
+  CHECK(records[0].split == "train");
+  CHECK(records[0].name == "WeightedCategoryCrossEntropy");
+  CHECK(records[1].name == "learning_rate");
+  CHECK(records[1].value == 0.01);
+  CHECK(records[13].step == 10);
+  CHECK(records[13].name == "WeightedCategoryAccuracy");
+  CHECK(std::filesystem::exists(dir / "model.safetensors"));
+  CHECK(read_checkpoint_info(dir / "model.safetensors").step == 10);
+}
+
+TEST_CASE("evaluation runs in eval mode: dropout off, and training continues in train mode") {
+  auto model = classifier(0.5);
+  std::ostringstream out;
+  Loop loop(model, {task()}, {.eval_tasks = {eval_task()}, .out = &out});
+  loop.run(3);
+  CHECK(model->mode() == Mode::train);
+  // The reported eval loss equals the eval-mode computation done by hand.
+  model->set_mode(Mode::eval);
+  auto loss = WeightedCategoryCrossEntropy();
+  auto with_loss = Serial(model, loss);
+  double sum = 0;
+  for (int b = 0; b < 4; ++b) {
+    const Stack batch = make_batch(b, 99);
+    const Tensor logits = (*model)(batch[0]);
+    loss->init(signature_of(Stack{logits, batch[1], batch[2]}));
+    sum += (*loss)(Stack{logits, batch[1], batch[2]})[0].item();
+  }
+  CHECK(loop.last_value("eval", "WeightedCategoryCrossEntropy") == doctest::Approx(sum / 4).epsilon(1e-6));
+}
+
+TEST_CASE("resume is exact: N steps straight == N/2, kill, resume, N/2 — bit for bit") {
+  TempDir straight_dir, resumed_dir;
+  std::ostringstream out;
+  auto straight = classifier(0.2);
+  Loop a(straight, {task(default_batch, 4)}, {.output_dir = straight_dir.str(), .random_seed = 5, .out = &out});
+  a.run(8);
+
+  // The first run is killed during step 7: its checkpoint is step 4's; steps 5-6 are lost.
+  {
+    auto killed = classifier(0.2);
+    auto data = [](std::int64_t i) {
+      if (i == 6) throw std::runtime_error("killed");
+      return make_batch(i);
+    };
+    Loop b(killed, {task(data, 4)}, {.output_dir = resumed_dir.str(), .random_seed = 5, .out = &out});
+    CHECK_THROWS_WITH(b.run(8), "killed");
+    CHECK(read_checkpoint_info(resumed_dir / "model.safetensors").step == 4);
+  }
+  auto resumed = classifier(0.2);
+  Loop c(resumed, {task(default_batch, 4)}, {.output_dir = resumed_dir.str(), .random_seed = 5, .out = &out});
+  CHECK(c.step() == 4);
+  c.run(4);
+  CHECK(c.step() == 8);
+  CHECK(bit_equal(straight->all_weights(), resumed->all_weights()));
+  // The metrics file holds each step's records once.
+  std::int64_t step4_losses = 0;
+  for (const auto& r : read_metrics(resumed_dir / "metrics.jsonl"))
+    step4_losses += r.step == 4 && r.name == "WeightedCategoryCrossEntropy";
+  CHECK(step4_losses == 1);
+}
+
+TEST_CASE("a NaN loss stops training with a clear message and keeps the last checkpoint") {
+  TempDir dir;
+  std::ostringstream out;
+  auto data = [](std::int64_t i) {
+    Stack batch = make_batch(i);
+    if (i == 4) batch[2].data<float>()[0] = std::nanf("");  // a NaN loss weight
+    return batch;
+  };
+  auto model = classifier();
+  Loop loop(model, {task(data, 2)}, {.output_dir = dir.str(), .out = &out});
+  const auto checkpoint = dir / "model.safetensors";
+  try {
+    loop.run(10);
+    FAIL("training did not stop");
+  } catch (const TrainingDiverged& e) {
+    CHECK(std::string(e.what()) ==
+          "Step 5: train WeightedCategoryCrossEntropy is nan; training stopped. The weights are "
+          "those after step 4; the last checkpoint, " + checkpoint + " (step 4), is kept.");
+  }
+  CHECK(loop.step() == 4);
+  CHECK(read_checkpoint_info(checkpoint).step == 4);
+  for (const Tensor& w : model->all_weights())
+    for (double x : w.to_doubles()) REQUIRE(std::isfinite(x));
+}
+
+TEST_CASE("a non-finite gradient stops training before any weight changes") {
+  // √(0 · Σ logits) is 0, but its gradient is ∞ · 0 = NaN.
+  TrainTask t = task();
+  t.loss_layer = Fn("SqrtLoss", [](const Tensor& logits, const Tensor&, const Tensor&) {
+    return sqrt(sum(logits) * 0.0);
+  });
+  auto model = classifier();
+  std::ostringstream out;
+  Loop loop(model, {t}, {.out = &out});
+  std::vector<std::vector<double>> before;
+  for (const Tensor& w : model->all_weights()) before.push_back(w.to_doubles());
+  CHECK_THROWS_WITH_AS(loop.run(1),
+                       "Step 1: the gradient of train SqrtLoss is not finite (the loss was 0); "
+                       "training stopped. The weights are those after step 0; no checkpoint was "
+                       "written yet.",
+                       TrainingDiverged);
+  for (std::size_t k = 0; k < before.size(); ++k) CHECK(model->all_weights()[k].to_doubles() == before[k]);
+}
+
+TEST_CASE("a learning-rate schedule is asked once per step, from step 1") {
+  std::vector<std::int64_t> asked;
+  TrainTask t = task();
+  t.optimizer = SGD();
+  t.lr_schedule = [&asked](std::int64_t s) { asked.push_back(s); return 0.1; };
+  std::ostringstream out;
+  Loop loop(classifier(), {t}, {.out = &out});
+  loop.run(3);
+  CHECK(asked == std::vector<std::int64_t>{1, 2, 3});
+}
+
+TEST_CASE("several tasks take turns (step mod n), each reading its own stream in order") {
+  std::vector<std::pair<int, std::int64_t>> reads;
+  auto recording = [&reads](int id) {
+    return [&reads, id](std::int64_t i) { reads.emplace_back(id, i); return make_batch(i); };
+  };
+  std::ostringstream out;
+  Loop loop(classifier(), {task(recording(0)), task(recording(1))}, {.out = &out});
+  reads.clear();  // construction reads batch 0 of each for shapes
+  loop.run(5);
+  // steps 1..5 → tasks 1, 0, 1, 0, 1
+  CHECK(reads == std::vector<std::pair<int, std::int64_t>>{{1, 0}, {0, 0}, {1, 1}, {0, 1}, {1, 2}});
+}
+
+TEST_CASE("from_generator replays a generator to reach a position") {
+  int made = 0;
+  auto stream = from_generator([&made] {
+    ++made;
+    return [n = 0]() mutable { return Stack{Tensor::scalar(n++)}; };
+  });
+  CHECK(stream(0)[0].item() == 0);
+  CHECK(stream(1)[0].item() == 1);
+  CHECK(stream(4)[0].item() == 4);   // skips 2 and 3
+  CHECK(made == 1);
+  CHECK(stream(2)[0].item() == 2);   // going back restarts
+  CHECK(made == 2);
+}
+
+TEST_CASE("a Loop without tasks, or a task without an optimizer, is refused") {
+  CHECK_THROWS_AS(Loop(classifier(), {}), std::invalid_argument);
+  TrainTask t = task();
+  t.optimizer = nullptr;
+  CHECK_THROWS_AS(Loop(classifier(), {t}), std::invalid_argument);
+}
