@@ -1,0 +1,152 @@
+#include "core/decode/beam_search.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+#include "core/decode/sampling.hpp"
+#include "core/tensor/ops.hpp"
+
+namespace ctrax::decode {
+namespace {
+
+constexpr double minus_infinity = -std::numeric_limits<double>::infinity();
+
+// Repeats each row of x (B, ...) k times: row b·k + j = x[b].
+Tensor repeat_rows(const Tensor& x, std::int64_t k) {
+  if (!x.defined() || k == 1) return x;
+  Shape shape = x.shape();
+  const std::size_t row_bytes = static_cast<std::size_t>(x.numel() / shape[0]) * itemsize(x.dtype());
+  shape[0] *= k;
+  Tensor out = Tensor::empty(shape, x.dtype());
+  const char* src = static_cast<const char*>(x.raw_data());
+  char* dst = static_cast<char*>(out.raw_data());
+  for (std::int64_t r = 0; r < shape[0]; ++r)
+    std::memcpy(dst + r * row_bytes, src + (r / k) * row_bytes, row_bytes);
+  return out;
+}
+
+// Makes every batch-major state tensor follow the surviving hypotheses: row r ← parent[r].
+void reorder_state(Layer& model, const std::vector<std::int64_t>& parent) {
+  const auto rows = static_cast<std::int64_t>(parent.size());
+  model.for_each_state([&](Tensor& s) {
+    if (!s.defined() || s.rank() == 0 || s.dim(0) % rows != 0) return;
+    // rows · (a factor, e.g. heads: the KV cache is (rows·H, max_len, d_head)) leading entries
+    const std::size_t slice = static_cast<std::size_t>(s.numel() / rows) * itemsize(s.dtype());
+    Tensor out = Tensor::empty(s.shape(), s.dtype());
+    const char* src = static_cast<const char*>(s.raw_data());
+    char* dst = static_cast<char*>(out.raw_data());
+    for (std::int64_t r = 0; r < rows; ++r) std::memcpy(dst + r * slice, src + parent[r] * slice, slice);
+    s = out;
+  });
+}
+
+double normalised(double log_prob, std::size_t length, double penalty) {
+  return penalty == 0 ? log_prob : log_prob / std::pow(static_cast<double>(length), penalty);
+}
+
+struct Beam {
+  std::vector<std::int32_t> tokens;
+  double log_prob = minus_infinity;
+};
+
+}  // namespace
+
+std::vector<std::vector<Hypothesis>> beam_search(Layer& model, const Tensor& inputs,
+                                                 std::int64_t batch_size,
+                                                 const BeamSearchOptions& o) {
+  if (o.n_beams < 1 || o.max_length < 1)
+    throw std::invalid_argument("beam_search: n_beams and max_length must be >= 1");
+  const std::int64_t K = o.n_beams;
+  const std::int64_t B = inputs.defined() ? inputs.dim(0) : batch_size;
+  const std::int64_t rows = B * K;
+  const bool lm = model.n_in() == 1;
+  const Tensor source = repeat_rows(inputs, K);
+  start_decoding(model, lm ? Tensor() : source, rows);
+
+  Tensor tokens = column(std::vector<std::int32_t>(static_cast<std::size_t>(rows), o.start_id));
+  if (lm && inputs.defined()) tokens = concatenate({tokens, source}, 1);
+  std::vector<Beam> beams(static_cast<std::size_t>(rows));
+  for (std::int64_t b = 0; b < B; ++b) beams[b * K].log_prob = 0;  // one live beam to start
+  std::vector<std::vector<Hypothesis>> finished(static_cast<std::size_t>(B));
+  std::vector<bool> done(static_cast<std::size_t>(B), false);
+
+  for (std::int64_t t = 0; t < o.max_length; ++t) {
+    const Tensor logp = next_token_log_probs(model, lm ? Tensor() : source, tokens);
+    const std::int64_t V = logp.dim(1);
+    const double* lp = logp.data<double>();
+    std::vector<Beam> next(static_cast<std::size_t>(rows));
+    std::vector<std::int64_t> parent(static_cast<std::size_t>(rows));
+    for (std::int64_t b = 0; b < B; ++b) {
+      for (std::int64_t k = 0; k < K; ++k) parent[b * K + k] = b * K + k;
+      if (done[b]) continue;
+      // The 2K best extensions of this input's live beams: enough to refill K after eos ones.
+      struct Candidate { double log_prob; std::int64_t row; std::int32_t token; };
+      std::vector<Candidate> candidates;
+      candidates.reserve(static_cast<std::size_t>(K * V));
+      for (std::int64_t k = 0; k < K; ++k) {
+        const std::int64_t r = b * K + k;
+        if (beams[r].log_prob == minus_infinity) continue;
+        for (std::int64_t v = 0; v < V; ++v)
+          candidates.push_back({beams[r].log_prob + lp[r * V + v], r, static_cast<std::int32_t>(v)});
+      }
+      const auto n_keep = std::min<std::size_t>(candidates.size(), static_cast<std::size_t>(2 * K));
+      std::partial_sort(candidates.begin(), candidates.begin() + n_keep, candidates.end(),
+                        [](const Candidate& x, const Candidate& y) {
+                          return x.log_prob > y.log_prob ||
+                                 (x.log_prob == y.log_prob && (x.row < y.row || (x.row == y.row && x.token < y.token)));
+                        });
+      std::int64_t live = 0;
+      for (std::size_t c = 0; c < n_keep && live < K; ++c) {
+        const Candidate& cand = candidates[c];
+        std::vector<std::int32_t> seq = beams[cand.row].tokens;
+        seq.push_back(cand.token);
+        if (o.eos_id >= 0 && cand.token == o.eos_id) {
+          if (static_cast<std::int64_t>(c) < K)
+            finished[b].push_back({seq, cand.log_prob, normalised(cand.log_prob, seq.size(), o.length_penalty)});
+          continue;
+        }
+        next[b * K + live] = {std::move(seq), cand.log_prob};
+        parent[b * K + live] = cand.row;
+        ++live;
+      }
+      // Done when K hypotheses are finished and no live one can still beat the worst of them
+      // (exact for length_penalty 0, where extending only lowers a log-probability).
+      if (static_cast<std::int64_t>(finished[b].size()) >= K) {
+        double worst = std::numeric_limits<double>::infinity();
+        for (const auto& h : finished[b]) worst = std::min(worst, h.score);
+        const double best_live =
+            live == 0 ? minus_infinity
+                      : normalised(next[b * K].log_prob, next[b * K].tokens.size(), o.length_penalty);
+        if (worst >= best_live) done[b] = true;
+      }
+    }
+    beams = std::move(next);
+    if (std::all_of(done.begin(), done.end(), [](bool d) { return d; })) break;
+    reorder_state(model, parent);
+    std::vector<std::int32_t> last(static_cast<std::size_t>(rows), o.start_id);
+    for (std::int64_t r = 0; r < rows; ++r)
+      if (!beams[r].tokens.empty()) last[r] = beams[r].tokens.back();
+    tokens = column(last);
+  }
+
+  for (std::int64_t b = 0; b < B; ++b) {
+    if (!done[b])
+      for (std::int64_t k = 0; k < K; ++k) {
+        const Beam& beam = beams[b * K + k];
+        if (beam.log_prob == minus_infinity || beam.tokens.empty()) continue;
+        finished[b].push_back({beam.tokens, beam.log_prob,
+                               normalised(beam.log_prob, beam.tokens.size(), o.length_penalty)});
+      }
+    auto& f = finished[b];
+    std::stable_sort(f.begin(), f.end(), [](const Hypothesis& x, const Hypothesis& y) { return x.score > y.score; });
+    if (static_cast<std::int64_t>(f.size()) > K) f.resize(static_cast<std::size_t>(K));
+  }
+  return finished;
+}
+
+}  // namespace ctrax::decode

@@ -1,0 +1,80 @@
+#include <doctest/doctest.h>
+
+#include "core/decode/sampling.hpp"
+#include "tests/core/decode/decode_helpers.hpp"
+#include "tests/helpers.hpp"
+
+using namespace ctrax;
+using namespace ctrax::testing;
+using namespace ctrax::decode;
+
+TEST_CASE("eos stops a row; later positions hold pad_id; the prompt goes in as one chunk") {
+  auto lm = counting_lm();
+  // Prompts [2] and [4]: row 0 continues 3, 4, 5; row 1 emits 5 and stops.
+  const Tensor out = autoregressive_sample(*lm, tensor({2, 4}, {2, 1}), 1,
+                                           {.temperature = 0, .eos_id = 5, .pad_id = 0});
+  expect_tensor(out, {2, 3}, {3, 4, 5, 5, 0, 0}, 0);
+  // Without a prompt: start 0, then 1, 2, ... up to max_length.
+  expect_tensor(autoregressive_sample(*lm, Tensor(), 1, {.temperature = 0, .eos_id = -1, .max_length = 4}),
+                {1, 4}, {1, 2, 3, 4}, 0);
+}
+
+TEST_CASE("temperature 0 is the argmax of the eval-mode logits at every position") {
+  auto [eval, predict] = lm_pair();
+  const Tensor prompt = tensor({3, 7, 9, 2, 2, 5}, {2, 3});
+  const Tensor out = autoregressive_sample(*predict, prompt, 1,
+                                           {.temperature = 0, .eos_id = -1, .max_length = 8});
+  REQUIRE(out.shape() == Shape{2, 8});
+  const Tensor chosen = argmax((*eval)(joined(prompt, out)), -1);  // (2, 11): position i predicts token i
+  for (std::int64_t b = 0; b < 2; ++b)
+    for (std::int64_t t = 0; t < 8; ++t)
+      CHECK(out.data<std::int32_t>()[b * 8 + t] == chosen.data<std::int32_t>()[b * 11 + 3 + t]);
+}
+
+TEST_CASE("sampling is reproducible under a seed, and the seed matters") {
+  auto [eval, predict] = lm_pair();
+  const SampleOptions o{.temperature = 1.0, .eos_id = -1, .max_length = 12, .seed = 7};
+  const Tensor a = autoregressive_sample(*predict, Tensor(), 3, o);
+  const Tensor b = autoregressive_sample(*predict, Tensor(), 3, o);
+  CHECK(a.to_doubles() == b.to_doubles());
+  SampleOptions other = o;
+  other.seed = 8;
+  CHECK(autoregressive_sample(*predict, Tensor(), 3, other).to_doubles() != a.to_doubles());
+}
+
+TEST_CASE("top_k = 1 is greedy whatever the temperature") {
+  auto [eval, predict] = lm_pair();
+  const Tensor greedy = autoregressive_sample(*predict, Tensor(), 2, {.temperature = 0, .eos_id = -1, .max_length = 6});
+  const Tensor top1 = autoregressive_sample(*predict, Tensor(), 2,
+                                            {.temperature = 5.0, .top_k = 1, .eos_id = -1, .max_length = 6});
+  CHECK(greedy.to_doubles() == top1.to_doubles());
+}
+
+TEST_CASE("sampled tokens follow the model: with temperature 1, frequent where logp is high") {
+  // The counting LM gives its next token logit 10 against 0: probability e^10 / (e^10 + 7).
+  auto lm = counting_lm();
+  const Tensor out = autoregressive_sample(*lm, Tensor(), 200, {.eos_id = -1, .max_length = 1, .seed = 3});
+  int ones = 0;
+  for (double x : out.to_doubles()) ones += x == 1;
+  CHECK(ones >= 198);
+}
+
+TEST_CASE("Transformer (encoder-decoder): greedy decoding equals the eval-mode argmax") {
+  auto eval = models::Transformer(11, std::nullopt, tiny(Mode::eval));
+  auto predict = models::Transformer(11, std::nullopt, tiny(Mode::predict));
+  const Tensor source = tensor({4, 7, 2, 9, 0, 0, 5, 3, 8, 1, 6, 2}, {2, 6});
+  eval->init({ShapeDtype{{2, 6}, DType::int32}, ShapeDtype{{2, 4}, DType::int32}}, Rng(4));
+  predict->init({ShapeDtype{{2, 6}, DType::int32}, ShapeDtype{{2, 1}, DType::int32}});
+  predict->set_all_weights(eval->all_weights());
+  const Tensor out = autoregressive_sample(*predict, source, 1, {.temperature = 0, .eos_id = -1, .max_length = 5});
+  REQUIRE(out.shape() == Shape{2, 5});
+  // Eval mode sees the target shifted right: logits at position t predict token t.
+  const Tensor chosen = argmax((*eval)(Stack{source, out})[0], -1);
+  CHECK(chosen.to_doubles() == out.to_doubles());
+}
+
+TEST_CASE("decoding a model that is not in predict mode says how to fix it") {
+  auto [eval, predict] = lm_pair();
+  CHECK_THROWS_WITH_AS(autoregressive_sample(*eval), doctest::Contains("needs a predict-mode model"),
+                       std::invalid_argument);
+}
