@@ -35,8 +35,8 @@ inline constexpr int checkpoint_format_version = 1;
 struct CheckpointInfo {
   std::int64_t step = 0;      // training steps done
   std::uint64_t seed = 0;     // the Loop's random seed
-  std::string config;         // free-form, usually the hyper-parameters as JSON
-  std::string model;          // the printed tree (informative; not checked)
+  std::string config = "";    // free-form, usually the hyper-parameters as JSON
+  std::string model = "";     // the printed tree (informative; not checked)
 };
 
 // Writes model weights and state, optimizer slots and `info` to `path` (atomically).
