@@ -16,32 +16,34 @@ namespace {
 
 constexpr double minus_infinity = -std::numeric_limits<double>::infinity();
 
-// Repeats each row of x (B, ...) k times: row b·k + j = x[b].
-Tensor repeat_rows(const Tensor& x, std::int64_t k) {
-  if (!x.defined() || k == 1) return x;
+// Row r of the result is row from[r] of x, where x holds n_rows rows along its leading axis,
+// each possibly `factor` entries long (heads: the KV cache is (rows·H, max_len, d_head)).
+Tensor gather_rows(const Tensor& x, const std::vector<std::int64_t>& from, std::int64_t n_rows) {
   Shape shape = x.shape();
-  const std::size_t row_bytes = static_cast<std::size_t>(x.numel() / shape[0]) * itemsize(x.dtype());
-  shape[0] *= k;
+  const std::int64_t factor = shape[0] / n_rows;
+  const std::size_t slice = static_cast<std::size_t>(x.numel() / n_rows) * itemsize(x.dtype());
+  shape[0] = factor * static_cast<std::int64_t>(from.size());
   Tensor out = Tensor::empty(shape, x.dtype());
   const char* src = static_cast<const char*>(x.raw_data());
   char* dst = static_cast<char*>(out.raw_data());
-  for (std::int64_t r = 0; r < shape[0]; ++r)
-    std::memcpy(dst + r * row_bytes, src + (r / k) * row_bytes, row_bytes);
+  for (std::size_t r = 0; r < from.size(); ++r) std::memcpy(dst + r * slice, src + from[r] * slice, slice);
   return out;
 }
 
+// Repeats each row of x (B, ...) k times: row b·k + j = x[b].
+Tensor repeat_rows(const Tensor& x, std::int64_t k) {
+  if (!x.defined() || k == 1) return x;
+  std::vector<std::int64_t> from(static_cast<std::size_t>(x.dim(0) * k));
+  for (std::size_t r = 0; r < from.size(); ++r) from[r] = static_cast<std::int64_t>(r) / k;
+  return gather_rows(x, from, x.dim(0));
+}
+
 // Makes every batch-major state tensor follow the surviving hypotheses: row r ← parent[r].
+// Scalars (position counters) are shared by all rows and stay.
 void reorder_state(Layer& model, const std::vector<std::int64_t>& parent) {
   const auto rows = static_cast<std::int64_t>(parent.size());
   model.for_each_state([&](Tensor& s) {
-    if (!s.defined() || s.rank() == 0 || s.dim(0) % rows != 0) return;
-    // rows · (a factor, e.g. heads: the KV cache is (rows·H, max_len, d_head)) leading entries
-    const std::size_t slice = static_cast<std::size_t>(s.numel() / rows) * itemsize(s.dtype());
-    Tensor out = Tensor::empty(s.shape(), s.dtype());
-    const char* src = static_cast<const char*>(s.raw_data());
-    char* dst = static_cast<char*>(out.raw_data());
-    for (std::int64_t r = 0; r < rows; ++r) std::memcpy(dst + r * slice, src + parent[r] * slice, slice);
-    s = out;
+    if (s.defined() && s.rank() > 0 && s.dim(0) % rows == 0) s = gather_rows(s, parent, rows);
   });
 }
 

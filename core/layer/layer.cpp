@@ -284,14 +284,16 @@ void Layer::visit_tensors(bool state, const std::string* path,
   }
 }
 
-std::vector<std::pair<std::string, Tensor>> Layer::named_state() const {
+std::vector<std::pair<std::string, Tensor>> Layer::named_tensors(bool state) const {
   std::vector<std::pair<std::string, Tensor>> out;
   std::unordered_set<const Layer*> seen;
   const std::string root = name_;
   const_cast<Layer*>(this)->visit_tensors(
-      true, &root, seen, [&](const std::string& name, Tensor& s) { out.emplace_back(name, s); });
+      state, &root, seen, [&](const std::string& name, Tensor& t) { out.emplace_back(name, t); });
   return out;
 }
+
+std::vector<std::pair<std::string, Tensor>> Layer::named_state() const { return named_tensors(true); }
 
 void Layer::for_each_state(const std::function<void(Tensor&)>& f) {
   std::unordered_set<const Layer*> seen;
@@ -307,12 +309,7 @@ void Layer::reset_state(const Signature& input_signature) {
 }
 
 std::vector<std::pair<std::string, Tensor>> Layer::named_weights() const {
-  std::vector<std::pair<std::string, Tensor>> out;
-  std::unordered_set<const Layer*> seen;
-  const std::string root = name_;
-  const_cast<Layer*>(this)->visit_tensors(
-      false, &root, seen, [&](const std::string& name, Tensor& w) { out.emplace_back(name, w); });
-  return out;
+  return named_tensors(false);
 }
 
 std::vector<Tensor> Layer::all_weights() const {

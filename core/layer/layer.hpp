@@ -169,6 +169,8 @@ class Layer : public std::enable_shared_from_this<Layer> {
   // a shared layer once. `path` is null when the caller needs no names (then none are built).
   void visit_tensors(bool state, const std::string* path, std::unordered_set<const Layer*>& seen,
                      const std::function<void(const std::string&, Tensor&)>& visit);
+  // named_weights() or named_state(): the walk above with names.
+  std::vector<std::pair<std::string, Tensor>> named_tensors(bool state) const;
 
   std::string name_;
   int n_in_, n_out_;

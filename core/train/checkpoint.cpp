@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 namespace ctrax::train {
@@ -17,10 +18,10 @@ NamedTensors expected_tensors(const Layer& model, const std::vector<OptimizerPtr
   if (!model.initialized())
     throw std::logic_error(fmt::format("checkpoint: {} is not initialised (call init first)",
                                        model.display_name()));
-  NamedTensors out = model.named_weights();
+  const NamedTensors weights = model.named_weights();
+  NamedTensors out = weights;
   if (weights_only) return out;
   for (auto& [name, s] : model.named_state()) out.emplace_back("state/" + name, s);
-  const auto weights = model.named_weights();
   for (std::size_t i = 0; i < optimizers.size(); ++i) {
     auto& opt = *optimizers[i];
     if (!opt.initialized()) opt.init(model.all_weights());
@@ -91,19 +92,21 @@ CheckpointInfo restore(const std::string& path, Layer& model,
   std::map<std::string, Tensor> found;
   for (const auto& [name, t] : file.tensors)
     if (!weights_only || !is_state_or_slot(name)) found.emplace(name, t);
+  std::set<std::string> matched;
   std::vector<std::string> missing, unexpected, misshaped;
   for (const auto& [name, t] : expected) {
     auto it = found.find(name);
     if (it == found.end()) {
       missing.push_back(name);
-    } else {
-      if (it->second.shape() != t.shape() || it->second.dtype() != t.dtype())
-        misshaped.push_back(fmt::format("{} (file {}, model {})", name, it->second.signature(),
-                                        t.signature()));
-      found.erase(it);
+      continue;
     }
+    matched.insert(name);
+    if (it->second.shape() != t.shape() || it->second.dtype() != t.dtype())
+      misshaped.push_back(fmt::format("{} (file {}, model {})", name, it->second.signature(),
+                                      t.signature()));
   }
-  for (const auto& [name, t] : found) unexpected.push_back(name);
+  for (const auto& [name, t] : found)
+    if (!matched.count(name)) unexpected.push_back(name);
   if (!missing.empty() || !unexpected.empty() || !misshaped.empty()) {
     std::string msg = fmt::format("{}: checkpoint does not match the model {}", path,
                                   model.display_name());
@@ -114,10 +117,9 @@ CheckpointInfo restore(const std::string& path, Layer& model,
       msg += fmt::format("\n  mis-shaped ({}):{}", misshaped.size(), list(misshaped));
     throw std::runtime_error(msg);
   }
-  std::map<std::string, Tensor> by_name(file.tensors.begin(), file.tensors.end());
   for (const auto& [name, t] : expected) {
     Tensor target = t;
-    target.copy_from(by_name.at(name));
+    target.copy_from(found.at(name));
   }
   return info;
 }

@@ -245,8 +245,7 @@ void Loop::save_checkpoint() {
   if (path.empty()) return;
   std::vector<OptimizerPtr> optimizers;
   for (const auto& t : tasks_) optimizers.push_back(t.optimizer);
-  const CheckpointInfo info{.step = step_, .seed = options_.random_seed, .config = options_.config,
-                            .model = ""};
+  const CheckpointInfo info{.step = step_, .seed = options_.random_seed, .config = options_.config};
   train::save_checkpoint(path, *model_, optimizers, info);
   const std::int64_t every = tasks_[0].n_steps_per_permanent_checkpoint;
   if (every > 0 && step_ % every == 0)

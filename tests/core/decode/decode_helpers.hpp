@@ -23,14 +23,25 @@ inline models::TransformerConfig tiny(Mode mode) {
           .n_heads = 2, .max_len = 32, .dropout = 0.1, .mode = mode};
 }
 
-// An eval-mode TransformerLM and a predict-mode one with the same weights.
-struct LMPair {
+// An eval-mode model and a predict-mode one with the same weights.
+struct ModelPair {
   LayerPtr eval, predict;
 };
-inline LMPair lm_pair(std::int64_t V = 11, std::uint64_t seed = 3) {
-  LMPair p{models::TransformerLM(V, tiny(Mode::eval)), models::TransformerLM(V, tiny(Mode::predict))};
+inline ModelPair lm_pair(std::int64_t V = 11, std::uint64_t seed = 3) {
+  ModelPair p{models::TransformerLM(V, tiny(Mode::eval)), models::TransformerLM(V, tiny(Mode::predict))};
   p.eval->init(ShapeDtype{{2, 4}, DType::int32}, Rng(seed));
   p.predict->init(ShapeDtype{{1, 1}, DType::int32});
+  p.predict->set_all_weights(p.eval->all_weights());
+  return p;
+}
+
+// An eval-mode Transformer (encoder-decoder) and a predict-mode one with the same weights, for
+// (2, 6) sources.
+inline ModelPair transformer_pair(std::int64_t V = 11, std::uint64_t seed = 4) {
+  ModelPair p{models::Transformer(V, std::nullopt, tiny(Mode::eval)),
+           models::Transformer(V, std::nullopt, tiny(Mode::predict))};
+  p.eval->init({ShapeDtype{{2, 6}, DType::int32}, ShapeDtype{{2, 4}, DType::int32}}, Rng(seed));
+  p.predict->init({ShapeDtype{{2, 6}, DType::int32}, ShapeDtype{{2, 1}, DType::int32}});
   p.predict->set_all_weights(p.eval->all_weights());
   return p;
 }

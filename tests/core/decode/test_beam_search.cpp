@@ -82,12 +82,8 @@ TEST_CASE("length penalty 1 ranks by log-probability per token") {
 }
 
 TEST_CASE("Transformer (encoder-decoder): beam search log-probs match the eval model") {
-  auto eval = models::Transformer(11, std::nullopt, tiny(Mode::eval));
-  auto predict = models::Transformer(11, std::nullopt, tiny(Mode::predict));
+  auto [eval, predict] = transformer_pair();
   const Tensor source = tensor({4, 7, 2, 9, 0, 0, 5, 3, 8, 1, 6, 2}, {2, 6});
-  eval->init({ShapeDtype{{2, 6}, DType::int32}, ShapeDtype{{2, 4}, DType::int32}}, Rng(4));
-  predict->init({ShapeDtype{{2, 6}, DType::int32}, ShapeDtype{{2, 1}, DType::int32}});
-  predict->set_all_weights(eval->all_weights());
   const auto beams = beam_search(*predict, source, 1, {.n_beams = 3, .eos_id = -1, .max_length = 4});
   for (std::int64_t b = 0; b < 2; ++b)
     for (const Hypothesis& h : beams[b]) {

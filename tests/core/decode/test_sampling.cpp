@@ -60,12 +60,8 @@ TEST_CASE("sampled tokens follow the model: with temperature 1, frequent where l
 }
 
 TEST_CASE("Transformer (encoder-decoder): greedy decoding equals the eval-mode argmax") {
-  auto eval = models::Transformer(11, std::nullopt, tiny(Mode::eval));
-  auto predict = models::Transformer(11, std::nullopt, tiny(Mode::predict));
+  auto [eval, predict] = transformer_pair();
   const Tensor source = tensor({4, 7, 2, 9, 0, 0, 5, 3, 8, 1, 6, 2}, {2, 6});
-  eval->init({ShapeDtype{{2, 6}, DType::int32}, ShapeDtype{{2, 4}, DType::int32}}, Rng(4));
-  predict->init({ShapeDtype{{2, 6}, DType::int32}, ShapeDtype{{2, 1}, DType::int32}});
-  predict->set_all_weights(eval->all_weights());
   const Tensor out = autoregressive_sample(*predict, source, 1, {.temperature = 0, .eos_id = -1, .max_length = 5});
   REQUIRE(out.shape() == Shape{2, 5});
   // Eval mode sees the target shifted right: logits at position t predict token t.
