@@ -1,0 +1,109 @@
+#include "core/data/sentencepiece.hpp"
+
+#include <fmt/format.h>
+#include <sentencepiece_processor.h>
+#include <sentencepiece_trainer.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+#include "core/tensor/random.hpp"
+
+namespace ctrax::data {
+
+struct SentencePieceTokenizer::Impl {
+  sentencepiece::SentencePieceProcessor processor;
+};
+
+namespace {
+
+class VectorIterator : public sentencepiece::SentenceIterator {
+ public:
+  explicit VectorIterator(std::vector<const std::string*> s) : s_(std::move(s)) {}
+  bool done() const override { return i_ >= s_.size(); }
+  void Next() override { ++i_; }
+  const std::string& value() const override { return *s_[i_]; }
+  sentencepiece::util::Status status() const override { return {}; }
+
+ private:
+  std::vector<const std::string*> s_;
+  std::size_t i_ = 0;
+};
+
+void check(const sentencepiece::util::Status& s, const std::string& what) {
+  if (!s.ok()) throw std::runtime_error(fmt::format("SentencePiece: {}: {}", what, s.ToString()));
+}
+
+}  // namespace
+
+SentencePieceTokenizer::SentencePieceTokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+SentencePieceTokenizer::~SentencePieceTokenizer() = default;
+
+std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::train(
+    const std::vector<std::string>& sentences, const SentencePieceOptions& o,
+    const std::string& model_path) {
+  std::vector<const std::string*> kept;
+  for (const auto& s : sentences)
+    if (!s.empty()) kept.push_back(&s);
+  if (kept.empty()) throw std::runtime_error("SentencePiece: no sentences to learn a vocabulary from");
+  if (static_cast<std::int64_t>(kept.size()) > o.max_sentences) {
+    const auto perm = Rng(o.seed).permutation(static_cast<std::int64_t>(kept.size()));
+    std::vector<const std::string*> sample;
+    for (std::int64_t i = 0; i < o.max_sentences; ++i) sample.push_back(kept[static_cast<std::size_t>(perm[static_cast<std::size_t>(i)])]);
+    kept = std::move(sample);
+  }
+  VectorIterator it(std::move(kept));
+  const std::string args = fmt::format(
+      "--model_prefix= --vocab_size={} --model_type={} --character_coverage={} "
+      "--pad_id=0 --eos_id=1 --unk_id=2 --bos_id=-1 --hard_vocab_limit=false "
+      "--max_sentence_length=100000 --minloglevel=2 --num_threads=2",
+      o.vocab_size, o.model_type, o.character_coverage);
+  std::string proto;
+  check(sentencepiece::SentencePieceTrainer::Train(args, &it, &proto), "training");
+
+  // Written to a temporary name and renamed: a crash never leaves half a model behind.
+  const std::string tmp = model_path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f.write(proto.data(), static_cast<std::streamsize>(proto.size()));
+    if (!f) throw std::runtime_error(fmt::format("{}: cannot write", tmp));
+  }
+  std::filesystem::rename(tmp, model_path);
+
+  auto impl = std::make_unique<Impl>();
+  check(impl->processor.LoadFromSerializedProto(proto), "loading the trained model");
+  return std::unique_ptr<SentencePieceTokenizer>(new SentencePieceTokenizer(std::move(impl)));
+}
+
+std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::load(const std::string& model_path) {
+  if (!std::filesystem::exists(model_path))
+    throw std::runtime_error(fmt::format("{}: no such SentencePiece model", model_path));
+  auto impl = std::make_unique<Impl>();
+  check(impl->processor.Load(model_path), model_path);
+  if (impl->processor.pad_id() != kPadId || impl->processor.eos_id() != kEosId)
+    throw std::runtime_error(fmt::format(
+        "{}: expected a model with pad id {} and EOS id {}, got pad {} and EOS {}", model_path,
+        kPadId, kEosId, impl->processor.pad_id(), impl->processor.eos_id()));
+  return std::unique_ptr<SentencePieceTokenizer>(new SentencePieceTokenizer(std::move(impl)));
+}
+
+std::int64_t SentencePieceTokenizer::vocab_size() const { return impl_->processor.GetPieceSize(); }
+
+std::vector<std::int32_t> SentencePieceTokenizer::encode(std::string_view text) const {
+  std::vector<int> ids;
+  check(impl_->processor.Encode(text, &ids), "encode");
+  return {ids.begin(), ids.end()};
+}
+
+std::string SentencePieceTokenizer::decode(std::span<const std::int32_t> ids) const {
+  std::vector<int> kept;
+  for (std::int32_t id : ids)
+    if (id > kEosId && id < vocab_size()) kept.push_back(id);
+  std::string out;
+  check(impl_->processor.Decode(kept, &out), "decode");
+  return out;
+}
+
+}  // namespace ctrax::data

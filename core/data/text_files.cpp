@@ -1,0 +1,206 @@
+#include "core/data/text_files.hpp"
+
+#include <fmt/format.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <memory>
+#include <stdexcept>
+
+namespace fs = std::filesystem;
+
+namespace ctrax::data {
+
+namespace {
+
+std::string excerpt(const std::string& line) {
+  return line.size() <= 60 ? line : line.substr(0, 57) + "...";
+}
+
+[[noreturn]] void fail_at(const std::string& path, std::size_t line, const std::string& what) {
+  throw std::runtime_error(fmt::format("{}:{}: {}", path, line, what));
+}
+
+// The label of a TSV line: digits only, fitting int32.
+bool parse_label(const std::string& s, std::int32_t& label) {
+  if (s.empty() || s.size() > 9) return false;
+  for (char c : s)
+    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+  label = std::stoi(s);
+  return true;
+}
+
+std::vector<fs::path> review_files(const fs::path& dir) {
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_regular_file() && e.path().extension() == ".txt") files.push_back(e.path());
+  // By review id (the number before '_'), so the order is the TSV's.
+  auto id = [](const fs::path& p) {
+    const std::string stem = p.stem().string();
+    try {
+      return std::stol(stem.substr(0, stem.find('_')));
+    } catch (const std::exception&) {
+      return -1L;
+    }
+  };
+  std::sort(files.begin(), files.end(), [&](const fs::path& a, const fs::path& b) {
+    const long ia = id(a), ib = id(b);
+    return ia != ib ? ia < ib : a < b;
+  });
+  return files;
+}
+
+}  // namespace
+
+std::string read_file(const std::string& path) {
+  if (!fs::exists(path)) throw std::runtime_error(fmt::format("{}: no such file", path));
+  if (fs::is_directory(path)) throw std::runtime_error(fmt::format("{}: is a directory, expected a file", path));
+  std::unique_ptr<gzFile_s, int (*)(gzFile)> f(gzopen(path.c_str(), "rb"), gzclose);
+  if (!f) throw std::runtime_error(fmt::format("{}: cannot open", path));
+  gzbuffer(f.get(), 1 << 17);
+  std::string out;
+  std::vector<char> buf(1 << 18);
+  for (;;) {
+    const int n = gzread(f.get(), buf.data(), static_cast<unsigned>(buf.size()));
+    if (n < 0) {
+      int err = 0;
+      throw std::runtime_error(fmt::format("{}: read error: {}", path, gzerror(f.get(), &err)));
+    }
+    if (n == 0) break;
+    out.append(buf.data(), static_cast<std::size_t>(n));
+  }
+  return out;
+}
+
+std::vector<std::string> read_lines(const std::string& path) { return split_lines(read_file(path)); }
+
+std::vector<std::string> split_lines(const std::string& all) {
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  while (start < all.size()) {
+    std::size_t end = all.find('\n', start);
+    if (end == std::string::npos) end = all.size();
+    std::size_t stop = end;
+    if (stop > start && all[stop - 1] == '\r') --stop;
+    lines.emplace_back(all, start, stop - start);
+    start = end + 1;
+  }
+  return lines;
+}
+
+std::vector<LabeledText> read_labeled_tsv(const std::string& path) {
+  const auto lines = read_lines(path);
+  std::vector<LabeledText> out;
+  out.reserve(lines.size());
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const std::string& line = lines[i];
+    const std::size_t tab = line.find('\t');
+    LabeledText ex;
+    if (tab == std::string::npos)
+      fail_at(path, i + 1, fmt::format("expected `label<TAB>text`, got `{}` (no TAB)", excerpt(line)));
+    if (!parse_label(line.substr(0, tab), ex.label))
+      fail_at(path, i + 1, fmt::format("expected a non-negative integer label before the TAB, got `{}`",
+                                       excerpt(line.substr(0, tab))));
+    ex.text = line.substr(tab + 1);
+    if (ex.text.empty()) fail_at(path, i + 1, "expected text after the TAB, got an empty text");
+    out.push_back(std::move(ex));
+  }
+  if (out.empty()) throw std::runtime_error(fmt::format("{}: no examples", path));
+  return out;
+}
+
+std::string clean_review(const std::string& raw) {
+  std::string out;
+  out.reserve(raw.size());
+  bool space = false;
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    char c = raw[i];
+    if (c == '<' && i + 2 < raw.size() && std::tolower(static_cast<unsigned char>(raw[i + 1])) == 'b' &&
+        std::tolower(static_cast<unsigned char>(raw[i + 2])) == 'r') {
+      std::size_t j = i + 3;
+      while (j < raw.size() && std::isspace(static_cast<unsigned char>(raw[j]))) ++j;
+      if (j < raw.size() && raw[j] == '/') ++j;
+      if (j < raw.size() && raw[j] == '>') {
+        i = j;
+        space = true;
+        continue;
+      }
+    }
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      space = true;
+      continue;
+    }
+    if (space && !out.empty()) out.push_back(' ');
+    space = false;
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::vector<LabeledText> read_aclimdb(const std::string& dir, const std::string& split) {
+  const fs::path root = fs::path(dir) / split;
+  std::vector<fs::path> files[2];
+  const char* names[2] = {"neg", "pos"};
+  for (int label = 0; label < 2; ++label) {
+    const fs::path d = root / names[label];
+    if (!fs::is_directory(d)) throw std::runtime_error(fmt::format("{}: no such directory", d.string()));
+    files[label] = review_files(d);
+  }
+  std::vector<LabeledText> out;
+  const std::size_t n = std::max(files[0].size(), files[1].size());
+  for (std::size_t i = 0; i < n; ++i)
+    for (int label = 0; label < 2; ++label)
+      if (i < files[label].size()) {
+        std::string text = clean_review(read_file(files[label][i].string()));
+        if (text.empty()) throw std::runtime_error(fmt::format("{}: empty review", files[label][i].string()));
+        out.push_back({label, std::move(text)});
+      }
+  if (out.empty()) throw std::runtime_error(fmt::format("{}: no reviews", root.string()));
+  return out;
+}
+
+std::vector<LabeledText> load_labeled_split(const std::string& dir, const std::string& split) {
+  const fs::path d(dir);
+  for (const char* ext : {".tsv.gz", ".tsv"})
+    if (fs::is_regular_file(d / (split + ext))) return read_labeled_tsv((d / (split + ext)).string());
+  if (fs::is_directory(d / split / "pos")) return read_aclimdb(dir, split);
+  if (fs::is_directory(d / "aclImdb" / split / "pos")) return read_aclimdb((d / "aclImdb").string(), split);
+  throw std::runtime_error(fmt::format(
+      "{}: no {} split found; expected {}.tsv.gz, {}.tsv, {}/{{neg,pos}}/ or aclImdb/{}/{{neg,pos}}/ "
+      "(scripts/get_imdb.sh makes them)", dir, split, split, split, split, split));
+}
+
+std::string read_text(const std::string& path) {
+  if (!fs::exists(path)) throw std::runtime_error(fmt::format("{}: no such file or directory", path));
+  if (!fs::is_directory(path)) return read_file(path);
+  std::vector<fs::path> files;
+  for (const auto& e : fs::recursive_directory_iterator(path))
+    if (e.is_regular_file()) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  std::string out;
+  for (const auto& f : files) {
+    out += read_file(f.string());
+    if (!out.empty() && out.back() != '\n') out += '\n';
+  }
+  if (out.empty()) throw std::runtime_error(fmt::format("{}: no text in this directory", path));
+  return out;
+}
+
+std::vector<TextPair> read_parallel(const std::string& source_path, const std::string& target_path) {
+  auto src = read_lines(source_path), tgt = read_lines(target_path);
+  if (src.size() != tgt.size())
+    throw std::runtime_error(fmt::format("parallel files differ in length: {} has {} lines, {} has {}",
+                                         source_path, src.size(), target_path, tgt.size()));
+  std::vector<TextPair> out(src.size());
+  for (std::size_t i = 0; i < src.size(); ++i) {
+    if (src[i].empty() != tgt[i].empty())
+      fail_at(src[i].empty() ? source_path : target_path, i + 1,
+              "expected a sentence, got an empty line (its pair is not empty)");
+    out[i] = {std::move(src[i]), std::move(tgt[i])};
+  }
+  return out;
+}
+
+}  // namespace ctrax::data

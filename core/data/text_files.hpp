@@ -1,0 +1,62 @@
+// ctrax/core/data/text_files.hpp — reading the text datasets the examples train on.
+//
+// Every reader takes plain or gzip-compressed files alike (zlib's gzread passes plain files
+// through), so `train.tsv` and `train.tsv.gz` are the same to the caller. Text is kept as UTF-8
+// bytes; tokenizers decide what a symbol is.
+//
+// FORMATS
+//   labelled TSV        one example per line: `<label><TAB><text>`, label a non-negative integer.
+//                       (IMDB as shipped in ../shared/data/imdb: 0 = negative, 1 = positive.)
+//   aclImdb layout      DIR/{train,test}/{neg,pos}/<id>_<stars>.txt, the official archive; each
+//                       review is cleaned as the shipped TSV was: `<br />` → space, whitespace
+//                       runs → one space, trimmed.
+//   plain text          one file, or a directory whose regular files are read in name order and
+//                       joined (a language model's corpus).
+//   parallel text       two files, line i of one the translation of line i of the other.
+//
+// ERRORS name the file and the line: "train.tsv:17: expected `label<TAB>text`, got `…`".
+// A missing file names the path; a directory without data says which layouts were looked for.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ctrax::data {
+
+// The whole file (plain or .gz) as bytes.
+std::string read_file(const std::string& path);
+// The lines of a file (plain or .gz), without their '\n' (and without a trailing '\r').
+std::vector<std::string> read_lines(const std::string& path);
+// The same split, of text in memory.
+std::vector<std::string> split_lines(const std::string& text);
+
+struct LabeledText {
+  std::int32_t label = 0;
+  std::string text = "";
+};
+
+// `label<TAB>text` per line; empty lines are errors too (a TSV has no blank records).
+std::vector<LabeledText> read_labeled_tsv(const std::string& path);
+
+// One split ("train" or "test") of the aclImdb layout under `dir` (which holds train/ and test/).
+// Labels: neg → 0, pos → 1; reviews in (id, label) order, alternating neg/pos as the TSV does.
+std::vector<LabeledText> read_aclimdb(const std::string& dir, const std::string& split);
+
+// A split of a sentiment dataset directory, whichever layout it has, looked for in this order:
+// DIR/<split>.tsv.gz, DIR/<split>.tsv, DIR/<split>/{neg,pos}, DIR/aclImdb/<split>/{neg,pos}.
+std::vector<LabeledText> load_labeled_split(const std::string& dir, const std::string& split);
+
+// A corpus: one file, or every regular file of a directory (recursively, in path order) joined.
+std::string read_text(const std::string& path);
+
+// Aligned sentence pairs from two files of equal line counts (else an error naming both counts).
+struct TextPair {
+  std::string source = "", target = "";
+};
+std::vector<TextPair> read_parallel(const std::string& source_path, const std::string& target_path);
+
+// The aclImdb cleaning: `<br />` (any case, `<br>`, `<br/>`) → ' ', whitespace runs → ' ', trim.
+std::string clean_review(const std::string& raw);
+
+}  // namespace ctrax::data

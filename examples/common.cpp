@@ -1,0 +1,130 @@
+#include "examples/common.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <stdexcept>
+
+#include "core/tensor/parallel.hpp"
+#include "core/train/checkpoint.hpp"
+
+namespace ctrax::examples {
+
+using nlohmann::json;
+
+models::TransformerConfig ModelFlags::config(Mode mode) const {
+  return {.d_model = d_model, .d_ff = d_ff, .n_layers = n_layers, .n_encoder_layers = n_layers,
+          .n_decoder_layers = n_layers, .n_heads = n_heads, .max_len = max_len, .dropout = dropout,
+          .mode = mode};
+}
+
+void add_model_flags(CLI::App& app, ModelFlags& m) {
+  app.add_option("--d-model", m.d_model, "model width")->capture_default_str();
+  app.add_option("--d-ff", m.d_ff, "feed-forward width")->capture_default_str();
+  app.add_option("--n-layers", m.n_layers, "blocks (Transformer: encoder and decoder each)")
+      ->capture_default_str();
+  app.add_option("--n-heads", m.n_heads, "attention heads")->capture_default_str();
+  app.add_option("--max-len", m.max_len, "longest sequence (tokens)")->capture_default_str();
+  app.add_option("--dropout", m.dropout, "dropout rate")->capture_default_str()->check(CLI::Range(0.0, 0.99));
+}
+
+void add_train_flags(CLI::App& app, TrainFlags& t, bool data_required) {
+  auto* data = app.add_option("--data", t.data, "dataset path")->capture_default_str();
+  if (data_required) data->required();
+  app.add_option("--out", t.out, "run directory: checkpoint, metrics.jsonl, vocabulary (resumed if it exists)")
+      ->capture_default_str();
+  app.add_option("--batch-size", t.batch_size, "sequences per step")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--steps", t.steps, "total training steps (a resumed run continues to this)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--minutes", t.minutes, "stop after this many minutes of training (0: no limit)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--lr", t.lr, "peak learning rate (Adam)")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--warmup", t.warmup, "learning-rate warm-up steps, then rsqrt decay")->capture_default_str();
+  app.add_option("--eval-every", t.eval_every, "steps between evaluations and checkpoints")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--seed", t.seed, "random seed (weights, data order, dropout)")->capture_default_str();
+  app.add_option("--threads", t.threads, "threads (0: CTRAX_NUM_THREADS or all cores)")->capture_default_str();
+}
+
+void add_use_flags(CLI::App& app, std::string& out, int& threads) {
+  app.add_option("--out", out, "run directory of a trained model")->capture_default_str();
+  app.add_option("--threads", threads, "threads (0: CTRAX_NUM_THREADS or all cores)")->capture_default_str();
+}
+
+void apply_threads(int threads) {
+  if (threads > 0) set_num_threads(threads);
+}
+
+std::optional<std::string> existing_checkpoint(const std::string& out) {
+  const std::string path = (std::filesystem::path(out) / "model.safetensors").string();
+  if (std::filesystem::exists(path)) return path;
+  return std::nullopt;
+}
+
+std::string config_json(const ModelFlags& m, const std::string& extra) {
+  json j = json::parse(extra);
+  j["d_model"] = m.d_model;
+  j["d_ff"] = m.d_ff;
+  j["n_layers"] = m.n_layers;
+  j["n_heads"] = m.n_heads;
+  j["max_len"] = m.max_len;
+  j["dropout"] = m.dropout;
+  return j.dump();
+}
+
+namespace {
+
+json stored_config(const std::string& out) {
+  const auto path = existing_checkpoint(out);
+  if (!path) throw std::runtime_error(fmt::format("{}: no model.safetensors here; train a model first", out));
+  try {
+    return json::parse(train::read_checkpoint_info(*path).config);
+  } catch (const json::exception& e) {
+    throw std::runtime_error(fmt::format("{}: its config is not JSON: {}", *path, e.what()));
+  }
+}
+
+template <class T>
+T get(const std::string& out, const std::string& key) {
+  const json j = stored_config(out);
+  if (!j.contains(key))
+    throw std::runtime_error(fmt::format("{}/model.safetensors: config has no \"{}\" (not made by this example?)", out, key));
+  return j.at(key).get<T>();
+}
+
+}  // namespace
+
+ModelFlags model_flags_from(const std::string& out) {
+  return {.d_model = get<std::int64_t>(out, "d_model"), .d_ff = get<std::int64_t>(out, "d_ff"),
+          .max_len = get<std::int64_t>(out, "max_len"), .n_layers = get<int>(out, "n_layers"),
+          .n_heads = get<int>(out, "n_heads"), .dropout = get<double>(out, "dropout")};
+}
+
+std::string config_string(const std::string& out, const std::string& key) { return get<std::string>(out, key); }
+std::int64_t config_int(const std::string& out, const std::string& key) { return get<std::int64_t>(out, key); }
+
+void train_until(train::Loop& loop, const TrainFlags& t) {
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  auto minutes = [&] { return std::chrono::duration<double>(clock::now() - start).count() / 60.0; };
+  if (loop.step() >= t.steps) {
+    fmt::print("already trained {} of {} steps; raise --steps to train more\n", loop.step(), t.steps);
+    return;
+  }
+  while (loop.step() < t.steps) {
+    // Up to the next checkpoint step, so a time limit always stops on a saved checkpoint.
+    const std::int64_t next = std::min(t.steps, (loop.step() / t.eval_every + 1) * t.eval_every);
+    loop.run(next - loop.step());
+    if (t.minutes > 0 && minutes() >= t.minutes && loop.step() < t.steps) {
+      fmt::print("time limit: stopped after {:.1f} minutes at step {} of {}; run the same command to go on\n",
+                 minutes(), loop.step(), t.steps);
+      return;
+    }
+  }
+  fmt::print("trained {} steps in this run ({:.1f} minutes); checkpoint {}\n", loop.step(), minutes(),
+             loop.checkpoint_path());
+}
+
+}  // namespace ctrax::examples

@@ -1,0 +1,60 @@
+// examples/common.hpp — what the three examples share: the command-line flags (the same names as
+// `inspect` for the model), the model's hyper-parameters saved with its checkpoint, and a training
+// run that stops at a step count or a time budget and resumes where it left off.
+//
+// RESUMING. `train` with an --out that already holds model.safetensors continues that run: the
+// model is rebuilt from the hyper-parameters stored in the checkpoint (the command line's model
+// flags are ignored, with a note), and the Loop restores weights, optimizer slots and step.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/train/loop.hpp"
+#include "models/transformer.hpp"
+
+namespace ctrax::examples {
+
+// Model hyper-parameters: flags --d-model --d-ff --n-layers --n-heads --max-len --dropout.
+struct ModelFlags {
+  std::int64_t d_model = 0, d_ff = 0, max_len = 0;
+  int n_layers = 0, n_heads = 0;
+  double dropout = 0;
+  models::TransformerConfig config(Mode mode) const;
+};
+void add_model_flags(CLI::App& app, ModelFlags& m);
+
+// Training flags: --batch-size --steps --lr --warmup --eval-every --minutes --seed --threads
+// --data --out.
+struct TrainFlags {
+  std::int64_t batch_size = 0, steps = 0, warmup = 0, eval_every = 0;
+  double lr = 0, minutes = 0;         // minutes 0: no time limit
+  std::uint64_t seed = 0;
+  int threads = 0;                    // 0: all cores (CTRAX_NUM_THREADS)
+  std::string data = "", out = "";
+};
+void add_train_flags(CLI::App& app, TrainFlags& t, bool data_required);
+// --threads and --out for the commands that use a trained model.
+void add_use_flags(CLI::App& app, std::string& out, int& threads);
+void apply_threads(int threads);
+
+// The checkpoint in `out`, if there is one.
+std::optional<std::string> existing_checkpoint(const std::string& out);
+
+// Hyper-parameters (and any example-specific settings) as JSON, stored in the checkpoint.
+// `extra` is a JSON object text merged in (e.g. {"tokenizer": "char", "vocab_size": 258}).
+std::string config_json(const ModelFlags& m, const std::string& extra = "{}");
+// Reads them back from out/model.safetensors; a missing or foreign checkpoint is an error that
+// names the directory.
+ModelFlags model_flags_from(const std::string& out);
+std::string config_string(const std::string& out, const std::string& key);
+std::int64_t config_int(const std::string& out, const std::string& key);
+
+// Runs the Loop to `steps` total steps, stopping early (after a checkpoint) once `minutes` of
+// training have passed in this process. Prints where it stopped and how to continue.
+void train_until(train::Loop& loop, const TrainFlags& t);
+
+}  // namespace ctrax::examples

@@ -1,0 +1,192 @@
+// examples/lm.cpp — train a decoder-only Transformer language model on text and sample from it.
+//
+//   build/examples/lm train --data ../shared/data/tinyshakespeare/input.txt --out runs/shakespeare
+//   build/examples/lm sample --out runs/shakespeare --prompt "ROMEO:" --length 500
+//
+// With no --data, `train` uses the text of the Debian `fortunes` package (scripts/setup.sh
+// installs it): a corpus every machine has, so a first model trains offline in minutes.
+//
+// DATA. The text is tokenized once (bytes by default, `--tokenizer sentencepiece` learns a
+// subword vocabulary from the training part and saves it as OUT/spm.model). The last 10% is the
+// validation split. Training batches are random windows of --max-len tokens; evaluation runs
+// over every window of the validation split, so the reported loss is the loss on all of it
+// (in nats per token; per character with the byte tokenizer on ASCII text).
+//
+// SAMPLING uses the predict-mode model (KV cache). A sample longer than the model's context
+// (--max-len) slides: when the context is full, the last half is re-read as the prompt of the
+// next stretch.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "core/data/batching.hpp"
+#include "core/data/sentencepiece.hpp"
+#include "core/data/text_files.hpp"
+#include "core/decode/sampling.hpp"
+#include "core/train/adam.hpp"
+#include "core/train/checkpoint.hpp"
+#include "examples/common.hpp"
+#include "layers/metrics.hpp"
+
+using namespace ctrax;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kFortunes = "/usr/share/games/fortunes";
+
+// The fortunes package: text files (no extension) whose entries end with a line "%".
+std::string fortunes_corpus() {
+  if (!fs::is_directory(kFortunes))
+    throw std::runtime_error(fmt::format(
+        "{}: not found. Install the default corpus with `sudo apt-get install fortunes` "
+        "(scripts/setup.sh does), or give --data PATH", kFortunes));
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(kFortunes))
+    if (e.is_regular_file() && !e.path().has_extension()) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  std::string text;
+  for (const auto& f : files)
+    for (const auto& line : data::read_lines(f.string())) text += line == "%" ? "\n" : line + "\n";
+  return text;
+}
+
+std::unique_ptr<data::Tokenizer> load_tokenizer(const std::string& kind, const std::string& out) {
+  if (kind == "char") return std::make_unique<data::ByteTokenizer>();
+  return data::SentencePieceTokenizer::load((fs::path(out) / "spm.model").string());
+}
+
+int train_command(examples::ModelFlags m, const examples::TrainFlags& t, std::string tokenizer_kind,
+                  std::int64_t sp_vocab) {
+  examples::apply_threads(t.threads);
+  const auto resumed = examples::existing_checkpoint(t.out);
+  if (resumed) {
+    m = examples::model_flags_from(t.out);
+    tokenizer_kind = examples::config_string(t.out, "tokenizer");
+    fmt::print("resuming {}: model flags and tokenizer come from its checkpoint\n", *resumed);
+  }
+  fs::create_directories(t.out);
+  const std::string text = t.data.empty() ? fortunes_corpus() : data::read_text(t.data);
+  const std::size_t split = text.size() - text.size() / 10;
+  const std::string train_text = text.substr(0, split), valid_text = text.substr(split);
+
+  std::unique_ptr<data::Tokenizer> tok;
+  if (tokenizer_kind == "sentencepiece" && !resumed) {
+    fmt::print("learning a SentencePiece vocabulary of {} from the training text...\n", sp_vocab);
+    tok = data::SentencePieceTokenizer::train(data::split_lines(train_text), {.vocab_size = sp_vocab, .seed = t.seed},
+                                              (fs::path(t.out) / "spm.model").string());
+  } else {
+    tok = load_tokenizer(tokenizer_kind, t.out);
+  }
+  auto train_ids = std::make_shared<const std::vector<std::int32_t>>(tok->encode(train_text));
+  auto valid_ids = std::make_shared<const std::vector<std::int32_t>>(tok->encode(valid_text));
+  const std::int64_t L = m.max_len, B = t.batch_size;
+  fmt::print("{}: {} characters, {} training and {} validation tokens ({} tokenizer, vocabulary {})\n",
+             t.data.empty() ? std::string(kFortunes) : t.data, text.size(), train_ids->size(),
+             valid_ids->size(), tok->name(), tok->vocab_size());
+
+  auto model = models::TransformerLM(tok->vocab_size(), m.config(Mode::train));
+  const std::int64_t n_eval = data::lm_window_batches(static_cast<std::int64_t>(valid_ids->size()), B, L);
+  train::Loop loop(
+      model,
+      {{.labeled_data = data::lm_random_windows(train_ids, B, L, t.seed),
+        .loss_layer = layers::WeightedCategoryCrossEntropy(),
+        .optimizer = train::Adam({.learning_rate = t.lr}),
+        .lr_schedule = train::warmup_and_rsqrt_decay(t.warmup, t.lr),
+        .n_steps_per_checkpoint = t.eval_every,
+        .loss_name = "loss"}},
+      {.eval_tasks = {{.labeled_data = data::lm_consecutive_windows(valid_ids, B, L),
+                       .metrics = {layers::WeightedCategoryCrossEntropy(), layers::WeightedCategoryAccuracy()},
+                       .metric_names = {"loss", "accuracy"},
+                       .n_eval_batches = n_eval}},
+       .output_dir = t.out,
+       .random_seed = t.seed,
+       .config = examples::config_json(m, fmt::format(R"({{"tokenizer": "{}", "vocab_size": {}}})",
+                                                      tok->name(), tok->vocab_size()))});
+  examples::train_until(loop, t);
+  fmt::print("validation loss {:.4f} nats per token\n", loop.last_value("eval", "loss"));
+  return 0;
+}
+
+int sample_command(const std::string& out, int threads, const std::string& prompt, double temperature,
+                   std::int64_t top_k, std::int64_t length, std::int64_t n_samples, std::uint64_t seed) {
+  examples::apply_threads(threads);
+  const auto m = examples::model_flags_from(out);
+  const auto tok = load_tokenizer(examples::config_string(out, "tokenizer"), out);
+  auto model = models::TransformerLM(tok->vocab_size(), m.config(Mode::predict));
+  model->init(ShapeDtype{{1, 1}, DType::int32});
+  train::load_weights(*examples::existing_checkpoint(out), *model);
+
+  const std::int64_t context = m.max_len - 1;   // the start token takes one position
+  for (std::int64_t s = 0; s < n_samples; ++s) {
+    std::vector<std::int32_t> tokens = tok->encode(prompt);
+    if (static_cast<std::int64_t>(tokens.size()) > context / 2)
+      tokens.erase(tokens.begin(), tokens.end() - context / 2);
+    std::cout << prompt << std::flush;
+    std::int64_t produced = 0;
+    for (std::uint64_t stretch = 0; produced < length; ++stretch) {
+      const std::int64_t keep = std::min<std::int64_t>(static_cast<std::int64_t>(tokens.size()), context / 2);
+      std::vector<std::int32_t> p(tokens.end() - keep, tokens.end());
+      const Tensor prompt_t = p.empty() ? Tensor() : data::pad_rows(std::span(&p, 1), keep);
+      const Tensor gen = decode::autoregressive_sample(
+          *model, prompt_t, 1,
+          {.temperature = temperature, .top_k = top_k, .eos_id = -1,
+           .max_length = std::min(length - produced, context - keep),
+           .seed = seed + 1000003ULL * static_cast<std::uint64_t>(s) + stretch});
+      const std::vector<std::int32_t> g(gen.data<std::int32_t>(), gen.data<std::int32_t>() + gen.numel());
+      std::cout << tok->decode(g) << std::flush;
+      tokens.insert(tokens.end(), g.begin(), g.end());
+      produced += static_cast<std::int64_t>(g.size());
+    }
+    std::cout << (n_samples > 1 ? "\n\n----\n\n" : "\n");
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Train a Transformer language model on text, and sample from it."};
+  app.require_subcommand(1);
+
+  // Defaults reach validation loss 1.60 on Tiny Shakespeare in 30 minutes on 2 cores.
+  examples::ModelFlags m{.d_model = 256, .d_ff = 1024, .max_len = 128, .n_layers = 4, .n_heads = 4, .dropout = 0.1};
+  examples::TrainFlags t{.batch_size = 32, .steps = 3000, .warmup = 200, .eval_every = 250, .lr = 1e-3,
+                         .minutes = 0, .seed = 0, .threads = 0, .data = "", .out = "runs/lm"};
+  std::string tokenizer = "char";
+  std::int64_t sp_vocab = 2000;
+  auto* train = app.add_subcommand("train", "train (or resume) a model; default corpus: the fortunes package");
+  examples::add_model_flags(*train, m);
+  examples::add_train_flags(*train, t, false);
+  train->add_option("--tokenizer", tokenizer, "char (bytes) or sentencepiece (learned from the training text)")
+      ->check(CLI::IsMember({"char", "sentencepiece"}))->capture_default_str();
+  train->add_option("--vocab-size", sp_vocab, "SentencePiece vocabulary size")->capture_default_str();
+
+  std::string out = "runs/lm", prompt = "";
+  int threads = 0;
+  double temperature = 0.8;
+  std::int64_t top_k = 0, length = 400, n_samples = 1;
+  std::uint64_t seed = 0;
+  auto* sample = app.add_subcommand("sample", "generate text with a trained model");
+  examples::add_use_flags(*sample, out, threads);
+  sample->add_option("--prompt", prompt, "text to continue")->capture_default_str();
+  sample->add_option("--temperature", temperature, "0: greedy; < 1 sharper, > 1 wilder")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  sample->add_option("--top-k", top_k, "sample among the k likeliest tokens (0: all)")->capture_default_str();
+  sample->add_option("--length", length, "tokens to generate")->capture_default_str()->check(CLI::PositiveNumber);
+  sample->add_option("--n-samples", n_samples, "how many samples")->capture_default_str()->check(CLI::PositiveNumber);
+  sample->add_option("--seed", seed, "sampling seed")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    if (*train) return train_command(m, t, tokenizer, sp_vocab);
+    return sample_command(out, threads, prompt, temperature, top_k, length, n_samples, seed);
+  } catch (const std::exception& e) {
+    std::cerr << "lm: " << e.what() << "\n";
+    return 1;
+  }
+}

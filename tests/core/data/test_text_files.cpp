@@ -1,0 +1,133 @@
+// Every dataset format reads, plain and gzipped, and malformed input names the file and line.
+#include <doctest/doctest.h>
+#include <zlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/data/text_files.hpp"
+#include "tests/core/train/temp_dir.hpp"
+
+using namespace ctrax::data;
+using ctrax::testing::TempDir;
+
+namespace {
+
+void write(const std::string& path, const std::string& text) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+void write_gz(const std::string& path, const std::string& text) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  gzFile f = gzopen(path.c_str(), "wb");
+  gzwrite(f, text.data(), static_cast<unsigned>(text.size()));
+  gzclose(f);
+}
+
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST_CASE("read_lines reads plain and gzipped files alike, dropping \\r\\n endings") {
+  TempDir dir;
+  write(dir / "a.txt", "one\r\ntwo\nthree");
+  write_gz(dir / "a.txt.gz", "one\r\ntwo\nthree");
+  const std::vector<std::string> expected{"one", "two", "three"};
+  CHECK(read_lines(dir / "a.txt") == expected);
+  CHECK(read_lines(dir / "a.txt.gz") == expected);
+  CHECK(read_file(dir / "a.txt.gz") == "one\r\ntwo\nthree");
+  CHECK(error_of([&] { read_file(dir / "missing.txt"); }) == dir / "missing.txt" + ": no such file");
+}
+
+TEST_CASE("read_labeled_tsv: label<TAB>text per line") {
+  TempDir dir;
+  write_gz(dir / "train.tsv.gz", "0\tbad film\n1\tgreat\tfilm\n");
+  const auto ex = read_labeled_tsv(dir / "train.tsv.gz");
+  REQUIRE(ex.size() == 2);
+  CHECK(ex[0].label == 0);
+  CHECK(ex[0].text == "bad film");
+  CHECK(ex[1].label == 1);
+  CHECK(ex[1].text == "great\tfilm");  // only the first TAB separates
+}
+
+TEST_CASE("read_labeled_tsv: a malformed line gives file:line and what was wrong") {
+  TempDir dir;
+  write(dir / "a.tsv", "0\tfine\nno tab here\n");
+  CHECK(error_of([&] { read_labeled_tsv(dir / "a.tsv"); }) ==
+        dir / "a.tsv" + ":2: expected `label<TAB>text`, got `no tab here` (no TAB)");
+  write(dir / "b.tsv", "0\tfine\n1\tok\npositive\tnice\n");
+  CHECK(error_of([&] { read_labeled_tsv(dir / "b.tsv"); }) ==
+        dir / "b.tsv" + ":3: expected a non-negative integer label before the TAB, got `positive`");
+  write(dir / "c.tsv", "1\t\n");
+  CHECK(error_of([&] { read_labeled_tsv(dir / "c.tsv"); }) ==
+        dir / "c.tsv" + ":1: expected text after the TAB, got an empty text");
+  write(dir / "d.tsv", "0\tfine\n\n");
+  CHECK(error_of([&] { read_labeled_tsv(dir / "d.tsv"); }).find(":2: expected `label<TAB>text`") != std::string::npos);
+}
+
+TEST_CASE("clean_review does what the shipped IMDB TSV did") {
+  CHECK(clean_review("  Great<br /><br />film,\t really.<BR>Yes<br/>  ") == "Great film, really. Yes");
+  CHECK(clean_review("a <b>bold</b> <i>x</i>") == "a <b>bold</b> <i>x</i>");
+}
+
+TEST_CASE("aclImdb layout: neg -> 0, pos -> 1, in id order, interleaved like the TSV") {
+  TempDir dir;
+  write(dir / "aclImdb/train/neg/0_3.txt", "Bad.<br />Really bad.");
+  write(dir / "aclImdb/train/neg/10_1.txt", "Awful.");
+  write(dir / "aclImdb/train/neg/2_2.txt", "Dull.");
+  write(dir / "aclImdb/train/pos/0_9.txt", "Great.");
+  write(dir / "aclImdb/train/pos/1_8.txt", "Fine.");
+  const auto ex = load_labeled_split(dir.str(), "train");
+  REQUIRE(ex.size() == 5);
+  CHECK(ex[0].text == "Bad. Really bad.");
+  CHECK(ex[0].label == 0);
+  CHECK(ex[1].text == "Great.");
+  CHECK(ex[1].label == 1);
+  CHECK(ex[2].text == "Dull.");   // id 2 before id 10
+  CHECK(ex[3].text == "Fine.");
+  CHECK(ex[4].text == "Awful.");
+  // DIR/train/{neg,pos} directly works too.
+  CHECK(load_labeled_split((dir / "aclImdb"), "train").size() == 5);
+  CHECK(error_of([&] { load_labeled_split(dir.str(), "test"); }).find("no test split found") != std::string::npos);
+}
+
+TEST_CASE("load_labeled_split prefers the TSV") {
+  TempDir dir;
+  write(dir / "test.tsv", "1\tyes\n");
+  CHECK(load_labeled_split(dir.str(), "test").size() == 1);
+}
+
+TEST_CASE("read_text: a file, or a directory's files joined in path order") {
+  TempDir dir;
+  write(dir / "corpus/b.txt", "second");
+  write(dir / "corpus/a.txt", "first\n");
+  write_gz(dir / "corpus/sub/c.gz", "third\n");
+  CHECK(read_text(dir / "corpus") == "first\nsecond\nthird\n");
+  CHECK(read_text(dir / "corpus/b.txt") == "second");
+  CHECK(error_of([&] { read_text(dir / "nothing"); }) == dir / "nothing" + ": no such file or directory");
+}
+
+TEST_CASE("read_parallel pairs line i with line i, and rejects files of different lengths") {
+  TempDir dir;
+  write(dir / "s.en", "a dog\na cat\n");
+  write_gz(dir / "s.de.gz", "ein Hund\neine Katze\n");
+  const auto p = read_parallel(dir / "s.en", dir / "s.de.gz");
+  REQUIRE(p.size() == 2);
+  CHECK(p[1].source == "a cat");
+  CHECK(p[1].target == "eine Katze");
+  write(dir / "t.de", "ein Hund\n");
+  CHECK(error_of([&] { read_parallel(dir / "s.en", dir / "t.de"); }) ==
+        "parallel files differ in length: " + dir / "s.en" + " has 2 lines, " + dir / "t.de" + " has 1");
+  write(dir / "u.de", "ein Hund\n\n");
+  CHECK(error_of([&] { read_parallel(dir / "s.en", dir / "u.de"); }) ==
+        dir / "u.de" + ":2: expected a sentence, got an empty line (its pair is not empty)");
+}
