@@ -1,0 +1,244 @@
+// examples/sentiment.cpp — a Transformer encoder that reads a movie review and says whether it
+// is positive or negative (IMDB, Maas et al. 2011: 25,000 training and 25,000 test reviews).
+//
+//   build/examples/sentiment train --data ../shared/data/imdb --out runs/imdb
+//   build/examples/sentiment eval --data ../shared/data/imdb --out runs/imdb
+//   build/examples/sentiment predict --out runs/imdb "A moving, beautifully acted film."
+//
+// DATA. DIR holds train.tsv[.gz] and test.tsv[.gz] (`label<TAB>text`, 0 = negative, 1 = positive)
+// or the official aclImdb layout (scripts/get_imdb.sh downloads it). A SentencePiece vocabulary
+// is learned from the training reviews and saved as OUT/spm.model. 1,000 training reviews
+// (a seeded choice) are held out as the validation set the Loop reports on; the test split is
+// only read by `eval`.
+//
+// MODEL. TransformerEncoder (trax/models/transformer.py): embed, add positions, n_layers
+// encoder blocks with a padding mask, LayerNorm, average over positions, Dense(2). Reviews longer
+// than --max-len tokens are cut. Batches are bucketed by length so little compute is padding.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "core/data/batching.hpp"
+#include "core/data/sentencepiece.hpp"
+#include "core/data/text_files.hpp"
+#include "core/tensor/autodiff.hpp"
+#include "core/tensor/ops.hpp"
+#include "core/train/adam.hpp"
+#include "core/train/checkpoint.hpp"
+#include "examples/common.hpp"
+#include "layers/metrics.hpp"
+
+using namespace ctrax;
+namespace fs = std::filesystem;
+
+namespace {
+
+
+
+struct Encoded {
+  std::shared_ptr<data::Sequences> tokens = std::make_shared<data::Sequences>();
+  std::shared_ptr<std::vector<std::int32_t>> labels = std::make_shared<std::vector<std::int32_t>>();
+};
+
+Encoded encode(const data::Tokenizer& tok, const std::vector<data::LabeledText>& ex,
+               const std::vector<std::int64_t>& which) {
+  Encoded e;
+  for (auto i : which) {
+    const auto& x = ex[static_cast<std::size_t>(i)];
+    if (x.label > 1)
+      throw std::runtime_error(fmt::format("review {}: expected label 0 or 1, got {}", i + 1, x.label));
+    e.tokens->push_back(tok.encode(x.text));
+    e.labels->push_back(x.label);
+  }
+  return e;
+}
+
+std::vector<std::int64_t> range(std::int64_t n) {
+  std::vector<std::int64_t> r(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) r[static_cast<std::size_t>(i)] = i;
+  return r;
+}
+
+std::string spm_path(const std::string& out) { return (fs::path(out) / "spm.model").string(); }
+
+// The first `limit` examples of a split (0: all) — balanced, since the TSV alternates labels.
+std::vector<data::LabeledText> load_split(const std::string& dir, const std::string& split, std::int64_t limit) {
+  auto ex = data::load_labeled_split(dir, split);
+  if (limit > 0 && limit < static_cast<std::int64_t>(ex.size())) ex.resize(static_cast<std::size_t>(limit));
+  return ex;
+}
+
+int train_command(examples::ModelFlags m, const examples::TrainFlags& t, std::int64_t vocab_size,
+                  std::int64_t limit) {
+  examples::apply_threads(t.threads);
+  const auto resumed = examples::existing_checkpoint(t.out);
+  if (resumed) {
+    m = examples::model_flags_from(t.out);
+    fmt::print("resuming {}: model flags come from its checkpoint\n", *resumed);
+  }
+  fs::create_directories(t.out);
+  const auto examples_ = load_split(t.data, "train", limit);
+  const auto n = static_cast<std::int64_t>(examples_.size());
+  // A seeded hold-out of 1,000 reviews (4%; fewer for small trials).
+  const std::int64_t n_valid = std::min<std::int64_t>(1000, n / 10);
+  if (n_valid < 1) throw std::runtime_error(fmt::format("{}: {} training reviews are too few", t.data, n));
+
+  std::unique_ptr<data::SentencePieceTokenizer> tok;
+  if (resumed) {
+    tok = data::SentencePieceTokenizer::load(spm_path(t.out));
+  } else {
+    fmt::print("learning a SentencePiece vocabulary of {} from the training reviews...\n", vocab_size);
+    std::vector<std::string> texts;
+    for (const auto& x : examples_) texts.push_back(x.text);
+    tok = data::SentencePieceTokenizer::train(texts, {.vocab_size = vocab_size, .max_sentences = 10000, .seed = t.seed},
+                                              spm_path(t.out));
+  }
+  const auto perm = Rng(t.seed).fold_in(12345).permutation(n);
+  const std::vector<std::int64_t> train_idx(perm.begin(), perm.end() - n_valid),
+      valid_idx(perm.end() - n_valid, perm.end());
+  const auto train = encode(*tok, examples_, train_idx), valid = encode(*tok, examples_, valid_idx);
+  std::int64_t n_tokens = 0;
+  for (const auto& s : *train.tokens) n_tokens += static_cast<std::int64_t>(s.size());
+  fmt::print("{}: {} training reviews ({:.0f} tokens on average, cut at {}), {} held out; vocabulary {}\n",
+             t.data, train_idx.size(), static_cast<double>(n_tokens) / static_cast<double>(train_idx.size()),
+             m.max_len, valid_idx.size(), tok->vocab_size());
+
+  const data::PadOptions pad{.max_len = m.max_len, .pad_multiple = 16};
+  auto model = models::TransformerEncoder(tok->vocab_size(), 2, m.config(Mode::train));
+  train::Loop loop(
+      model,
+      {{.labeled_data = data::classification_stream(train.tokens, train.labels,
+                                                    {.batch_size = t.batch_size, .seed = t.seed, .bucket_size = 32}, pad),
+        .loss_layer = layers::WeightedCategoryCrossEntropy(),
+        .optimizer = train::Adam({.learning_rate = t.lr}),
+        .lr_schedule = train::warmup_and_rsqrt_decay(t.warmup, t.lr),
+        .n_steps_per_checkpoint = t.eval_every,
+        .loss_name = "loss"}},
+      {.eval_tasks = {{.labeled_data = data::classification_stream(
+                           valid.tokens, valid.labels,
+                           {.batch_size = t.batch_size, .shuffle = false, .bucket_size = 1000, .drop_remainder = false}, pad),
+                       .metrics = {layers::WeightedCategoryCrossEntropy(), layers::WeightedCategoryAccuracy()},
+                       .metric_names = {"loss", "accuracy"},
+                       .n_eval_batches = (n_valid + t.batch_size - 1) / t.batch_size}},
+       .output_dir = t.out,
+       .random_seed = t.seed,
+       .config = examples::config_json(m, fmt::format(R"({{"vocab_size": {}}})", tok->vocab_size()))});
+  examples::train_until(loop, t);
+  fmt::print("held-out accuracy {:.4f}; run `sentiment eval` for the test split\n", loop.last_value("eval", "accuracy"));
+  return 0;
+}
+
+// The trained classifier in eval mode (dropout off) and its tokenizer.
+struct Classifier {
+  std::unique_ptr<data::SentencePieceTokenizer> tok;
+  LayerPtr model;
+  examples::ModelFlags m;
+};
+
+Classifier load_classifier(const std::string& out) {
+  Classifier c;
+  c.m = examples::model_flags_from(out);
+  c.tok = data::SentencePieceTokenizer::load(spm_path(out));
+  c.model = models::TransformerEncoder(c.tok->vocab_size(), 2, c.m.config(Mode::eval));
+  c.model->init(ShapeDtype{{1, 16}, DType::int32});
+  train::load_weights(*examples::existing_checkpoint(out), *c.model);
+  return c;
+}
+
+int eval_command(const std::string& data_dir, const std::string& out, int threads, std::int64_t batch_size,
+                 std::int64_t limit) {
+  examples::apply_threads(threads);
+  const auto start = std::chrono::steady_clock::now();
+  Classifier c = load_classifier(out);
+  const auto test = load_split(data_dir, "test", limit);
+  const auto e = encode(*c.tok, test, range(static_cast<std::int64_t>(test.size())));
+  auto stream = data::classification_stream(
+      e.tokens, e.labels, {.batch_size = batch_size, .shuffle = false, .bucket_size = 100000, .drop_remainder = false},
+      {.max_len = c.m.max_len, .pad_multiple = 16});
+  const std::int64_t n_batches = (static_cast<std::int64_t>(test.size()) + batch_size - 1) / batch_size;
+  NoGrad no_grad;
+  std::int64_t correct = 0;
+  double loss = 0;
+  for (std::int64_t i = 0; i < n_batches; ++i) {
+    const Stack b = stream(i);
+    const Tensor logits = (*c.model)(b[0]);
+    const Tensor lp = log_softmax(logits, -1);
+    const auto* y = b[1].data<std::int32_t>();
+    const auto predicted = argmax(logits, -1).to_vector<std::int32_t>();
+    const auto lpv = lp.to_doubles();
+    for (std::size_t r = 0; r < predicted.size(); ++r) {
+      correct += predicted[r] == y[r];
+      loss -= lpv[r * 2 + static_cast<std::size_t>(y[r])];
+    }
+    if (i % 50 == 0) std::cerr << fmt::format("\r{} / {} batches", i + 1, n_batches) << std::flush;
+  }
+  std::cerr << "\r";
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  fmt::print("test accuracy {:.4f} ({} of {} reviews), loss {:.4f}, in {:.0f} s\n",
+             static_cast<double>(correct) / static_cast<double>(test.size()), correct, test.size(),
+             loss / static_cast<double>(test.size()), seconds);
+  return 0;
+}
+
+int predict_command(const std::string& out, int threads, const std::vector<std::string>& texts) {
+  examples::apply_threads(threads);
+  Classifier c = load_classifier(out);
+  NoGrad no_grad;
+  for (const auto& text : texts) {
+    auto ids = c.tok->encode(data::clean_review(text));
+    if (ids.empty()) throw std::runtime_error("predict: the text is empty");
+    if (static_cast<std::int64_t>(ids.size()) > c.m.max_len) ids.resize(static_cast<std::size_t>(c.m.max_len));
+    const Tensor p = softmax((*c.model)(data::pad_rows(std::span(&ids, 1), static_cast<std::int64_t>(ids.size()))), -1);
+    const double positive = p.to_doubles()[1];
+    fmt::print("{} ({:.3f})\t{}\n", positive >= 0.5 ? "positive" : "negative",
+               positive >= 0.5 ? positive : 1 - positive, text);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Classify movie reviews as positive or negative with a Transformer encoder (IMDB)."};
+  app.require_subcommand(1);
+
+  // Defaults reach 88% test accuracy in 20 minutes on 2 cores.
+  examples::ModelFlags m{.d_model = 128, .d_ff = 256, .max_len = 512, .n_layers = 2, .n_heads = 4, .dropout = 0.1};
+  examples::TrainFlags t{.batch_size = 32, .steps = 2400, .warmup = 200, .eval_every = 200, .lr = 1e-3,
+                         .minutes = 0, .seed = 0, .threads = 0, .data = "", .out = "runs/imdb"};
+  std::int64_t vocab_size = 16000;
+  auto* train = app.add_subcommand("train", "train (or resume) the classifier");
+  examples::add_model_flags(*train, m);
+  examples::add_train_flags(*train, t, true);
+  train->add_option("--vocab-size", vocab_size, "SentencePiece vocabulary size")->capture_default_str();
+  std::int64_t limit = 0;
+  train->add_option("--limit", limit, "use only the first N training reviews (0: all; quick trials)")->capture_default_str();
+
+  std::string out = "runs/imdb", data_dir;
+  int threads = 0;
+  std::int64_t eval_batch = 64;
+  auto* eval = app.add_subcommand("eval", "accuracy on the whole test split");
+  examples::add_use_flags(*eval, out, threads);
+  eval->add_option("--data", data_dir, "dataset directory (its test split)")->required();
+  eval->add_option("--batch-size", eval_batch, "reviews per batch")->capture_default_str()->check(CLI::PositiveNumber);
+  eval->add_option("--limit", limit, "use only the first N test reviews (0: all)")->capture_default_str();
+
+  std::vector<std::string> texts;
+  auto* predict = app.add_subcommand("predict", "classify reviews given on the command line");
+  examples::add_use_flags(*predict, out, threads);
+  predict->add_option("TEXT", texts, "review text(s)")->required();
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    if (*train) return train_command(m, t, vocab_size, limit);
+    if (*eval) return eval_command(data_dir, out, threads, eval_batch, limit);
+    return predict_command(out, threads, texts);
+  } catch (const std::exception& e) {
+    std::cerr << "sentiment: " << e.what() << "\n";
+    return 1;
+  }
+}
