@@ -51,7 +51,8 @@ std::string split_file(const std::string& dir, const std::string& split, const s
 
 std::vector<data::TextPair> load_pairs(const std::string& dir, const std::string& split,
                                        const std::string& src, const std::string& tgt, std::int64_t limit) {
-  auto pairs = data::read_parallel(split_file(dir, split, src), split_file(dir, split, tgt));
+  const std::string src_path = split_file(dir, split, src), tgt_path = split_file(dir, split, tgt);
+  auto pairs = data::read_parallel(src_path, tgt_path);
   if (limit > 0 && limit < static_cast<std::int64_t>(pairs.size())) pairs.resize(static_cast<std::size_t>(limit));
   return pairs;
 }

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The main job, in one command: set up (packages, build) if needed, train a Transformer language
+# model on the text of the `fortunes` package for a few minutes with a progress bar, and print
+# a few samples of what it learned.
+#
+#   scripts/demo.sh                 # about 5 minutes of training, model in runs/fortunes
+#   MINUTES=15 scripts/demo.sh      # longer; run again to continue training the same model
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+out=${OUT:-runs/fortunes}
+minutes=${MINUTES:-5}
+
+echo
+echo "== Training a Transformer language model on the fortunes corpus for up to $minutes minutes =="
+echo "   (checkpoint and metrics in $out; run this again to continue where it stopped)"
+build/examples/lm train --out "$out" --minutes "$minutes" --steps 100000 --eval-every 200 \
+  --d-model 192 --d-ff 768 --n-layers 3 --n-heads 4 --max-len 128 --batch-size 32
+
+echo
+echo "== Three samples (temperature 0.8) =="
+build/examples/lm sample --out "$out" --n-samples 3 --length 300 --temperature 0.8 --seed "$RANDOM"
+echo
+echo "More: build/examples/lm sample --out $out --prompt \"Q: \"    ·    README.md for the other examples"

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Smoke tests of the real-data examples at tiny sizes: train a few steps, resume, use the model,
+# and fail clearly on bad input. Usage: run_example_test.sh lm|sentiment|translate EXECUTABLE
+# Datasets come from ../shared/data beside the project root; when it is absent the dataset part
+# is skipped with a message (the lm example still runs on the fortunes corpus).
+set -euo pipefail
+which=$1
+exe=$2
+root=$(cd "$(dirname "$0")/.." && pwd)
+data=${CTRAX_DATA:-$root/../shared/data}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+tiny=(--d-model 16 --d-ff 32 --n-layers 1 --n-heads 2 --batch-size 4 --threads 1)
+
+fail() { echo "FAIL ($which): $*"; exit 1; }
+expect() {  # expect PATTERN OUTPUT-FILE
+  grep -q -- "$1" "$2" || { cat "$2"; fail "expected '$1' in the output"; }
+}
+have_data() {
+  if [ -e "$data/$1" ]; then return 0; fi
+  echo "SKIP ($which): $data/$1 not found; dataset part of the smoke test skipped"
+  return 1
+}
+
+# --help documents every shared flag with its default.
+"$exe" train --help >"$tmp/help"
+for flag in --d-model --d-ff --n-layers --n-heads --max-len --dropout --batch-size --steps --lr --seed --threads --out; do
+  expect "$flag [A-Z].*=" "$tmp/help"   # CLI11 shows the default as --flag TYPE=value
+done
+expect "--data" "$tmp/help"
+
+case "$which" in
+lm)
+  if [ -d /usr/share/games/fortunes ]; then
+    "$exe" train --out "$tmp/fortunes" --steps 2 --eval-every 2 --max-len 16 "${tiny[@]}" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "train on fortunes"; }
+    expect "/usr/share/games/fortunes:" "$tmp/log"
+    expect "validation loss" "$tmp/log"
+  else
+    echo "SKIP (lm): /usr/share/games/fortunes not found (apt-get install fortunes)"
+  fi
+  if have_data tinyshakespeare/input.txt; then
+    run=$tmp/shakespeare
+    "$exe" train --data "$data/tinyshakespeare/input.txt" --out "$run" --steps 2 --eval-every 1 --max-len 32 "${tiny[@]}" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "train"; }
+    expect "Step      2: eval      loss" "$tmp/log"
+    # The same --out resumes: only steps 3..4 run.
+    "$exe" train --data "$data/tinyshakespeare/input.txt" --out "$run" --steps 4 --eval-every 2 "${tiny[@]}" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "resume"; }
+    expect "resuming" "$tmp/log"
+    expect "Ran 2 train steps" "$tmp/log"
+    grep -q "Step      1:" "$tmp/log" && fail "a resumed run started again from step 1"
+    "$exe" sample --out "$run" --prompt "ROMEO:" --length 40 --threads 1 >"$tmp/sample" || fail "sample"
+    expect "^ROMEO:" "$tmp/sample"
+    [ "$(wc -c <"$tmp/sample")" -ge 20 ] || fail "sample too short"
+    # Longer than the context (32): the sample slides.
+    "$exe" sample --out "$run" --length 70 --temperature 0 --threads 1 >"$tmp/long" || fail "long sample"
+  fi
+  "$exe" sample --out "$tmp/none" >"$tmp/log" 2>&1 && fail "sample without a model succeeded"
+  expect "no model.safetensors here" "$tmp/log"
+  ;;
+sentiment)
+  "$exe" train --data "$tmp/nowhere" --out "$tmp/x" >"$tmp/log" 2>&1 && fail "train on a missing directory succeeded"
+  expect "no train split found" "$tmp/log"
+  if have_data imdb; then
+    run=$tmp/imdb
+    "$exe" train --data "$data/imdb" --out "$run" --limit 200 --vocab-size 300 --steps 3 --eval-every 3 --max-len 64 "${tiny[@]}" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "train"; }
+    expect "eval  accuracy" "$tmp/log"
+    "$exe" eval --data "$data/imdb" --out "$run" --limit 40 --threads 1 >"$tmp/log" 2>/dev/null || fail "eval"
+    expect "test accuracy .* of 40 reviews" "$tmp/log"
+    "$exe" predict --out "$run" --threads 1 "A wonderful film." >"$tmp/log" || fail "predict"
+    grep -Eq "^(positive|negative) \(0\.[5-9][0-9]*|1\.000\)" "$tmp/log" || { cat "$tmp/log"; fail "predict output"; }
+  fi
+  ;;
+translate)
+  if have_data multi30k; then
+    run=$tmp/multi30k
+    "$exe" train --data "$data/multi30k" --out "$run" --limit 200 --vocab-size 300 --steps 3 --eval-every 3 --max-len 48 "${tiny[@]}" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "train"; }
+    expect "eval  accuracy" "$tmp/log"
+    "$exe" translate --out "$run" --threads 1 "A dog runs." >"$tmp/log" || fail "translate"
+    "$exe" translate --out "$run" --threads 1 --beams 2 "A dog runs." >"$tmp/log" || fail "translate with beams"
+    "$exe" bleu --data "$data/multi30k" --out "$run" --limit 8 --threads 1 >"$tmp/log" 2>/dev/null || fail "bleu"
+    expect "greedy): BLEU = " "$tmp/log"
+    expect "beam 4): BLEU = " "$tmp/log"
+  fi
+  "$exe" train --data "$tmp/nowhere" --out "$tmp/x" >"$tmp/log" 2>&1 && fail "train on a missing directory succeeded"
+  expect "no train.en or train.en.gz" "$tmp/log"
+  ;;
+*) fail "unknown example $which" ;;
+esac
+echo "$which example ok"
