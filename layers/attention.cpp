@@ -19,12 +19,15 @@ Tensor dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, 
         "attention expects q (…, L_q, d), k (…, L_k, d), v (…, L_k, d_v), got q {}, k {}, v {}",
         q.signature(), k.signature(), v.signature()));
   check_dropout_rate(dropout);
-  const double d_head = static_cast<double>(q.dim(-1));
-  Tensor scores = matmul(q, k, false, true) * (1.0 / std::sqrt(d_head));  // (…, L_q, L_k)
-  if (mask.defined()) scores = masked_fill(scores, mask, -1e9);
-  Tensor probs = softmax(scores, -1);
-  if (mode == Mode::train && dropout > 0.0) probs = ctrax::dropout(probs, dropout, rng);
-  return matmul(probs, v);  // (…, L_q, d_v)
+  // One fused op (core/tensor/attention.hpp); the dropout keep mask is drawn here, over the
+  // whole (…, L_q, L_k) probability tensor, exactly as Dropout on the probabilities would.
+  Tensor keep;
+  if (mode == Mode::train && dropout > 0.0) {
+    Shape scores(q.shape().begin(), q.shape().end() - 1);
+    scores.push_back(k.dim(-2));
+    keep = rng.bernoulli(scores, 1.0 - dropout);
+  }
+  return attention(q, k, v, mask, keep, dropout);  // (…, L_q, d_v)
 }
 
 namespace {

@@ -1,6 +1,7 @@
 // ctrax/core/tensor/ops.hpp — every tensor op in one include, for users and tests.
 #pragma once
 
+#include "core/tensor/attention.hpp"
 #include "core/tensor/autodiff.hpp"
 #include "core/tensor/elementwise.hpp"
 #include "core/tensor/indexing.hpp"

@@ -1,0 +1,224 @@
+#include "core/tensor/attention.hpp"
+
+#include <cblas.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+#include "core/tensor/autodiff.hpp"
+#include "core/tensor/dispatch.hpp"
+#include "core/tensor/parallel.hpp"
+
+namespace ctrax {
+
+namespace {
+
+// C (M×N) = alpha · op(A) op(B) + beta · C, row-major with leading dimensions = row lengths.
+void gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
+          const float* A, const float* B, float beta, float* C) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+              static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), alpha, A,
+              static_cast<int>(ta ? M : K), B, static_cast<int>(tb ? K : N), beta, C,
+              static_cast<int>(N));
+}
+void gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, double alpha,
+          const double* A, const double* B, double beta, double* C) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+              static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), alpha, A,
+              static_cast<int>(ta ? M : K), B, static_cast<int>(tb ? K : N), beta, C,
+              static_cast<int>(N));
+}
+
+// Where slice n's mask row i starts, for a mask broadcast to (batch…, L_q, L_k).
+struct MaskIndex {
+  const std::uint8_t* data = nullptr;
+  std::vector<std::int64_t> batch_dims, batch_strides;
+  std::int64_t stride_q = 0, stride_k = 0;
+
+  MaskIndex(const Tensor& mask, const Shape& scores) {
+    if (!mask.defined()) return;
+    const int r = static_cast<int>(scores.size()), mr = mask.rank();
+    if (mr > r) throw std::invalid_argument("attention: mask has more axes than the scores");
+    std::vector<std::int64_t> strides(static_cast<std::size_t>(r), 0);
+    std::int64_t s = 1;
+    for (int a = mr - 1; a >= 0; --a) {
+      const int sa = a + (r - mr);
+      const std::int64_t d = mask.dim(a);
+      if (d != 1 && d != scores[static_cast<std::size_t>(sa)])
+        throw std::invalid_argument(fmt::format("attention: mask {} does not broadcast to scores {}",
+                                                mask.signature(), to_string(scores)));
+      strides[static_cast<std::size_t>(sa)] = d == 1 ? 0 : s;
+      s *= d;
+    }
+    data = mask.data<std::uint8_t>();
+    batch_dims.assign(scores.begin(), scores.end() - 2);
+    batch_strides.assign(strides.begin(), strides.end() - 2);
+    stride_q = strides[static_cast<std::size_t>(r - 2)];
+    stride_k = strides[static_cast<std::size_t>(r - 1)];
+  }
+  const std::uint8_t* slice(std::int64_t n) const {
+    std::int64_t off = 0;
+    for (int a = static_cast<int>(batch_dims.size()) - 1; a >= 0; --a) {
+      off += (n % batch_dims[static_cast<std::size_t>(a)]) * batch_strides[static_cast<std::size_t>(a)];
+      n /= batch_dims[static_cast<std::size_t>(a)];
+    }
+    return data + off;
+  }
+  bool kept(const std::uint8_t* m, std::int64_t i, std::int64_t j) const {
+    return m[i * stride_q + j * stride_k] != 0;
+  }
+};
+
+struct Dims {
+  std::int64_t N, Lq, Lk, d, dv;
+};
+
+// Runs f(n, scratch) for every slice n, in parallel when that pays, with scratch room of
+// `scratch_size` elements per thread.
+template <class T, class F>
+void for_each_slice(std::int64_t N, std::int64_t scratch_size, F&& f) {
+  if (N > 1 && num_threads() > 1) {
+    BlasSingleThreaded single;
+#pragma omp parallel
+    {
+      std::vector<T> scratch(static_cast<std::size_t>(scratch_size));
+#pragma omp for schedule(static)
+      for (std::int64_t n = 0; n < N; ++n) f(n, scratch.data());
+    }
+    return;
+  }
+  std::vector<T> scratch(static_cast<std::size_t>(scratch_size));
+  for (std::int64_t n = 0; n < N; ++n) f(n, scratch.data());
+}
+
+// P̃ = P · keep · s (or P) into out.
+template <class T>
+void apply_keep(const T* P, const std::uint8_t* keep, T s, std::int64_t count, T* out) {
+  if (!keep) {
+    std::copy_n(P, count, out);
+    return;
+  }
+  for (std::int64_t i = 0; i < count; ++i) out[i] = keep[i] ? P[i] * s : T(0);
+}
+
+template <class T>
+void forward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex& mask,
+             const std::uint8_t* keep, T keep_scale, T* P, T* out) {
+  const T scale = T(1) / std::sqrt(static_cast<T>(D.d));
+  const std::int64_t LL = D.Lq * D.Lk;
+  for_each_slice<T>(D.N, keep ? LL : 0, [&](std::int64_t n, T* scratch) {
+    T* Pn = P + n * LL;
+    gemm(false, true, D.Lq, D.Lk, D.d, scale, q + n * D.Lq * D.d, k + n * D.Lk * D.d, T(0), Pn);
+    const std::uint8_t* m = mask.data ? mask.slice(n) : nullptr;
+    for (std::int64_t i = 0; i < D.Lq; ++i) {
+      T* row = Pn + i * D.Lk;
+      if (m)
+        for (std::int64_t j = 0; j < D.Lk; ++j)
+          if (!mask.kept(m, i, j)) row[j] = T(-1e9);
+      T mx = row[0];
+      for (std::int64_t j = 1; j < D.Lk; ++j) mx = std::max(mx, row[j]);
+      T sum = 0;
+      for (std::int64_t j = 0; j < D.Lk; ++j) {
+        row[j] = std::exp(row[j] - mx);
+        sum += row[j];
+      }
+      const T inv = T(1) / sum;
+      for (std::int64_t j = 0; j < D.Lk; ++j) row[j] *= inv;
+    }
+    const T* Pd = Pn;
+    if (keep) {
+      apply_keep(Pn, keep + n * LL, keep_scale, LL, scratch);
+      Pd = scratch;
+    }
+    gemm(false, false, D.Lq, D.dv, D.Lk, T(1), Pd, v + n * D.Lk * D.dv, T(0), out + n * D.Lq * D.dv);
+  });
+}
+
+template <class T>
+void backward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex& mask,
+              const std::uint8_t* keep, T keep_scale, const T* P, const T* dout, T* dq, T* dk,
+              T* dv) {
+  const T scale = T(1) / std::sqrt(static_cast<T>(D.d));
+  const std::int64_t LL = D.Lq * D.Lk;
+  for_each_slice<T>(D.N, 2 * LL, [&](std::int64_t n, T* scratch) {
+    const T* Pn = P + n * LL;
+    const T* dOn = dout + n * D.Lq * D.dv;
+    T* Pd = scratch;        // P̃
+    T* dS = scratch + LL;   // dP̃, then dP, then dS
+    apply_keep(Pn, keep ? keep + n * LL : nullptr, keep_scale, LL, Pd);
+    gemm(true, false, D.Lk, D.dv, D.Lq, T(1), Pd, dOn, T(0), dv + n * D.Lk * D.dv);
+    gemm(false, true, D.Lq, D.Lk, D.dv, T(1), dOn, v + n * D.Lk * D.dv, T(0), dS);
+    if (keep) {
+      const std::uint8_t* kn = keep + n * LL;
+      for (std::int64_t i = 0; i < LL; ++i) dS[i] = kn[i] ? dS[i] * keep_scale : T(0);
+    }
+    const std::uint8_t* m = mask.data ? mask.slice(n) : nullptr;
+    for (std::int64_t i = 0; i < D.Lq; ++i) {
+      T* row = dS + i * D.Lk;
+      const T* p = Pn + i * D.Lk;
+      T dot = 0;
+      for (std::int64_t j = 0; j < D.Lk; ++j) dot += row[j] * p[j];
+      for (std::int64_t j = 0; j < D.Lk; ++j) row[j] = p[j] * (row[j] - dot) * scale;
+      if (m)
+        for (std::int64_t j = 0; j < D.Lk; ++j)
+          if (!mask.kept(m, i, j)) row[j] = T(0);
+    }
+    gemm(false, false, D.Lq, D.d, D.Lk, T(1), dS, k + n * D.Lk * D.d, T(0), dq + n * D.Lq * D.d);
+    gemm(true, false, D.Lk, D.d, D.Lq, T(1), dS, q + n * D.Lq * D.d, T(0), dk + n * D.Lk * D.d);
+  });
+}
+
+}  // namespace
+
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                 const Tensor& keep, double rate) {
+  if (q.rank() < 2 || k.rank() != q.rank() || v.rank() != q.rank() || q.dim(-1) != k.dim(-1) ||
+      k.dim(-2) != v.dim(-2) || q.dtype() != k.dtype() || q.dtype() != v.dtype() ||
+      !is_floating(q.dtype()))
+    throw std::invalid_argument(fmt::format(
+        "attention expects float q (…, L_q, d), k (…, L_k, d), v (…, L_k, d_v) of one dtype, got "
+        "q {}, k {}, v {}", q.signature(), k.signature(), v.signature()));
+  for (int a = 0; a < q.rank() - 2; ++a)
+    if (k.dim(a) != q.dim(a) || v.dim(a) != q.dim(a))
+      throw std::invalid_argument(fmt::format("attention: q {}, k {}, v {} differ in batch axes",
+                                              q.signature(), k.signature(), v.signature()));
+  Shape scores(q.shape().begin(), q.shape().end() - 1);
+  scores.push_back(k.dim(-2));
+  Shape out_shape(q.shape().begin(), q.shape().end() - 1);
+  out_shape.push_back(v.dim(-1));
+  if (mask.defined() && mask.dtype() != DType::bool_)
+    throw std::invalid_argument(fmt::format("attention: the mask must be bool, got {}", mask.signature()));
+  if (keep.defined() && (keep.dtype() != DType::bool_ || keep.shape() != scores))
+    throw std::invalid_argument(fmt::format("attention: the dropout keep mask must be bool {}, got {}",
+                                            to_string(scores), keep.signature()));
+  if (q.is_meta() || k.is_meta() || v.is_meta()) return Tensor::meta(out_shape, q.dtype());
+
+  Dims D{1, q.dim(-2), k.dim(-2), q.dim(-1), v.dim(-1)};
+  for (int a = 0; a < q.rank() - 2; ++a) D.N *= q.dim(a);
+  const MaskIndex index(mask, scores);
+  Tensor P = Tensor::empty(scores, q.dtype());
+  Tensor out = Tensor::empty(out_shape, q.dtype());
+  const std::uint8_t* keep_data = keep.defined() ? keep.data<std::uint8_t>() : nullptr;
+  dispatch_float(q.dtype(), [&]<class T>(T) {
+    forward<T>(D, q.data<T>(), k.data<T>(), v.data<T>(), index, keep_data,
+               static_cast<T>(1.0 / (1.0 - rate)), P.data<T>(), out.data<T>());
+  }, "attention");
+
+  return record("attention", out, {q, k, v}, [=](const Tensor& g) {
+    Tensor dq = Tensor::empty(q.shape(), q.dtype()), dk = Tensor::empty(k.shape(), k.dtype()),
+           dv = Tensor::empty(v.shape(), v.dtype());
+    const MaskIndex index(mask, scores);
+    dispatch_float(q.dtype(), [&]<class T>(T) {
+      backward<T>(D, q.data<T>(), k.data<T>(), v.data<T>(), index,
+                  keep.defined() ? keep.data<std::uint8_t>() : nullptr,
+                  static_cast<T>(1.0 / (1.0 - rate)), P.data<T>(), g.data<T>(), dq.data<T>(),
+                  dk.data<T>(), dv.data<T>());
+    }, "attention backward");
+    return std::vector<Tensor>{dq, dk, dv};
+  });
+}
+
+}  // namespace ctrax

@@ -1,0 +1,32 @@
+// ctrax/core/tensor/attention.hpp — scaled dot-product attention as ONE op (forward and backward).
+//
+//   out = D(softmax(mask(q kᵀ / √d))) v          q (…, L_q, d), k (…, L_k, d), v (…, L_k, d_v)
+//
+// where mask() puts −1e9 wherever `mask` (bool, broadcastable to (…, L_q, L_k)) is false, and
+// D is dropout with the given keep mask: D(p) = p · keep / (1 − rate).
+//
+// WHY ONE OP. Written as separate ops (matmul, scale, masked_fill, softmax, dropout, matmul) each
+// step reads and writes the whole (…, L_q, L_k) score tensor: at B 16, 4 heads, L 256 that is
+// 16 MB per op and layer, a dozen times per training step (forward and backward) — memory
+// traffic, not arithmetic, would set the speed. Here the work is split by (batch, head): each
+// slice's L_q × L_k scores stay in the core's cache from the QKᵀ product through the softmax
+// to the product with V, slices run in parallel (single-threaded BLAS inside, see parallel.hpp),
+// and only the probabilities are kept for the backward pass.
+//
+// BACKWARD, per slice (P the probabilities, P̃ = D(P), S the scaled scores):
+//   dV = P̃ᵀ dO        dP̃ = dO Vᵀ        dP = D(dP̃)
+//   dS = P ⊙ (dP − rowsum(dP ⊙ P)) · (1/√d),  0 where masked
+//   dQ = dS K         dK = dSᵀ Q
+// The result equals the separate-ops path (tests compare them), and float64 inputs run the same
+// kernel, so the shared finite-difference gradient check covers it.
+#pragma once
+
+#include "core/tensor/tensor.hpp"
+
+namespace ctrax {
+
+// keep: bool of shape (…, L_q, L_k) (the dropout keep mask) or undefined (no dropout).
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                 const Tensor& keep = Tensor(), double rate = 0.0);
+
+}  // namespace ctrax

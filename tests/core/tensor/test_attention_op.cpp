@@ -1,0 +1,98 @@
+// The fused attention op equals the same math written with separate ops, forward and backward,
+// for every mask layout the layers use, with and without a dropout keep mask; and its own
+// gradients pass the finite-difference check.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "core/tensor/ops.hpp"
+#include "tests/helpers.hpp"
+
+using namespace ctrax;
+using ctrax::testing::expect_close;
+using ctrax::testing::randn;
+
+namespace {
+
+// The unfused reference: matmul, scale, masked_fill, softmax, dropout by `keep`, matmul.
+Tensor reference(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                 const Tensor& keep, double rate) {
+  Tensor s = matmul(q, k, false, true) * (1.0 / std::sqrt(static_cast<double>(q.dim(-1))));
+  if (mask.defined()) s = masked_fill(s, mask, -1e9);
+  Tensor p = softmax(s, -1);
+  if (keep.defined()) p = masked_fill(p, keep, 0.0) * (1.0 / (1.0 - rate));
+  return matmul(p, v);
+}
+
+struct Case {
+  Shape q, k, v, mask;
+  bool dropout;
+};
+
+void expect_same_as_reference(const Case& c, DType dtype, double tol) {
+  Tensor q = randn(c.q, 1).to(dtype), k = randn(c.k, 2).to(dtype), v = randn(c.v, 3).to(dtype);
+  q.requires_grad_();
+  k.requires_grad_();
+  v.requires_grad_();
+  Tensor mask;
+  if (!c.mask.empty()) {
+    mask = Rng(4).bernoulli(c.mask, 0.7);
+  }
+  Shape scores(c.q.begin(), c.q.end() - 1);
+  scores.push_back(c.k[c.k.size() - 2]);
+  const double rate = 0.25;
+  const Tensor keep = c.dropout ? Rng(5).bernoulli(scores, 1 - rate) : Tensor();
+  Shape out(c.q.begin(), c.q.end() - 1);
+  out.push_back(c.v.back());
+  const Tensor w = randn(out, 6).to(dtype);
+
+  const std::vector<Tensor> inputs{q, k, v};
+  const Tensor fused = attention(q, k, v, mask, keep, rate);
+  const Tensor ref = reference(q, k, v, mask, keep, rate);
+  expect_close(fused, ref, tol);
+  const auto g_fused = grad(sum(fused * w), inputs);
+  const auto g_ref = grad(sum(ref * w), inputs);
+  for (std::size_t i = 0; i < 3; ++i) expect_close(g_fused[i], g_ref[i], tol);
+}
+
+}  // namespace
+
+TEST_CASE("attention op == separate ops: padding, causal, cross and no mask; with dropout") {
+  const std::vector<Case> cases{
+      {{2, 3, 5, 4}, {2, 3, 5, 4}, {2, 3, 5, 6}, {2, 1, 1, 5}, false},  // (B, H, L, d), padding mask
+      {{6, 5, 4}, {6, 5, 4}, {6, 5, 4}, {1, 5, 5}, true},               // (B·H, L, d), causal-shaped
+      {{2, 2, 3, 4}, {2, 2, 7, 4}, {2, 2, 7, 4}, {2, 1, 1, 7}, true},   // cross: L_q 3, L_k 7
+      {{4, 1, 8}, {4, 9, 8}, {4, 9, 8}, {}, false},                     // one query (decoding), no mask
+  };
+  for (const auto& c : cases) {
+    expect_same_as_reference(c, DType::float64, 1e-10);
+    expect_same_as_reference(c, DType::float32, 2e-5);
+  }
+}
+
+TEST_CASE("attention op: a fully masked row attends uniformly, as the −1e9 fill does") {
+  const Tensor q = randn({1, 2, 4}), k = randn({1, 3, 4}, 2), v = randn({1, 3, 2}, 3);
+  const Tensor mask = Tensor::from_doubles({1, 0, 1, 0, 0, 0}, {1, 2, 3}).to(DType::bool_);
+  const Tensor out = attention(q, k, v, mask);
+  expect_close(out, reference(q, k, v, mask, Tensor(), 0), 1e-12);
+  expect_close(slice(out, 1, 1, 2), mean(v, {1}, true), 1e-12);
+}
+
+TEST_CASE("attention op: finite-difference gradients, with mask and dropout") {
+  const Tensor mask = Rng(7).bernoulli({2, 1, 1, 5}, 0.7);
+  const Tensor keep = Rng(8).bernoulli({2, 2, 3, 5}, 0.8);
+  testing::expect_gradients(
+      [&](const std::vector<Tensor>& x) { return attention(x[0], x[1], x[2], mask, keep, 0.2); },
+      {randn({2, 2, 3, 4}, 1), randn({2, 2, 5, 4}, 2), randn({2, 2, 5, 3}, 3)});
+}
+
+TEST_CASE("attention op: shapes are checked with a clear message") {
+  const Tensor q = randn({2, 3, 4}), k = randn({2, 5, 4}), v = randn({2, 5, 4});
+  CHECK_THROWS_WITH_AS(attention(q, randn({2, 5, 3}), v, Tensor()),
+                       doctest::Contains("attention expects float q (…, L_q, d), k (…, L_k, d)"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(attention(q, k, v, Tensor::ones({2, 4, 5}, DType::bool_)),
+                       doctest::Contains("does not broadcast to scores (2, 3, 5)"), std::invalid_argument);
+  CHECK(attention(Tensor::meta({2, 3, 4}), Tensor::meta({2, 5, 4}), Tensor::meta({2, 5, 6}), Tensor())
+            .shape() == Shape{2, 3, 6});
+}
