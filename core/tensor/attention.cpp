@@ -1,35 +1,28 @@
 #include "core/tensor/attention.hpp"
 
-#include <cblas.h>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <stdexcept>
 #include <vector>
 
 #include "core/tensor/autodiff.hpp"
+#include "core/tensor/profile.hpp"
 #include "core/tensor/dispatch.hpp"
+#include "core/tensor/gemm.hpp"
 #include "core/tensor/parallel.hpp"
 
 namespace ctrax {
 
 namespace {
 
-// C (M×N) = alpha · op(A) op(B) + beta · C, row-major with leading dimensions = row lengths.
-void gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
-          const float* A, const float* B, float beta, float* C) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-              static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), alpha, A,
-              static_cast<int>(ta ? M : K), B, static_cast<int>(tb ? K : N), beta, C,
-              static_cast<int>(N));
-}
-void gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, double alpha,
-          const double* A, const double* B, double beta, double* C) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-              static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), alpha, A,
-              static_cast<int>(ta ? M : K), B, static_cast<int>(tb ? K : N), beta, C,
-              static_cast<int>(N));
+// C (M×N) = alpha · op(A) op(B) + beta · C on one thread, dense operands.
+template <class T>
+void gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A,
+          const T* B, T beta, T* C) {
+  blas::gemm(ta, tb, M, N, K, alpha, A, ta ? M : K, B, tb ? K : N, beta, C, N);
 }
 
 // Where slice n's mask row i starts, for a mask broadcast to (batch…, L_q, L_k).
@@ -72,6 +65,25 @@ struct MaskIndex {
   }
 };
 
+// e^x for the softmax's x ≤ 0, written so the compiler vectorises the loop (std::exp is a scalar
+// call): x = n·ln2 + r, e^r by Cephes' degree-6 polynomial (relative error ~1e-7), 2^n by
+// exponent bits. Below −87 (e.g. the −1e9 of masked keys) the result is exactly 0, as expf's.
+inline float exp_nonpositive(float x) {
+  const float xc = std::max(x, -87.0f);
+  const float n = std::floor(xc * 1.44269504088896341f + 0.5f);
+  const float r = xc - n * 0.693359375f + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const float scale = std::bit_cast<float>((static_cast<std::int32_t>(n) + 127) << 23);
+  return x < -87.0f ? 0.0f : p * scale;
+}
+inline double exp_nonpositive(double x) { return std::exp(x); }
+
 struct Dims {
   std::int64_t N, Lq, Lk, d, dv;
 };
@@ -81,7 +93,6 @@ struct Dims {
 template <class T, class F>
 void for_each_slice(std::int64_t N, std::int64_t scratch_size, F&& f) {
   if (N > 1 && num_threads() > 1) {
-    BlasSingleThreaded single;
 #pragma omp parallel
     {
       std::vector<T> scratch(static_cast<std::size_t>(scratch_size));
@@ -121,10 +132,8 @@ void forward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex&
       T mx = row[0];
       for (std::int64_t j = 1; j < D.Lk; ++j) mx = std::max(mx, row[j]);
       T sum = 0;
-      for (std::int64_t j = 0; j < D.Lk; ++j) {
-        row[j] = std::exp(row[j] - mx);
-        sum += row[j];
-      }
+      for (std::int64_t j = 0; j < D.Lk; ++j) row[j] = exp_nonpositive(row[j] - mx);
+      for (std::int64_t j = 0; j < D.Lk; ++j) sum += row[j];
       const T inv = T(1) / sum;
       for (std::int64_t j = 0; j < D.Lk; ++j) row[j] *= inv;
     }
@@ -175,6 +184,7 @@ void backward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex
 
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                  const Tensor& keep, double rate) {
+  profile::Scope profile_scope(profile::Family::attention);
   if (q.rank() < 2 || k.rank() != q.rank() || v.rank() != q.rank() || q.dim(-1) != k.dim(-1) ||
       k.dim(-2) != v.dim(-2) || q.dtype() != k.dtype() || q.dtype() != v.dtype() ||
       !is_floating(q.dtype()))
@@ -208,6 +218,7 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor
   }, "attention");
 
   return record("attention", out, {q, k, v}, [=](const Tensor& g) {
+    profile::Scope profile_scope(profile::Family::attention);
     Tensor dq = Tensor::empty(q.shape(), q.dtype()), dk = Tensor::empty(k.shape(), k.dtype()),
            dv = Tensor::empty(v.shape(), v.dtype());
     const MaskIndex index(mask, scores);

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "core/tensor/autodiff.hpp"
+#include "core/tensor/profile.hpp"
 #include "core/tensor/broadcast.hpp"
 #include "core/tensor/indexing.hpp"
 #include "core/tensor/dispatch.hpp"
@@ -26,6 +27,7 @@ void check_same_dtype(const char* op, const Tensor& a, const Tensor& b) {
 // Forward of a float binary op: out = f(a, b) elementwise with broadcasting.
 template <class F>
 Tensor binary_forward(const char* op, const Tensor& a, const Tensor& b, F f) {
+  profile::Scope profile_scope(profile::Family::elementwise);
   check_same_dtype(op, a, b);
   Shape shape;
   try {
@@ -45,6 +47,7 @@ Tensor binary_forward(const char* op, const Tensor& a, const Tensor& b, F f) {
 // A float unary op whose gradient is elementwise: dx = df(x, y, g).
 template <class F, class DF>
 Tensor unary(const char* op, const Tensor& x, F f, DF df) {
+  profile::Scope profile_scope(profile::Family::elementwise);
   if (x.is_meta()) {
     dispatch_float(x.dtype(), [](auto) {}, op);
     return Tensor::meta(x.shape(), x.dtype());
@@ -57,6 +60,7 @@ Tensor unary(const char* op, const Tensor& x, F f, DF df) {
   }, op);
   const Tensor y_saved = y.detach();
   return record(op, y, {x}, [x, y_saved, df](const Tensor& g) -> std::vector<Tensor> {
+    profile::Scope profile_scope(profile::Family::elementwise);
     Tensor dx = Tensor::empty(x.shape(), x.dtype());
     dispatch_float(x.dtype(), [&]<class T>(T) {
       const T* px = x.data<T>();
@@ -72,6 +76,7 @@ Tensor unary(const char* op, const Tensor& x, F f, DF df) {
 
 template <class F>
 Tensor compare(const char* op, const Tensor& a, const Tensor& b, F f) {
+  profile::Scope profile_scope(profile::Family::elementwise);
   check_same_dtype(op, a, b);
   const Shape shape = broadcast_shapes(a.shape(), b.shape());
   if (a.is_meta() || b.is_meta()) return Tensor::meta(shape, DType::bool_);
@@ -91,6 +96,7 @@ constexpr double kGeluCubic = 0.044715;
 }  // namespace
 
 Tensor sum_to(const Tensor& g, const Shape& shape) {
+  profile::Scope profile_scope(profile::Family::elementwise);
   if (g.shape() == shape) return g;
   const int lead = g.rank() - static_cast<int>(shape.size());
   Axes axes;
@@ -102,6 +108,7 @@ Tensor sum_to(const Tensor& g, const Shape& shape) {
 Tensor add(const Tensor& a, const Tensor& b) {
   Tensor out = binary_forward("add", a, b, [](auto x, auto y) { return x + y; });
   return record("add", out, {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& g) {
+    profile::Scope profile_scope(profile::Family::elementwise);
     return std::vector<Tensor>{sum_to(g, sa), sum_to(g, sb)};
   });
 }
@@ -109,6 +116,7 @@ Tensor add(const Tensor& a, const Tensor& b) {
 Tensor sub(const Tensor& a, const Tensor& b) {
   Tensor out = binary_forward("sub", a, b, [](auto x, auto y) { return x - y; });
   return record("sub", out, {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& g) {
+    profile::Scope profile_scope(profile::Family::elementwise);
     return std::vector<Tensor>{sum_to(g, sa), sum_to(neg(g), sb)};
   });
 }
@@ -116,6 +124,7 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 Tensor mul(const Tensor& a, const Tensor& b) {
   Tensor out = binary_forward("mul", a, b, [](auto x, auto y) { return x * y; });
   return record("mul", out, {a, b}, [a, b](const Tensor& g) {
+    profile::Scope profile_scope(profile::Family::elementwise);
     return std::vector<Tensor>{a.requires_grad() ? sum_to(mul(g, b), a.shape()) : Tensor(),
                                b.requires_grad() ? sum_to(mul(g, a), b.shape()) : Tensor()};
   });
@@ -124,6 +133,7 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 Tensor div(const Tensor& a, const Tensor& b) {
   Tensor out = binary_forward("div", a, b, [](auto x, auto y) { return x / y; });
   return record("div", out, {a, b}, [a, b](const Tensor& g) {
+    profile::Scope profile_scope(profile::Family::elementwise);
     return std::vector<Tensor>{
         a.requires_grad() ? sum_to(div(g, b), a.shape()) : Tensor(),
         b.requires_grad() ? sum_to(neg(div(mul(g, a), mul(b, b))), b.shape()) : Tensor()};
@@ -134,6 +144,7 @@ Tensor pow(const Tensor& a, const Tensor& b) {
   Tensor out = binary_forward("pow", a, b, [](auto x, auto y) { return std::pow(x, y); });
   const Tensor y = out.detach();
   return record("pow", out, {a, b}, [a, b, y](const Tensor& g) {
+    profile::Scope profile_scope(profile::Family::elementwise);
     return std::vector<Tensor>{
         a.requires_grad() ? sum_to(mul(g, mul(b, pow(a, sub(b, scalar_like(1, b))))), a.shape())
                           : Tensor(),
@@ -150,6 +161,7 @@ Tensor pow(const Tensor& a, double p) {
 Tensor maximum(const Tensor& a, const Tensor& b) {
   Tensor out = binary_forward("maximum", a, b, [](auto x, auto y) { return x >= y ? x : y; });
   return record("maximum", out, {a, b}, [a, b](const Tensor& g) {
+    profile::Scope profile_scope(profile::Family::elementwise);
     const Tensor zero = Tensor::zeros({}, g.dtype());
     const Tensor a_wins = expand(logical_not(less(a, b)), g.shape());
     return std::vector<Tensor>{sum_to(where(a_wins, g, zero), a.shape()),

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "core/tensor/autodiff.hpp"
+#include "core/tensor/profile.hpp"
 #include "core/tensor/dispatch.hpp"
 #include "core/tensor/elementwise.hpp"
 #include "core/tensor/shape_ops.hpp"
@@ -13,6 +14,7 @@
 namespace ctrax {
 
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
+  profile::Scope profile_scope(profile::Family::indexing);
   if (condition.dtype() != DType::bool_ || a.dtype() != b.dtype())
     throw std::invalid_argument(fmt::format("where(condition, a, b) needs a bool condition and "
                                             "a, b of one dtype, got {}, {}, {}",
@@ -29,6 +31,7 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
     for (std::int64_t i = 0, n = out.numel(); i < n; ++i) po[i] = pc[i] ? pa[i] : pb[i];
   });
   return record("where", out, {a, b}, [c, a, b](const Tensor& g) {
+    profile::Scope profile_scope(profile::Family::indexing);
     const Tensor zero = Tensor::zeros({}, g.dtype());
     return std::vector<Tensor>{a.requires_grad() ? sum_to(where(c, g, zero), a.shape()) : Tensor(),
                                b.requires_grad() ? sum_to(where(c, zero, g), b.shape()) : Tensor()};
@@ -40,6 +43,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& keep, double value) {
 }
 
 Tensor embedding(const Tensor& table, const Tensor& ids) {
+  profile::Scope profile_scope(profile::Family::indexing);
   if (table.rank() != 2 || ids.dtype() != DType::int32)
     throw std::invalid_argument(fmt::format("embedding needs a (V, d) table and int32 ids, got {} "
                                             "and {}", table.signature(), ids.signature()));
@@ -59,6 +63,7 @@ Tensor embedding(const Tensor& table, const Tensor& ids) {
   for (std::int64_t i = 0, n = ids.numel(); i < n; ++i)
     std::memcpy(dst + i * row, src + pi[i] * row, row);
   return record("embedding", out, {table}, [ids, V, d](const Tensor& g) {
+    profile::Scope profile_scope(profile::Family::indexing);
     Tensor dt = Tensor::zeros({V, d}, g.dtype());
     dispatch_float(g.dtype(), [&]<class T>(T) {
       const std::int32_t* pi = ids.data<std::int32_t>();
@@ -72,6 +77,7 @@ Tensor embedding(const Tensor& table, const Tensor& ids) {
 }
 
 Tensor one_hot(const Tensor& ids, std::int64_t n, DType dtype) {
+  profile::Scope profile_scope(profile::Family::indexing);
   if (ids.dtype() != DType::int32)
     throw std::invalid_argument("one_hot needs int32 ids, got " + ids.signature());
   Shape shape = ids.shape();

@@ -1,12 +1,13 @@
 #include "core/tensor/matmul.hpp"
 
-#include <cblas.h>
 #include <fmt/format.h>
 
 #include <stdexcept>
 
 #include "core/tensor/autodiff.hpp"
+#include "core/tensor/profile.hpp"
 #include "core/tensor/elementwise.hpp"
+#include "core/tensor/gemm.hpp"
 #include "core/tensor/parallel.hpp"
 #include "core/tensor/shape_ops.hpp"
 
@@ -14,44 +15,24 @@ namespace ctrax {
 
 namespace {
 
-// C (M×N) = op(A) · op(B), row-major, where op transposes when the flag is set.
-void gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, const float* A,
-          const float* B, float* C) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-              static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), 1.0f, A,
-              static_cast<int>(ta ? M : K), B, static_cast<int>(tb ? K : N), 0.0f, C,
-              static_cast<int>(N));
-}
-void gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, const double* A,
-          const double* B, double* C) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-              static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), 1.0, A,
-              static_cast<int>(ta ? M : K), B, static_cast<int>(tb ? K : N), 0.0, C,
-              static_cast<int>(N));
-}
-
-// Products at most this large (M·N·K) run many-at-once with single-threaded BLAS inside:
-// ../shared/bench/RESULTS.md measures 284 vs 110 GFLOP/s that way for 128×128×64 attention
-// products, and still a win at 256×64×256.
+// Products at most this large (M·N·K) run many-at-once, one per thread: ../shared/bench/RESULTS.md
+// measures 284 vs 110 GFLOP/s that way for 128×128×64 attention products. Larger ones run one
+// at a time, each on all threads (gemm.hpp).
 constexpr std::int64_t kSmallProduct = 256 * 256 * 256;
 
 template <class T>
 void batched_gemm(bool ta, bool tb, std::int64_t batch, std::int64_t M, std::int64_t N,
                   std::int64_t K, const T* A, std::int64_t stride_a, const T* B,
                   std::int64_t stride_b, T* C) {
-  if (batch == 1) {
-    gemm(ta, tb, M, N, K, A, B, C);
-    return;
-  }
-  if (M * N * K <= kSmallProduct && num_threads() > 1) {
-    BlasSingleThreaded single;
+  if (batch > 1 && M * N * K <= kSmallProduct && num_threads() > 1) {
 #pragma omp parallel for schedule(static)
     for (std::int64_t i = 0; i < batch; ++i)
-      gemm(ta, tb, M, N, K, A + i * stride_a, B + i * stride_b, C + i * M * N);
+      blas::gemm(ta, tb, M, N, K, T(1), A + i * stride_a, ta ? M : K, B + i * stride_b, tb ? K : N,
+                 T(0), C + i * M * N, N);
     return;
   }
   for (std::int64_t i = 0; i < batch; ++i)
-    gemm(ta, tb, M, N, K, A + i * stride_a, B + i * stride_b, C + i * M * N);
+    blas::parallel_gemm(ta, tb, M, N, K, T(1), A + i * stride_a, B + i * stride_b, T(0), C + i * M * N);
 }
 
 Shape batch_of(const Tensor& t) { return Shape(t.shape().begin(), t.shape().end() - 2); }
@@ -59,6 +40,7 @@ Shape batch_of(const Tensor& t) { return Shape(t.shape().begin(), t.shape().end(
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
+  profile::Scope profile_scope(profile::Family::gemm);
   if (a.dtype() != b.dtype() || !is_floating(a.dtype()))
     throw std::invalid_argument(fmt::format("matmul needs two float tensors of one dtype, got {} "
                                             "and {}", a.signature(), b.signature()));
@@ -100,6 +82,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
                  out.data<double>());
 
   return record("matmul", out, {a, b}, [a, b, ta, tb](const Tensor& g) {
+    profile::Scope profile_scope(profile::Family::gemm);
     Tensor da, db;
     if (a.requires_grad()) {
       da = !ta ? (tb ? matmul(g, b) : matmul(g, b, false, true))

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "core/tensor/autodiff.hpp"
+#include "core/tensor/profile.hpp"
 #include "core/tensor/axis_view.hpp"
 #include "core/tensor/dispatch.hpp"
 
@@ -39,6 +40,7 @@ void softmax_line(const T* x, T* y, std::int64_t n, std::int64_t s, bool log_pro
 }
 
 Tensor softmax_impl(const char* op, const Tensor& x, int axis, bool log_probs) {
+  profile::Scope profile_scope(profile::Family::softmax);
   const int a = normalize_axis(axis, x.rank());
   dispatch_float(x.dtype(), [](auto) {}, op);
   if (x.is_meta()) return Tensor::meta(x.shape(), x.dtype());
@@ -53,6 +55,7 @@ Tensor softmax_impl(const char* op, const Tensor& x, int axis, bool log_probs) {
   });
   const Tensor y_saved = y.detach();
   return record(op, y, {x}, [y_saved, v, log_probs](const Tensor& g) {
+    profile::Scope profile_scope(profile::Family::softmax);
     Tensor dx = Tensor::empty(g.shape(), g.dtype());
     dispatch_float(g.dtype(), [&]<class T>(T) {
       const T* py = y_saved.data<T>();
@@ -81,6 +84,7 @@ Tensor log_softmax(const Tensor& x, int axis) {
 }
 
 Tensor layer_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, double epsilon) {
+  profile::Scope profile_scope(profile::Family::layer_norm);
   if (x.rank() < 1) throw std::invalid_argument("layer_norm needs rank >= 1, got " + x.signature());
   const std::int64_t d = x.dim(-1);
   if (scale.shape() != Shape{d} || bias.shape() != Shape{d} || scale.dtype() != x.dtype() ||
@@ -113,6 +117,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, doub
     }
   });
   return record("layer_norm", y, {x, scale, bias}, [xhat, rstd, scale, rows, d](const Tensor& g) {
+    profile::Scope profile_scope(profile::Family::layer_norm);
     Tensor dx = Tensor::empty(g.shape(), g.dtype());
     Tensor dscale = Tensor::zeros({d}, g.dtype()), dbias = Tensor::zeros({d}, g.dtype());
     dispatch_float(g.dtype(), [&]<class T>(T) {
@@ -142,6 +147,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, doub
 
 Tensor cross_entropy_with_logits(const Tensor& logits, const Tensor& targets,
                                  double label_smoothing) {
+  profile::Scope profile_scope(profile::Family::softmax);
   if (logits.rank() < 1 || targets.dtype() != DType::int32 ||
       Shape(logits.shape().begin(), logits.shape().end() - 1) != targets.shape())
     throw std::invalid_argument(fmt::format(
@@ -172,6 +178,7 @@ Tensor cross_entropy_with_logits(const Tensor& logits, const Tensor& targets,
     }
   });
   return record("cross_entropy", loss, {logits}, [log_probs, targets, C, rows, eps](const Tensor& g) {
+    profile::Scope profile_scope(profile::Family::softmax);
     Tensor dz = Tensor::empty(log_probs.shape(), log_probs.dtype());
     dispatch_float(dz.dtype(), [&]<class T>(T) {
       const T *pp = log_probs.data<T>(), *pg = g.data<T>();

@@ -20,7 +20,7 @@ int initial_threads() {
     const int v = std::atoi(env);
     if (v > 0) n = v;
   }
-  openblas_set_num_threads(n);
+  openblas_set_num_threads(1);   // always: ctrax's OpenMP loops are the only pool (gemm.hpp)
 #ifdef _OPENMP
   omp_set_num_threads(n);
 #endif
@@ -38,13 +38,10 @@ int num_threads() { return threads(); }
 
 void set_num_threads(int n) {
   threads() = std::max(1, n);
-  openblas_set_num_threads(threads());
 #ifdef _OPENMP
   omp_set_num_threads(threads());
 #endif
 }
 
-BlasSingleThreaded::BlasSingleThreaded() { openblas_set_num_threads(1); }
-BlasSingleThreaded::~BlasSingleThreaded() { openblas_set_num_threads(num_threads()); }
 
 }  // namespace ctrax

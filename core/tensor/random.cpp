@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "core/tensor/dispatch.hpp"
+#include "core/tensor/profile.hpp"
 #include "core/tensor/elementwise.hpp"
 #include "core/tensor/parallel.hpp"
 
@@ -43,6 +44,7 @@ Rng Rng::fold_in(std::uint64_t data) const {
 std::uint64_t Rng::bits(std::uint64_t i) const { return mix(key_ + mix(i)); }
 
 Tensor Rng::uniform(const Shape& shape, double low, double high, DType dtype) const {
+  profile::Scope profile_scope(profile::Family::random);
   Tensor t = Tensor::empty(shape, dtype);
   dispatch_float(dtype, [&]<class T>(T) {
     T* p = t.data<T>();
@@ -53,6 +55,7 @@ Tensor Rng::uniform(const Shape& shape, double low, double high, DType dtype) co
 }
 
 Tensor Rng::normal(const Shape& shape, double mean, double stddev, DType dtype) const {
+  profile::Scope profile_scope(profile::Family::random);
   Tensor t = Tensor::empty(shape, dtype);
   dispatch_float(dtype, [&]<class T>(T) {
     T* p = t.data<T>();
@@ -69,6 +72,7 @@ Tensor Rng::normal(const Shape& shape, double mean, double stddev, DType dtype) 
 }
 
 Tensor Rng::bernoulli(const Shape& shape, double p) const {
+  profile::Scope profile_scope(profile::Family::random);
   Tensor t = Tensor::empty(shape, DType::bool_);
   std::uint8_t* d = t.data<std::uint8_t>();
   // unit(b) < p  ⇔  (b >> 11) < p·2⁵³  ⇔  (b >> 11) < ⌈p·2⁵³⌉ — the same draw as uniform() < p,

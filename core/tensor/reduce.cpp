@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "core/tensor/autodiff.hpp"
+#include "core/tensor/profile.hpp"
 #include "core/tensor/axis_view.hpp"
 #include "core/tensor/dispatch.hpp"
 #include "core/tensor/elementwise.hpp"
@@ -65,6 +66,7 @@ Tensor sum_axis(const Tensor& x, int axis) {
     }
   }, "sum");
   return record("sum", out, {x}, [xs = x.shape()](const Tensor& g) {
+    profile::Scope profile_scope(profile::Family::reduce);
     return std::vector<Tensor>{expand(g, xs)};
   });
 }
@@ -88,6 +90,7 @@ Tensor max_axis(const Tensor& x, int axis) {
   }, "max");
   const Tensor y = out.detach();
   return record("max", out, {x}, [x, y, axis](const Tensor& g) {
+    profile::Scope profile_scope(profile::Family::reduce);
     Tensor dx = Tensor::zeros(x.shape(), x.dtype());
     const AxisView v(x.shape(), axis);
     dispatch_float(x.dtype(), [&]<class T>(T) {
@@ -111,6 +114,7 @@ Tensor max_axis(const Tensor& x, int axis) {
 
 template <class OneAxis>
 Tensor reduce(const Tensor& x, const Axes& axes, bool keepdims, OneAxis one_axis) {
+  profile::Scope profile_scope(profile::Family::reduce);
   const Axes ax = normalize_axes(axes, x.rank());
   Tensor r = x;
   for (int a : ax) r = one_axis(r, a);
@@ -150,6 +154,7 @@ Tensor logsumexp(const Tensor& x, const Axes& axes, bool keepdims) {
 }
 
 Tensor argmax(const Tensor& x, int axis) {
+  profile::Scope profile_scope(profile::Family::reduce);
   const int a = normalize_axis(axis, x.rank());
   Shape shape = x.shape();
   shape.erase(shape.begin() + a);

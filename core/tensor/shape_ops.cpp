@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "core/tensor/autodiff.hpp"
+#include "core/tensor/profile.hpp"
 #include "core/tensor/axis_view.hpp"
 #include "core/tensor/broadcast.hpp"
 #include "core/tensor/dispatch.hpp"
@@ -35,6 +36,7 @@ void copy_block(const Tensor& src, std::int64_t src_start, std::int64_t len, Ten
 }  // namespace
 
 Tensor reshape(const Tensor& x, const Shape& shape) {
+  profile::Scope profile_scope(profile::Family::shape);
   Shape s = shape;
   const auto unknown = std::count(s.begin(), s.end(), -1);
   if (unknown > 1) throw std::invalid_argument("reshape: more than one -1 in " + to_string(shape));
@@ -51,11 +53,13 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
   if (x.is_meta()) return Tensor::meta(s, x.dtype());
   if (s == x.shape() && !x.requires_grad()) return x;
   return record("reshape", reshape_view(x, s), {x}, [xs = x.shape()](const Tensor& g) {
+    profile::Scope profile_scope(profile::Family::shape);
     return std::vector<Tensor>{reshape(g, xs)};
   });
 }
 
 Tensor transpose(const Tensor& x, const std::vector<int>& perm) {
+  profile::Scope profile_scope(profile::Family::shape);
   const int r = x.rank();
   if (static_cast<int>(perm.size()) != r)
     throw std::invalid_argument(fmt::format("transpose: permutation of {} axes for {}",
@@ -98,6 +102,7 @@ Tensor transpose(const Tensor& x, const std::vector<int>& perm) {
   std::vector<int> inverse(r);
   for (int i = 0; i < r; ++i) inverse[p[i]] = i;
   return record("transpose", out, {x}, [inverse](const Tensor& g) {
+    profile::Scope profile_scope(profile::Family::shape);
     return std::vector<Tensor>{transpose(g, inverse)};
   });
 }
@@ -110,6 +115,7 @@ Tensor swapaxes(const Tensor& x, int a, int b) {
 }
 
 Tensor slice(const Tensor& x, int axis, std::int64_t start, std::int64_t stop) {
+  profile::Scope profile_scope(profile::Family::shape);
   const int a = normalize_axis(axis, x.rank());
   const std::int64_t n = x.shape()[a];
   if (start < 0) start += n;
@@ -123,6 +129,7 @@ Tensor slice(const Tensor& x, int axis, std::int64_t start, std::int64_t stop) {
   Tensor out = Tensor::empty(shape, x.dtype());
   copy_block(x, start, stop - start, out, 0, a);
   return record("slice", out, {x}, [xs = x.shape(), a, start](const Tensor& g) {
+    profile::Scope profile_scope(profile::Family::shape);
     Tensor dx = Tensor::zeros(xs, g.dtype());
     copy_block(g, 0, g.shape()[a], dx, start, a);
     return std::vector<Tensor>{dx};
@@ -130,6 +137,7 @@ Tensor slice(const Tensor& x, int axis, std::int64_t start, std::int64_t stop) {
 }
 
 Tensor concatenate(const std::vector<Tensor>& xs, int axis) {
+  profile::Scope profile_scope(profile::Family::shape);
   if (xs.empty()) throw std::invalid_argument("concatenate: no tensors");
   const int a = normalize_axis(axis, xs[0].rank());
   Shape shape = xs[0].shape();
@@ -155,6 +163,7 @@ Tensor concatenate(const std::vector<Tensor>& xs, int axis) {
     at += x.shape()[a];
   }
   return record("concatenate", out, xs, [xs, starts, a](const Tensor& g) {
+    profile::Scope profile_scope(profile::Family::shape);
     std::vector<Tensor> grads;
     for (std::size_t i = 0; i < xs.size(); ++i)
       grads.push_back(xs[i].requires_grad()
@@ -178,6 +187,7 @@ std::vector<Tensor> split(const Tensor& x, int n_parts, int axis) {
 }
 
 Tensor expand(const Tensor& x, const Shape& shape) {
+  profile::Scope profile_scope(profile::Family::shape);
   const Shape s = broadcast_shapes(x.shape(), shape);
   if (s != shape)
     throw std::invalid_argument(fmt::format("expand: cannot broadcast {} to {}", x.signature(),
@@ -190,6 +200,7 @@ Tensor expand(const Tensor& x, const Shape& shape) {
                    [](T v, T) { return v; });
   });
   return record("expand", out, {x}, [xs = x.shape()](const Tensor& g) {
+    profile::Scope profile_scope(profile::Family::shape);
     return std::vector<Tensor>{sum_to(g, xs)};
   });
 }
@@ -211,6 +222,7 @@ Tensor squeeze(const Tensor& x, int axis) {
 }
 
 Tensor stack(const std::vector<Tensor>& xs, int axis) {
+  profile::Scope profile_scope(profile::Family::shape);
   if (xs.empty()) throw std::invalid_argument("stack: no tensors");
   std::vector<Tensor> parts;
   for (const Tensor& x : xs) parts.push_back(expand_dims(x, axis < 0 ? axis + x.rank() + 1 : axis));

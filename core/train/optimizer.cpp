@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "core/tensor/dispatch.hpp"
+#include "core/tensor/profile.hpp"
 
 namespace ctrax::train {
 
@@ -44,6 +45,7 @@ void Optimizer::init(const std::vector<Tensor>& weights) {
 UpdateStats Optimizer::update(std::int64_t step, double learning_rate,
                               const std::vector<Tensor>& weights,
                               const std::vector<Tensor>& grads) {
+  profile::Scope profile_scope(profile::Family::optimizer);
   if (!initialized_) init(weights);
   if (step < 1) throw std::invalid_argument(fmt::format("{}.update: step {} < 1", name_, step));
   if (weights.size() != grads.size() || weights.size() != slots_.size())

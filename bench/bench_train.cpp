@@ -1,0 +1,154 @@
+// bench/bench_train.cpp — the ctrax side of bench/run.sh: train the PyTorch reference's models
+// (../shared/bench/pytorch_lm.py, pytorch_encoder.py) step by step and report their speed.
+//
+//   env -u OPENBLAS_CORETYPE build/bench/bench_train --model lm --config M [--steps N] [--json]
+//   env -u OPENBLAS_CORETYPE build/bench/bench_train --model lm --config M --generate 256
+//   CTRAX_PROFILE=1 build/bench/bench_train --model encoder --config S     # where the time goes
+//
+// THE SAME WORK as the reference: Trax-style pre-norm TransformerLM / TransformerEncoder (2
+// classes), dropout 0.1 (attention probabilities included), cross-entropy, Adam (lr 1e-3), random
+// tokens, float32. One timed step = forward + loss + backward + Adam update of every weight.
+// Configs (RESULTS.md):   vocab d_model d_ff layers heads seq batch
+//                     S   256   128     512  2      4     128 16
+//                     M   256   256    1024  4      4     256 16
+//                     L  8192   512    2048  6      8     256  8
+// Reported after --warmup steps: median ms/step, tokens/s (batch·seq / median), GFLOP/s by the
+// references' formula 6·N_mm·B·L + 12·layers·L²·d·B with N_mm = layers·(4d² + 2d·d_ff) + d·V_out,
+// and peak RSS. --generate N: greedy decoding of N tokens, batch 1, with the KV cache (predict
+// mode), against the reference's full-prefix re-run.
+#include <fmt/format.h>
+#include <sys/resource.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <map>
+#include <vector>
+
+#include "core/decode/sampling.hpp"
+#include "core/layer/serial.hpp"
+#include "core/tensor/ops.hpp"
+#include "core/tensor/parallel.hpp"
+#include "core/tensor/profile.hpp"
+#include "core/train/adam.hpp"
+#include "layers/metrics.hpp"
+#include "models/transformer.hpp"
+
+using namespace ctrax;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Config {
+  std::int64_t vocab, d_model, d_ff;
+  int layers, heads;
+  std::int64_t seq, batch;
+};
+const std::map<std::string, Config> kConfigs{
+    {"S", {256, 128, 512, 2, 4, 128, 16}},
+    {"M", {256, 256, 1024, 4, 4, 256, 16}},
+    {"L", {8192, 512, 2048, 6, 8, 256, 8}},
+};
+
+double peak_rss_mb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;
+}
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Train the PyTorch reference's models with ctrax and report tokens/s, GFLOP/s, RSS."};
+  std::string model_name = "lm", config_name = "S", tag;
+  int steps = 0, warmup = 3, threads = 0;
+  std::int64_t generate = 0;
+  bool json = false;
+  app.add_option("--model", model_name, "lm or encoder")->check(CLI::IsMember({"lm", "encoder"}))->capture_default_str();
+  app.add_option("--config", config_name, "S, M or L (RESULTS.md)")->check(CLI::IsMember({"S", "M", "L"}))->capture_default_str();
+  app.add_option("--steps", steps, "timed steps (default: S 20, M 8, L 5, as the reference)");
+  app.add_option("--warmup", warmup, "untimed steps first")->capture_default_str();
+  app.add_option("--threads", threads, "threads (0: CTRAX_NUM_THREADS or all cores)")->capture_default_str();
+  app.add_option("--generate", generate, "> 0: decode this many tokens greedily instead of training");
+  app.add_option("--tag", tag, "label for the JSON line");
+  app.add_flag("--json", json, "also print one JSON line");
+  CLI11_PARSE(app, argc, argv);
+  if (threads > 0) set_num_threads(threads);
+  const Config k = kConfigs.at(config_name);
+  if (steps == 0) steps = config_name == "S" ? 20 : config_name == "M" ? 8 : 5;
+
+  models::TransformerConfig c{.d_model = k.d_model, .d_ff = k.d_ff, .n_layers = k.layers,
+                              .n_heads = k.heads, .max_len = std::max<std::int64_t>(k.seq, generate + 1),
+                              .dropout = 0.1};
+  const bool lm = model_name == "lm";
+  const std::string script = lm ? "ctrax_lm" : "ctrax_encoder";
+
+  if (generate > 0) {
+    if (!lm) throw std::invalid_argument("--generate needs --model lm");
+    c.mode = Mode::predict;
+    auto decoder = models::TransformerLM(k.vocab, c);
+    decoder->init(ShapeDtype{{1, 1}, DType::int32}, Rng(0));
+    decode::autoregressive_sample(*decoder, Tensor(), 1, {.temperature = 0, .eos_id = -1, .max_length = 8});
+    const auto t0 = Clock::now();
+    const Tensor out = decode::autoregressive_sample(*decoder, Tensor(), 1,
+                                                     {.temperature = 0, .eos_id = -1, .max_length = generate});
+    const double s = ms_since(t0) / 1e3;
+    fmt::print("generate: {} tokens in {:.3f} s = {:.1f} tok/s (batch 1, KV cache, threads={}); peak RSS {:.0f} MB\n",
+               out.dim(1), s, static_cast<double>(generate) / s, num_threads(), peak_rss_mb());
+    if (json)
+      fmt::print("JSON {{\"tag\": \"{}\", \"script\": \"{}\", \"gen_tokens\": {}, \"gen_s\": {}, \"gen_tok_per_s\": {}, "
+                 "\"peak_rss_mb\": {}}}\n", tag, script, generate, s, static_cast<double>(generate) / s, peak_rss_mb());
+    return 0;
+  }
+
+  auto model = lm ? models::TransformerLM(k.vocab, c) : models::TransformerEncoder(k.vocab, 2, c);
+  auto with_loss = layers::make_serial({model, layers::WeightedCategoryCrossEntropy()});
+  const auto batch = [&](int i) -> Stack {
+    const Rng r = Rng(1).fold_in(static_cast<std::uint64_t>(i));
+    const Tensor x = r.randint({k.batch, k.seq}, 1, static_cast<std::int32_t>(k.vocab));
+    if (lm) return {x, x, Tensor::ones({k.batch, k.seq})};
+    return {x, r.fold_in(1).randint({k.batch}, 0, 2), Tensor::ones({k.batch})};
+  };
+  with_loss->init(signature_of(batch(0)), Rng(0));
+  const auto weights = with_loss->all_weights();
+  auto adam = train::Adam({.learning_rate = 1e-3});
+
+  std::vector<double> ms;
+  double loss_first = 0, loss_last = 0;
+  for (int i = 0; i < warmup + steps; ++i) {
+    if (i == warmup) profile::reset();
+    const Stack b = batch(i);
+    const auto t0 = Clock::now();
+    with_loss->set_rng(Rng(2).fold_in(static_cast<std::uint64_t>(i)));
+    const Tensor loss = (*with_loss)(b)[0];
+    const auto g = grad(loss, weights);
+    adam->update(i + 1, 1e-3, weights, g);
+    const double t = ms_since(t0);
+    if (i >= warmup) ms.push_back(t);
+    (i == 0 ? loss_first : loss_last) = loss.item();
+  }
+  std::vector<double> sorted = ms;
+  std::sort(sorted.begin(), sorted.end());
+  const double med = sorted[sorted.size() / 2];
+  double mean = 0;
+  for (double t : ms) mean += t / static_cast<double>(ms.size());
+  const double tokens = static_cast<double>(k.batch * k.seq);
+  const double d = static_cast<double>(k.d_model);
+  const double n_mm = k.layers * (4 * d * d + 2 * d * static_cast<double>(k.d_ff)) + d * static_cast<double>(lm ? k.vocab : 2);
+  const double flops = 6 * n_mm * tokens + 12.0 * k.layers * static_cast<double>(k.seq * k.seq) * d * static_cast<double>(k.batch);
+  fmt::print("train: {:.0f} tok/s | {:.1f} ms/step median ({:.1f} mean, {} steps after {} warm-up) | {:.2f} GFLOP/step -> "
+             "{:.1f} GFLOP/s | params {:.2f}M | peak RSS {:.0f} MB | loss {:.3f}->{:.3f} | threads={}\n",
+             tokens / med * 1e3, med, mean, steps, warmup, flops / 1e9, flops / med / 1e6,
+             static_cast<double>(model->n_params()) / 1e6, peak_rss_mb(), loss_first, loss_last, num_threads());
+  if (profile::enabled()) std::cout << profile::report(steps, mean);
+  if (json)
+    fmt::print("JSON {{\"tag\": \"{}\", \"script\": \"{}\", \"ms_per_step_median\": {}, \"tok_per_s\": {}, "
+               "\"gflops_achieved\": {}, \"peak_rss_mb\": {}}}\n",
+               tag, script, med, tokens / med * 1e3, flops / med / 1e6, peak_rss_mb());
+  return 0;
+}

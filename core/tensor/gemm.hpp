@@ -1,0 +1,30 @@
+// ctrax/core/tensor/gemm.hpp — the one door to BLAS (internal to core/tensor; not public API).
+//
+// ONE THREAD POOL. OpenBLAS runs single-threaded, always; ctrax parallelises with OpenMP:
+//   - one large product is cut into num_threads() blocks of rows (or of columns, when the
+//     result is wide and short) and each thread runs sgemm on its block;
+//   - many small products (attention heads) run side by side, one per thread.
+// Two pools (OpenBLAS's pthreads and OpenMP's) each spin-wait after their work and steal the
+// other's core: on 2 cores that cost 20–30% of a Transformer step (measured with
+// bench/bench_train, CTRAX_PROFILE=1). With one pool there is nothing to fight over.
+#pragma once
+
+#include <cstdint>
+
+namespace ctrax::blas {
+
+// C (M×N) = alpha · op(A) op(B) + beta · C, row-major, explicit leading dimensions;
+// single-threaded (call it from inside a parallel loop).
+void gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
+          const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
+          std::int64_t ldc);
+void gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, double alpha,
+          const double* A, std::int64_t lda, const double* B, std::int64_t ldb, double beta,
+          double* C, std::int64_t ldc);
+
+// The same, dense operands (lda, ldb, ldc = row lengths), on all threads when large enough.
+template <class T>
+void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T alpha,
+                   const T* A, const T* B, T beta, T* C);
+
+}  // namespace ctrax::blas

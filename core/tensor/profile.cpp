@@ -1,0 +1,72 @@
+#include "core/tensor/profile.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+
+namespace ctrax::profile {
+
+namespace {
+
+std::atomic<bool>& flag() {
+  static std::atomic<bool> on = [] {
+    const char* v = std::getenv("CTRAX_PROFILE");
+    return v != nullptr && std::strcmp(v, "0") != 0 && v[0] != '\0';
+  }();
+  return on;
+}
+
+std::array<std::atomic<std::int64_t>, static_cast<std::size_t>(Family::count)> totals_ns{};
+thread_local int depth = 0;
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+constexpr const char* kNames[] = {"GEMM", "attention", "softmax / cross-entropy", "layer norm",
+                                  "elementwise", "reductions", "shape ops (copies)",
+                                  "indexing (embedding)", "random (dropout masks)", "optimizer"};
+
+}  // namespace
+
+bool enabled() { return flag().load(std::memory_order_relaxed); }
+void set_enabled(bool on) { flag().store(on); }
+void reset() {
+  for (auto& t : totals_ns) t.store(0);
+}
+
+Scope::Scope(Family family) : family_(family) {
+  if (!enabled()) return;
+  if (depth++ == 0) {
+    timing_ = true;
+    start_ns_ = now_ns();
+  }
+}
+
+Scope::~Scope() {
+  if (!enabled() && !timing_) return;
+  if (timing_) totals_ns[static_cast<std::size_t>(family_)] += now_ns() - start_ns_;
+  if (depth > 0) --depth;
+}
+
+std::string report(std::int64_t n_steps, double step_ms) {
+  std::string out = fmt::format("{:<26} {:>10} {:>7}\n", "op family", "ms/step", "share");
+  double covered = 0;
+  for (std::size_t f = 0; f < totals_ns.size(); ++f) {
+    const double ms = static_cast<double>(totals_ns[f].load()) / 1e6 / static_cast<double>(n_steps);
+    covered += ms;
+    out += fmt::format("{:<26} {:>10.1f} {:>6.1f}%\n", kNames[f], ms, 100.0 * ms / step_ms);
+  }
+  const double overhead = step_ms - covered;
+  out += fmt::format("{:<26} {:>10.1f} {:>6.1f}%\n", "tape overhead (the rest)", overhead,
+                     100.0 * overhead / step_ms);
+  out += fmt::format("{:<26} {:>10.1f} {:>6.1f}%\n", "step", step_ms, 100.0);
+  return out;
+}
+
+}  // namespace ctrax::profile
