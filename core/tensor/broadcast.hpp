@@ -22,11 +22,15 @@ inline std::vector<std::int64_t> broadcast_strides(const Shape& s, const Shape& 
   return st;
 }
 
+// Elementwise loops this long run on all threads (OpenMP); shorter ones are not worth waking them.
+inline constexpr std::int64_t kParallelElements = 1 << 15;
+
 template <class TA, class TB, class TO, class F>
 void broadcast_loop(const TA* a, const Shape& sa, const TB* b, const Shape& sb, TO* o,
                     const Shape& so, F f) {
   const std::int64_t n = numel(so);
   if (sa == so && sb == so) {
+#pragma omp parallel for schedule(static) if (n >= kParallelElements)
     for (std::int64_t i = 0; i < n; ++i) o[i] = f(a[i], b[i]);
     return;
   }
@@ -37,10 +41,18 @@ void broadcast_loop(const TA* a, const Shape& sa, const TB* b, const Shape& sb, 
   const int r = static_cast<int>(so.size());
   const auto sta = broadcast_strides(sa, so), stb = broadcast_strides(sb, so);
   const std::int64_t inner = so[r - 1], ia = sta[r - 1], ib = stb[r - 1];
-  std::vector<std::int64_t> idx(r, 0);
-  std::int64_t oa = 0, ob = 0;
-  for (std::int64_t base = 0; base < n; base += inner) {
-    TO* po = o + base;
+  const std::int64_t rows = inner == 0 ? 0 : n / inner;
+  // Row by row; each row finds its operands' offsets from its index, so rows are independent.
+#pragma omp parallel for schedule(static) if (n >= kParallelElements && inner >= 16)
+  for (std::int64_t row = 0; row < rows; ++row) {
+    std::int64_t oa = 0, ob = 0;
+    for (std::int64_t d = r - 2, rest = row; d >= 0; --d) {
+      const std::int64_t i = rest % so[static_cast<std::size_t>(d)];
+      rest /= so[static_cast<std::size_t>(d)];
+      oa += i * sta[static_cast<std::size_t>(d)];
+      ob += i * stb[static_cast<std::size_t>(d)];
+    }
+    TO* po = o + row * inner;
     const TA* pa = a + oa;
     const TB* pb = b + ob;
     if (ia == 1 && ib == 1) {
@@ -53,16 +65,6 @@ void broadcast_loop(const TA* a, const Shape& sa, const TB* b, const Shape& sb, 
       for (std::int64_t i = 0; i < inner; ++i) po[i] = f(va, pb[i]);
     } else {
       for (std::int64_t i = 0; i < inner; ++i) po[i] = f(pa[i * ia], pb[i * ib]);
-    }
-    for (int d = r - 2; d >= 0; --d) {
-      if (++idx[d] < so[d]) {
-        oa += sta[d];
-        ob += stb[d];
-        break;
-      }
-      oa -= sta[d] * (so[d] - 1);
-      ob -= stb[d] * (so[d] - 1);
-      idx[d] = 0;
     }
   }
 }

@@ -56,7 +56,9 @@ Tensor unary(const char* op, const Tensor& x, F f, DF df) {
   dispatch_float(x.dtype(), [&]<class T>(T) {
     const T* px = x.data<T>();
     T* py = y.data<T>();
-    for (std::int64_t i = 0, n = x.numel(); i < n; ++i) py[i] = static_cast<T>(f(px[i]));
+    const std::int64_t n = x.numel();
+#pragma omp parallel for schedule(static) if (n >= kParallelElements)
+    for (std::int64_t i = 0; i < n; ++i) py[i] = static_cast<T>(f(px[i]));
   }, op);
   const Tensor y_saved = y.detach();
   return record(op, y, {x}, [x, y_saved, df](const Tensor& g) -> std::vector<Tensor> {
@@ -67,8 +69,9 @@ Tensor unary(const char* op, const Tensor& x, F f, DF df) {
       const T* py = y_saved.data<T>();
       const T* pg = g.data<T>();
       T* pd = dx.data<T>();
-      for (std::int64_t i = 0, n = x.numel(); i < n; ++i)
-        pd[i] = static_cast<T>(df(px[i], py[i], pg[i]));
+      const std::int64_t n = x.numel();
+#pragma omp parallel for schedule(static) if (n >= kParallelElements)
+      for (std::int64_t i = 0; i < n; ++i) pd[i] = static_cast<T>(df(px[i], py[i], pg[i]));
     });
     return {dx};
   });

@@ -5,11 +5,14 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <vector>
 
 #include "core/tensor/autodiff.hpp"
 #include "core/tensor/profile.hpp"
 #include "core/tensor/axis_view.hpp"
+#include "core/tensor/broadcast.hpp"
 #include "core/tensor/dispatch.hpp"
+#include "core/tensor/parallel.hpp"
 
 namespace ctrax {
 
@@ -101,6 +104,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, doub
   dispatch_float(x.dtype(), [&]<class T>(T) {
     const T *px = x.data<T>(), *ps = scale.data<T>(), *pb = bias.data<T>();
     T *py = y.data<T>(), *ph = xhat.data<T>(), *pr = rstd.data<T>();
+#pragma omp parallel for schedule(static) if (rows * d >= kParallelElements)
     for (std::int64_t r = 0; r < rows; ++r) {
       const T* xr = px + r * d;
       double mu = 0, var = 0;
@@ -124,22 +128,35 @@ Tensor layer_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, doub
       const T *pg = g.data<T>(), *ph = xhat.data<T>(), *pr = rstd.data<T>(),
               *ps = scale.data<T>();
       T *pdx = dx.data<T>(), *pds = dscale.data<T>(), *pdb = dbias.data<T>();
-      for (std::int64_t r = 0; r < rows; ++r) {
-        const T *gr = pg + r * d, *hr = ph + r * d;
-        double mean_gh = 0, mean_ghx = 0;  // mean(ĝ), mean(ĝ·x̂) with ĝ = g·scale
-        for (std::int64_t j = 0; j < d; ++j) {
-          const double gh = gr[j] * ps[j];
-          mean_gh += gh;
-          mean_ghx += gh * hr[j];
-          pds[j] += gr[j] * hr[j];
-          pdb[j] += gr[j];
+      // Rows split over threads; each thread sums its own dscale, dbias, added up after.
+      const int n_threads = rows * d >= kParallelElements ? num_threads() : 1;
+      std::vector<T> partial(static_cast<std::size_t>(2 * n_threads * d), T(0));
+#pragma omp parallel for schedule(static) num_threads(n_threads)
+      for (int t = 0; t < n_threads; ++t) {
+        T* ds = partial.data() + 2 * t * d;
+        T* db = ds + d;
+        for (std::int64_t r = rows * t / n_threads; r < rows * (t + 1) / n_threads; ++r) {
+          const T *gr = pg + r * d, *hr = ph + r * d;
+          double mean_gh = 0, mean_ghx = 0;  // mean(ĝ), mean(ĝ·x̂) with ĝ = g·scale
+          for (std::int64_t j = 0; j < d; ++j) {
+            const double gh = gr[j] * ps[j];
+            mean_gh += gh;
+            mean_ghx += gh * hr[j];
+            ds[j] += gr[j] * hr[j];
+            db[j] += gr[j];
+          }
+          mean_gh /= static_cast<double>(d);
+          mean_ghx /= static_cast<double>(d);
+          for (std::int64_t j = 0; j < d; ++j)
+            pdx[r * d + j] =
+                static_cast<T>(pr[r] * (gr[j] * ps[j] - mean_gh - hr[j] * mean_ghx));
         }
-        mean_gh /= static_cast<double>(d);
-        mean_ghx /= static_cast<double>(d);
-        for (std::int64_t j = 0; j < d; ++j)
-          pdx[r * d + j] =
-              static_cast<T>(pr[r] * (gr[j] * ps[j] - mean_gh - hr[j] * mean_ghx));
       }
+      for (int t = 0; t < n_threads; ++t)
+        for (std::int64_t j = 0; j < d; ++j) {
+          pds[j] += partial[static_cast<std::size_t>(2 * t * d + j)];
+          pdb[j] += partial[static_cast<std::size_t>((2 * t + 1) * d + j)];
+        }
     });
     return std::vector<Tensor>{dx, dscale, dbias};
   });

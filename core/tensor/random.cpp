@@ -5,6 +5,7 @@
 #include <numbers>
 #include <stdexcept>
 
+#include "core/tensor/broadcast.hpp"
 #include "core/tensor/dispatch.hpp"
 #include "core/tensor/profile.hpp"
 #include "core/tensor/elementwise.hpp"
@@ -124,7 +125,9 @@ Tensor dropout(const Tensor& x, double rate, const Rng& rng, const std::vector<i
     const std::uint8_t* k = keep.data<std::uint8_t>();
     T* s = scale.data<T>();
     const T kept = static_cast<T>(1.0 / (1.0 - rate));
-    for (std::int64_t i = 0, n = scale.numel(); i < n; ++i) s[i] = k[i] ? kept : T(0);
+    const std::int64_t n = scale.numel();
+#pragma omp parallel for schedule(static) if (n >= kParallelElements)
+    for (std::int64_t i = 0; i < n; ++i) s[i] = k[i] ? kept : T(0);
   }, "dropout");
   return mul(x, scale);
 }

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/tensor/broadcast.hpp"
 #include "core/tensor/dispatch.hpp"
 
 namespace ctrax::train {
@@ -31,7 +32,9 @@ class AdamOptimizer : public Optimizer {
       const T b1 = static_cast<T>(c_.b1), b2 = static_cast<T>(c_.b2), eps = static_cast<T>(c_.eps);
       const T mc = static_cast<T>(m_correction), vc = static_cast<T>(v_correction);
       const T rate = static_cast<T>(lr), scale = static_cast<T>(g_scale), k = static_cast<T>(keep);
-      for (std::int64_t i = 0; i < weight.numel(); ++i) {
+      const std::int64_t n = weight.numel();
+#pragma omp parallel for schedule(static) if (n >= kParallelElements)
+      for (std::int64_t i = 0; i < n; ++i) {
         const T gi = scale * gp[i];
         m[i] = b1 * m[i] + (1 - b1) * gi;
         v[i] = b2 * v[i] + (1 - b2) * gi * gi;
