@@ -20,6 +20,7 @@
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
+#include <cblas.h>
 #include <algorithm>
 #include <chrono>
 #include <iostream>
@@ -68,7 +69,7 @@ int main(int argc, char** argv) {
   std::string model_name = "lm", config_name = "S", tag;
   int steps = 0, warmup = 3, threads = 0;
   std::int64_t generate = 0;
-  bool json = false;
+  bool json = false, sgemm = false;
   app.add_option("--model", model_name, "lm or encoder")->check(CLI::IsMember({"lm", "encoder"}))->capture_default_str();
   app.add_option("--config", config_name, "S, M or L (RESULTS.md)")->check(CLI::IsMember({"S", "M", "L"}))->capture_default_str();
   app.add_option("--steps", steps, "timed steps (default: S 20, M 8, L 5, as the reference)");
@@ -77,8 +78,26 @@ int main(int argc, char** argv) {
   app.add_option("--generate", generate, "> 0: decode this many tokens greedily instead of training");
   app.add_option("--tag", tag, "label for the JSON line");
   app.add_flag("--json", json, "also print one JSON line");
+  app.add_flag("--sgemm-peak", sgemm, "only measure OpenBLAS's own 2048³ sgemm on --threads threads (the peak to compare with)");
   CLI11_PARSE(app, argc, argv);
   if (threads > 0) set_num_threads(threads);
+  if (sgemm) {
+    const int n = 2048, t = threads > 0 ? threads : num_threads();
+    std::vector<float> a(static_cast<std::size_t>(n) * n, 0.5f), b(a), c(a);
+    openblas_set_num_threads(t);
+    std::vector<double> ms;
+    for (int rep = 0; rep < 6; ++rep) {
+      const auto t0 = Clock::now();
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+      if (rep > 0) ms.push_back(ms_since(t0));
+    }
+    openblas_set_num_threads(1);
+    std::sort(ms.begin(), ms.end());
+    const double gflops = 2.0 * n * n * n / ms[ms.size() / 2] / 1e6;
+    fmt::print("sgemm 2048³ on {} OpenBLAS threads: {:.1f} GFLOP/s\n", t, gflops);
+    if (json) fmt::print("JSON {{\"tag\": \"{}\", \"script\": \"sgemm\", \"gflops\": {}}}\n", tag, gflops);
+    return 0;
+  }
   const Config k = kConfigs.at(config_name);
   if (steps == 0) steps = config_name == "S" ? 20 : config_name == "M" ? 8 : 5;
 

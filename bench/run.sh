@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# ctrax against the PyTorch reference, side by side in one run.
+#
+#   bench/run.sh [S|M|L] [lm|encoder|decode] [REPS]        (defaults: M lm 3)
+#
+# Runs ctrax (bench/bench_train, all cores = CTRAX_NUM_THREADS) and the reference
+# (../shared/bench/pytorch_{lm,encoder}.py at its best setting: --threads 1 --blas-threads 2,
+# glibc malloc tunables) alternately REPS times each, both with OPENBLAS_CORETYPE unset (see
+# ../shared/bench/RESULTS.md), prints both medians and ends with the line
+#   ratio_vs_pytorch=X.XX        (ctrax tokens/s ÷ PyTorch tokens/s)
+# `decode` compares greedy decoding of 256 tokens: ctrax with its KV cache, the reference re-running
+# the whole prefix (its only mode), 1 thread as RESULTS.md measures it best. At L the line
+# before the ratio gives ctrax's model GFLOP/s as a share of OpenBLAS's 2-thread sgemm peak,
+# measured in the same run. Installs python3-torch if it is missing; CTRAX_PROFILE=1 adds
+# ctrax's per-op-family profile to its runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+config=${1:-M}
+what=${2:-lm}
+reps=${3:-3}
+shared=${CTRAX_SHARED:-$(pwd)/../shared}
+case "$config" in S|M|L) ;; *) echo "run.sh: config is S, M or L, got $config" >&2; exit 2 ;; esac
+case "$what" in lm|encoder|decode) ;; *) echo "run.sh: lm, encoder or decode, got $what" >&2; exit 2 ;; esac
+[ -f "$shared/bench/pytorch_lm.py" ] || { echo "run.sh: $shared/bench/pytorch_lm.py not found (set CTRAX_SHARED)" >&2; exit 1; }
+
+if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
+  echo "installing python3-torch (the reference)..."
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends python3-torch >/dev/null
+fi
+[ -x build/bench/bench_train ] || scripts/setup.sh >/dev/null
+ninja -C build bench/bench_train >/dev/null
+
+case "$config" in
+  S) flags=(--vocab 256 --d-model 128 --d-ff 512 --layers 2 --heads 4 --seq 128 --batch 16 --steps 20) ;;
+  M) flags=(--vocab 256 --d-model 256 --d-ff 1024 --layers 4 --heads 4 --seq 256 --batch 16 --steps 8) ;;
+  L) flags=(--vocab 8192 --d-model 512 --d-ff 2048 --layers 6 --heads 8 --seq 256 --batch 8 --steps 5) ;;
+esac
+tunables=glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=1073741824
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+for rep in $(seq "$reps"); do
+  if [ "$what" = decode ]; then
+    env -u OPENBLAS_CORETYPE build/bench/bench_train --model lm --config "$config" --generate 256 --json --tag ctrax | tee -a "$log" | grep -v '^JSON'
+    env -u OPENBLAS_CORETYPE GLIBC_TUNABLES=$tunables /usr/bin/python3 "$shared/bench/pytorch_lm.py" "${flags[@]}" \
+      --threads 1 --generate 256 --json --tag pytorch | tee -a "$log" | grep -v '^JSON'
+  else
+    env -u OPENBLAS_CORETYPE build/bench/bench_train --model "$what" --config "$config" --json --tag ctrax | tee -a "$log" | grep -v '^JSON'
+    env -u OPENBLAS_CORETYPE GLIBC_TUNABLES=$tunables /usr/bin/python3 "$shared/bench/pytorch_$what.py" "${flags[@]}" \
+      --threads 1 --blas-threads 2 --dropout 0.1 --json --tag pytorch | tee -a "$log" | grep -v '^JSON'
+  fi
+done
+if [ "$config" = L ] && [ "$what" != decode ]; then
+  env -u OPENBLAS_CORETYPE build/bench/bench_train --sgemm-peak --threads 2 --json --tag peak | tee -a "$log" | grep -v '^JSON'
+fi
+
+/usr/bin/python3 - "$log" "$what" "$config" <<'PY'
+import json, statistics, sys
+log, what, config = sys.argv[1:]
+runs = [json.loads(l[5:]) for l in open(log) if l.startswith("JSON ")]
+key = "gen_tok_per_s" if what == "decode" else "tok_per_s"
+def med(tag, k):
+    v = [r[k] for r in runs if r.get("tag") == tag and k in r]
+    return statistics.median(v) if v else float("nan")
+c, p = med("ctrax", key), med("pytorch", key)
+rc, rp = med("ctrax", "peak_rss_mb"), med("pytorch", "peak_rss_mb")
+print(f"\n{config} {what}: median tokens/s  ctrax {c:,.0f}   pytorch {p:,.0f}   "
+      f"(peak RSS ctrax {rc:,.0f} MB, pytorch {rp:,.0f} MB)")
+if what != "decode":
+    gc, gp = med("ctrax", "gflops_achieved"), med("pytorch", "gflops_achieved")
+    print(f"{config} {what}: model GFLOP/s  ctrax {gc:.1f}   pytorch {gp:.1f}")
+    peak = med("peak", "gflops")
+    if peak == peak:
+        print(f"{config} {what}: ctrax reaches {100 * gc / peak:.0f}% of the 2-thread sgemm peak ({peak:.0f} GFLOP/s)")
+print(f"ratio_vs_pytorch={c / p:.2f}")
+PY
