@@ -108,11 +108,18 @@ int train_command(examples::ModelFlags m, const examples::TrainFlags& t, std::in
              m.max_len, valid_idx.size(), tok->vocab_size());
 
   const data::PadOptions pad{.max_len = m.max_len, .pad_multiple = 16};
+  const data::BatchPlanOptions plan{.batch_size = t.batch_size, .seed = t.seed, .bucket_size = 32};
+  auto train_stream = data::classification_stream(train.tokens, train.labels, plan, pad);
+  auto unbucketed = plan;
+  unbucketed.bucket_size = 1;
+  const std::int64_t probe = std::min<std::int64_t>(100, static_cast<std::int64_t>(train_idx.size()) / t.batch_size);
+  fmt::print("padding: {:.1f}% of batch tokens with bucketing ({:.1f}% without)\n",
+             100 * data::padding_share(train_stream, probe),
+             100 * data::padding_share(data::classification_stream(train.tokens, train.labels, unbucketed, pad), probe));
   auto model = models::TransformerEncoder(tok->vocab_size(), 2, m.config(Mode::train));
   train::Loop loop(
       model,
-      {{.labeled_data = data::classification_stream(train.tokens, train.labels,
-                                                    {.batch_size = t.batch_size, .seed = t.seed, .bucket_size = 32}, pad),
+      {{.labeled_data = train_stream,
         .loss_layer = layers::WeightedCategoryCrossEntropy(),
         .optimizer = train::Adam({.learning_rate = t.lr}),
         .lr_schedule = train::warmup_and_rsqrt_decay(t.warmup, t.lr),

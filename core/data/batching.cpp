@@ -174,4 +174,15 @@ train::BatchStream lm_consecutive_windows(std::shared_ptr<const std::vector<std:
   };
 }
 
+double padding_share(const train::BatchStream& stream, std::int64_t n_batches) {
+  std::int64_t pad = 0, total = 0;
+  for (std::int64_t i = 0; i < n_batches; ++i) {
+    const Tensor x = stream(i)[0];
+    const auto* p = x.data<std::int32_t>();
+    for (std::int64_t j = 0; j < x.numel(); ++j) pad += p[j] == 0;
+    total += x.numel();
+  }
+  return total ? static_cast<double>(pad) / static_cast<double>(total) : 0.0;
+}
+
 }  // namespace ctrax::data

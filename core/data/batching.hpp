@@ -86,4 +86,8 @@ train::BatchStream lm_consecutive_windows(std::shared_ptr<const std::vector<std:
                                           std::int64_t B, std::int64_t L);
 std::int64_t lm_window_batches(std::int64_t n_tokens, std::int64_t B, std::int64_t L);
 
+// The share of padding (id 0) among the input tokens (Stack[0]) of batches 0..n-1 of a stream:
+// what bucketing saves.
+double padding_share(const train::BatchStream& stream, std::int64_t n_batches);
+
 }  // namespace ctrax::data

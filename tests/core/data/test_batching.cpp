@@ -80,6 +80,7 @@ TEST_CASE("classification_stream: (tokens padded to a multiple, labels, weights)
   testing::expect_tensor(b0[1], {2}, {1, 0});
   testing::expect_tensor(b0[2], {2}, {1, 1});
   CHECK(stream(1)[0].shape() == Shape{2, 8});   // 10 tokens cut at max_len
+  CHECK(padding_share(stream, 1) == doctest::Approx(4.0 / 8.0));   // (3 + 1 real) of 2 × 4
 }
 
 TEST_CASE("seq2seq_stream: target weights are zero on padding") {
