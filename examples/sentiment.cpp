@@ -213,10 +213,9 @@ int main(int argc, char** argv) {
   CLI::App app{"Classify movie reviews as positive or negative with a Transformer encoder (IMDB)."};
   app.require_subcommand(1);
 
-  // Defaults reach 88% test accuracy in 20 minutes on 2 cores.
+  // Defaults as measured (README): 88.7% held-out / 83.1% test after 20 minutes on 2 cores.
   examples::ModelFlags m{.d_model = 128, .d_ff = 256, .max_len = 512, .n_layers = 2, .n_heads = 4, .dropout = 0.1};
-  examples::TrainFlags t{.batch_size = 32, .steps = 2400, .warmup = 200, .eval_every = 200, .lr = 1e-3,
-                         .minutes = 0, .seed = 0, .threads = 0, .data = "", .out = "runs/imdb"};
+  examples::TrainFlags t{.batch_size = 32, .steps = 2400, .warmup = 200, .eval_every = 200, .lr = 1e-3, .out = "runs/imdb"};
   std::int64_t vocab_size = 16000;
   auto* train = app.add_subcommand("train", "train (or resume) the classifier");
   examples::add_model_flags(*train, m);
