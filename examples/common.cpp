@@ -9,6 +9,7 @@
 
 #include "core/tensor/parallel.hpp"
 #include "core/train/checkpoint.hpp"
+#include "core/train/report.hpp"
 
 namespace ctrax::examples {
 
@@ -76,13 +77,18 @@ std::string config_json(const ModelFlags& m, const std::string& extra) {
 
 namespace {
 
-json stored_config(const std::string& out) {
+std::string checkpoint_or_error(const std::string& out) {
   const auto path = existing_checkpoint(out);
   if (!path) throw std::runtime_error(fmt::format("{}: no model.safetensors here; train a model first", out));
+  return *path;
+}
+
+json stored_config(const std::string& out) {
+  const std::string path = checkpoint_or_error(out);
   try {
-    return json::parse(train::read_checkpoint_info(*path).config);
+    return json::parse(train::read_checkpoint_info(path).config);
   } catch (const json::exception& e) {
-    throw std::runtime_error(fmt::format("{}: its config is not JSON: {}", *path, e.what()));
+    throw std::runtime_error(fmt::format("{}: its config is not JSON: {}", path, e.what()));
   }
 }
 
@@ -105,7 +111,28 @@ ModelFlags model_flags_from(const std::string& out) {
 std::string config_string(const std::string& out, const std::string& key) { return get<std::string>(out, key); }
 std::int64_t config_int(const std::string& out, const std::string& key) { return get<std::int64_t>(out, key); }
 
-void train_until(train::Loop& loop, const TrainFlags& t) {
+namespace {
+
+std::string best_path(const std::string& out) { return (std::filesystem::path(out) / "best.safetensors").string(); }
+
+// Copies the checkpoint just written to best.safetensors when its eval metric beats every earlier
+// evaluation recorded in metrics.jsonl. Copied to a temporary name and renamed.
+void keep_if_best(const train::Loop& loop, const TrainFlags& t, const KeepBest& keep) {
+  const double now = loop.last_value("eval", keep.metric);
+  const auto metrics = (std::filesystem::path(t.out) / "metrics.jsonl").string();
+  for (const auto& r : train::read_metrics(metrics))
+    if (r.split == "eval" && r.name == keep.metric && r.step < loop.step() &&
+        (keep.higher_is_better ? r.value >= now : r.value <= now))
+      return;
+  const std::string best = best_path(t.out), tmp = best + ".tmp";
+  std::filesystem::copy_file(loop.checkpoint_path(), tmp, std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::rename(tmp, best);
+  fmt::print("best so far: eval {} {:.4f} at step {} -> {}\n", keep.metric, now, loop.step(), best);
+}
+
+}  // namespace
+
+void train_until(train::Loop& loop, const TrainFlags& t, const std::optional<KeepBest>& keep_best) {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   auto minutes = [&] { return std::chrono::duration<double>(clock::now() - start).count() / 60.0; };
@@ -117,6 +144,7 @@ void train_until(train::Loop& loop, const TrainFlags& t) {
     // Up to the next checkpoint step, so a time limit always stops on a saved checkpoint.
     const std::int64_t next = std::min(t.steps, (loop.step() / t.eval_every + 1) * t.eval_every);
     loop.run(next - loop.step());
+    if (keep_best) keep_if_best(loop, t, *keep_best);
     if (t.minutes > 0 && minutes() >= t.minutes && loop.step() < t.steps) {
       fmt::print("time limit: stopped after {:.1f} minutes at step {} of {}; run the same command to go on\n",
                  minutes(), loop.step(), t.steps);
@@ -125,6 +153,11 @@ void train_until(train::Loop& loop, const TrainFlags& t) {
   }
   fmt::print("trained {} steps in this run ({:.1f} minutes); checkpoint {}\n", loop.step(), minutes(),
              loop.checkpoint_path());
+}
+
+std::string weights_to_use(const std::string& out) {
+  if (std::filesystem::exists(best_path(out))) return best_path(out);
+  return checkpoint_or_error(out);
 }
 
 }  // namespace ctrax::examples

@@ -53,8 +53,23 @@ ModelFlags model_flags_from(const std::string& out);
 std::string config_string(const std::string& out, const std::string& key);
 std::int64_t config_int(const std::string& out, const std::string& key);
 
+// KEEPING THE BEST. Validation quality wobbles between evaluations (IMDB's held-out accuracy
+// moved by ±3% from one evaluation to the next), so the last checkpoint is not always the best
+// one. With a KeepBest, every evaluation that beats all earlier ones (metrics.jsonl, so resumed
+// runs count too) copies model.safetensors to best.safetensors — early stopping as in Keras'
+// ModelCheckpoint(save_best_only=True), chosen on held-out data only, never on the test split.
+// Training itself always resumes from model.safetensors.
+struct KeepBest {
+  std::string metric;          // an eval metric name, e.g. "accuracy" or "loss"
+  bool higher_is_better = true;
+};
+
 // Runs the Loop to `steps` total steps, stopping early (after a checkpoint) once `minutes` of
 // training have passed in this process. Prints where it stopped and how to continue.
-void train_until(train::Loop& loop, const TrainFlags& t);
+void train_until(train::Loop& loop, const TrainFlags& t, const std::optional<KeepBest>& keep_best = {});
+
+// The weights `sample`/`eval`/`translate` use: out/best.safetensors when training kept one,
+// else out/model.safetensors (an error naming `out` when neither exists).
+std::string weights_to_use(const std::string& out);
 
 }  // namespace ctrax::examples

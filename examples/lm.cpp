@@ -107,7 +107,7 @@ int train_command(examples::ModelFlags m, const examples::TrainFlags& t, std::st
        .random_seed = t.seed,
        .config = examples::config_json(m, fmt::format(R"({{"tokenizer": "{}", "vocab_size": {}}})",
                                                       tok->name(), tok->vocab_size()))});
-  examples::train_until(loop, t);
+  examples::train_until(loop, t, examples::KeepBest{.metric = "loss", .higher_is_better = false});
   fmt::print("validation loss {:.4f} nats per token\n", loop.last_value("eval", "loss"));
   return 0;
 }
@@ -119,7 +119,7 @@ int sample_command(const std::string& out, int threads, const std::string& promp
   const auto tok = load_tokenizer(examples::config_string(out, "tokenizer"), out);
   auto model = models::TransformerLM(tok->vocab_size(), m.config(Mode::predict));
   model->init(ShapeDtype{{1, 1}, DType::int32});
-  train::load_weights(*examples::existing_checkpoint(out), *model);
+  train::load_weights(examples::weights_to_use(out), *model);
 
   const std::int64_t context = m.max_len - 1;   // the start token takes one position
   for (std::int64_t s = 0; s < n_samples; ++s) {

@@ -134,7 +134,7 @@ int train_command(examples::ModelFlags m, const examples::TrainFlags& t, std::in
        .output_dir = t.out,
        .random_seed = t.seed,
        .config = examples::config_json(m, fmt::format(R"({{"vocab_size": {}}})", tok->vocab_size()))});
-  examples::train_until(loop, t);
+  examples::train_until(loop, t, examples::KeepBest{.metric = "accuracy"});
   fmt::print("held-out accuracy {:.4f}; run `sentiment eval` for the test split\n", loop.last_value("eval", "accuracy"));
   return 0;
 }
@@ -152,7 +152,7 @@ Classifier load_classifier(const std::string& out) {
   c.tok = data::SentencePieceTokenizer::load(spm_path(out));
   c.model = models::TransformerEncoder(c.tok->vocab_size(), 2, c.m.config(Mode::eval));
   c.model->init(ShapeDtype{{1, 16}, DType::int32});
-  train::load_weights(*examples::existing_checkpoint(out), *c.model);
+  train::load_weights(examples::weights_to_use(out), *c.model);
   return c;
 }
 

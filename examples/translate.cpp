@@ -127,7 +127,7 @@ int train_command(examples::ModelFlags m, const examples::TrainFlags& t, std::in
        .random_seed = t.seed,
        .config = examples::config_json(m, fmt::format(R"({{"vocab_size": {}, "source": "{}", "target": "{}"}})",
                                                       tok->vocab_size(), src, tgt))});
-  examples::train_until(loop, t);
+  examples::train_until(loop, t, examples::KeepBest{.metric = "loss", .higher_is_better = false});
   fmt::print("validation loss {:.4f}, token accuracy {:.4f}; run `translate bleu` for BLEU\n",
              loop.last_value("eval", "loss"), loop.last_value("eval", "accuracy"));
   return 0;
@@ -143,7 +143,7 @@ struct Translator {
       : tok(data::SentencePieceTokenizer::load(spm_path(out))), m(examples::model_flags_from(out)) {
     model = models::Transformer(tok->vocab_size(), std::nullopt, m.config(Mode::predict));
     model->init({ShapeDtype{{1, 8}, DType::int32}, ShapeDtype{{1, 1}, DType::int32}});
-    train::load_weights(*examples::existing_checkpoint(out), *model);
+    train::load_weights(examples::weights_to_use(out), *model);
   }
 
   // Translates a batch of sentences; n_beams 1 is greedy decoding.
