@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/layer/combinators.hpp"
+#include "core/tensor/attention.hpp"
 #include "core/tensor/ops.hpp"
 #include "layers/attention.hpp"
 #include "layers/dense.hpp"
@@ -78,8 +79,8 @@ class DotProductCausalAttentionLayer final : public Layer {
     write_rows(V, v, filled);
     const std::int64_t n = filled + L_q;
     state()[2] = Tensor::scalar(static_cast<double>(n), DType::int32);
-    return dot_product_attention(q, slice(K, 1, 0, n), slice(V, 1, 0, n),
-                                 causal_mask(L_q, n), 0.0, mode(), rng());
+    // Over the cache's first n rows in place (core/tensor/attention.hpp), no copy of the prefix.
+    return attention_over_prefix(q, K, V, n, causal_mask(L_q, n));
   }
 
   double dropout_;

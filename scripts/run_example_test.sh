@@ -42,6 +42,9 @@ lm)
     run=$tmp/shakespeare
     "$exe" train --data "$data/tinyshakespeare/input.txt" --out "$run" --steps 2 --eval-every 1 --max-len 32 "${tiny[@]}" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "train"; }
     expect "Step      2: eval      loss" "$tmp/log"
+    # Each evaluation that beats the earlier ones is kept as best.safetensors.
+    expect "best so far: eval loss" "$tmp/log"
+    [ -f "$run/best.safetensors" ] || fail "no best.safetensors after training"
     # The same --out resumes: only steps 3..4 run.
     "$exe" train --data "$data/tinyshakespeare/input.txt" --out "$run" --steps 4 --eval-every 2 "${tiny[@]}" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "resume"; }
     expect "resuming" "$tmp/log"

@@ -86,6 +86,7 @@ inline double exp_nonpositive(double x) { return std::exp(x); }
 
 struct Dims {
   std::int64_t N, Lq, Lk, d, dv;
+  std::int64_t kv_rows;  // rows per slice in k and v's storage: Lk, or a KV cache's max_len
 };
 
 // Runs f(n, scratch) for every slice n, in parallel when that pays, with scratch room of
@@ -122,7 +123,7 @@ void forward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex&
   const std::int64_t LL = D.Lq * D.Lk;
   for_each_slice<T>(D.N, keep ? LL : 0, [&](std::int64_t n, T* scratch) {
     T* Pn = P + n * LL;
-    gemm(false, true, D.Lq, D.Lk, D.d, scale, q + n * D.Lq * D.d, k + n * D.Lk * D.d, T(0), Pn);
+    gemm(false, true, D.Lq, D.Lk, D.d, scale, q + n * D.Lq * D.d, k + n * D.kv_rows * D.d, T(0), Pn);
     const std::uint8_t* m = mask.data ? mask.slice(n) : nullptr;
     for (std::int64_t i = 0; i < D.Lq; ++i) {
       T* row = Pn + i * D.Lk;
@@ -142,7 +143,7 @@ void forward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex&
       apply_keep(Pn, keep + n * LL, keep_scale, LL, scratch);
       Pd = scratch;
     }
-    gemm(false, false, D.Lq, D.dv, D.Lk, T(1), Pd, v + n * D.Lk * D.dv, T(0), out + n * D.Lq * D.dv);
+    gemm(false, false, D.Lq, D.dv, D.Lk, T(1), Pd, v + n * D.kv_rows * D.dv, T(0), out + n * D.Lq * D.dv);
   });
 }
 
@@ -180,11 +181,10 @@ void backward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex
   });
 }
 
-}  // namespace
-
-Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
-                 const Tensor& keep, double rate) {
-  profile::Scope profile_scope(profile::Family::attention);
+// Checks the operands and runs the forward pass over the first L_k rows of k and v; P receives
+// the probabilities.
+Tensor checked_forward(const Tensor& q, const Tensor& k, const Tensor& v, std::int64_t L_k, const Tensor& mask,
+                       const Tensor& keep, double rate, Tensor& P, Dims& D) {
   if (q.rank() < 2 || k.rank() != q.rank() || v.rank() != q.rank() || q.dim(-1) != k.dim(-1) ||
       k.dim(-2) != v.dim(-2) || q.dtype() != k.dtype() || q.dtype() != v.dtype() ||
       !is_floating(q.dtype()))
@@ -195,8 +195,10 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor
     if (k.dim(a) != q.dim(a) || v.dim(a) != q.dim(a))
       throw std::invalid_argument(fmt::format("attention: q {}, k {}, v {} differ in batch axes",
                                               q.signature(), k.signature(), v.signature()));
+  if (L_k < 0 || L_k > k.dim(-2))
+    throw std::invalid_argument(fmt::format("attention: {} key positions asked of k {}", L_k, k.signature()));
   Shape scores(q.shape().begin(), q.shape().end() - 1);
-  scores.push_back(k.dim(-2));
+  scores.push_back(L_k);
   Shape out_shape(q.shape().begin(), q.shape().end() - 1);
   out_shape.push_back(v.dim(-1));
   if (mask.defined() && mask.dtype() != DType::bool_)
@@ -206,22 +208,33 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor
                                             to_string(scores), keep.signature()));
   if (q.is_meta() || k.is_meta() || v.is_meta()) return Tensor::meta(out_shape, q.dtype());
 
-  Dims D{1, q.dim(-2), k.dim(-2), q.dim(-1), v.dim(-1)};
+  D = Dims{1, q.dim(-2), L_k, q.dim(-1), v.dim(-1), k.dim(-2)};
   for (int a = 0; a < q.rank() - 2; ++a) D.N *= q.dim(a);
   const MaskIndex index(mask, scores);
-  Tensor P = Tensor::empty(scores, q.dtype());
+  P = Tensor::empty(scores, q.dtype());
   Tensor out = Tensor::empty(out_shape, q.dtype());
   const std::uint8_t* keep_data = keep.defined() ? keep.data<std::uint8_t>() : nullptr;
   dispatch_float(q.dtype(), [&]<class T>(T) {
     forward<T>(D, q.data<T>(), k.data<T>(), v.data<T>(), index, keep_data,
                static_cast<T>(1.0 / (1.0 - rate)), P.data<T>(), out.data<T>());
   }, "attention");
+  return out;
+}
 
+}  // namespace
+
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                 const Tensor& keep, double rate) {
+  profile::Scope profile_scope(profile::Family::attention);
+  Tensor P;
+  Dims D{};
+  Tensor out = checked_forward(q, k, v, k.dim(-2), mask, keep, rate, P, D);
+  if (out.is_meta()) return out;
   return record("attention", out, {q, k, v}, [=](const Tensor& g) {
     profile::Scope profile_scope(profile::Family::attention);
     Tensor dq = Tensor::empty(q.shape(), q.dtype()), dk = Tensor::empty(k.shape(), k.dtype()),
            dv = Tensor::empty(v.shape(), v.dtype());
-    const MaskIndex index(mask, scores);
+    const MaskIndex index(mask, P.shape());
     dispatch_float(q.dtype(), [&]<class T>(T) {
       backward<T>(D, q.data<T>(), k.data<T>(), v.data<T>(), index,
                   keep.defined() ? keep.data<std::uint8_t>() : nullptr,
@@ -230,6 +243,14 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor
     }, "attention backward");
     return std::vector<Tensor>{dq, dk, dv};
   });
+}
+
+Tensor attention_over_prefix(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::int64_t L_k,
+                             const Tensor& mask) {
+  profile::Scope profile_scope(profile::Family::attention);
+  Tensor P;
+  Dims D{};
+  return checked_forward(q, k_cache, v_cache, L_k, mask, Tensor(), 0.0, P, D);
 }
 
 }  // namespace ctrax

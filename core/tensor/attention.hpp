@@ -29,4 +29,12 @@ namespace ctrax {
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                  const Tensor& keep = Tensor(), double rate = 0.0);
 
+// DECODING. Attention of q (…, L_q, d) over the first L_k positions of a KV cache's buffers
+// k_cache (…, max_len, d) and v_cache (…, max_len, d_v), read in place: copying the filled
+// prefix out of the cache each token cost as much as the attention itself at a few hundred
+// tokens. mask broadcasts to (…, L_q, L_k). Forward only: no gradient is recorded (a cache is
+// decoding state, never trained through); no dropout (predict mode has none).
+Tensor attention_over_prefix(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::int64_t L_k,
+                             const Tensor& mask);
+
 }  // namespace ctrax

@@ -13,16 +13,58 @@ CBLAS_TRANSPOSE op(bool t) { return t ? CblasTrans : CblasNoTrans; }
 int i(std::int64_t v) { return static_cast<int>(v); }
 }  // namespace
 
+namespace {
+
+void gemv(bool t, std::int64_t M, std::int64_t N, float alpha, const float* A, std::int64_t lda, const float* x,
+          std::int64_t incx, float beta, float* y, std::int64_t incy) {
+  cblas_sgemv(CblasRowMajor, op(t), i(M), i(N), alpha, A, i(lda), x, i(incx), beta, y, i(incy));
+}
+void gemv(bool t, std::int64_t M, std::int64_t N, double alpha, const double* A, std::int64_t lda,
+          const double* x, std::int64_t incx, double beta, double* y, std::int64_t incy) {
+  cblas_dgemv(CblasRowMajor, op(t), i(M), i(N), alpha, A, i(lda), x, i(incx), beta, y, i(incy));
+}
+void gemm_call(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
+               std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, op(ta), op(tb), i(M), i(N), i(K), alpha, A, i(lda), B, i(ldb), beta, C, i(ldc));
+}
+void gemm_call(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, double alpha, const double* A,
+               std::int64_t lda, const double* B, std::int64_t ldb, double beta, double* C, std::int64_t ldc) {
+  cblas_dgemm(CblasRowMajor, op(ta), op(tb), i(M), i(N), i(K), alpha, A, i(lda), B, i(ldb), beta, C, i(ldc));
+}
+
+// One row (M = 1) or one column (N = 1) of C is a matrix-vector product. OpenBLAS's sgemm
+// sends those through its small-matrix kernels at ~10 GFLOP/s; its gemv kernels stream the
+// matrix once at memory speed (decoding one token: 2-4x faster per Dense, bench/run.sh M decode).
+template <class T>
+void gemm_any(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A,
+              std::int64_t lda, const T* B, std::int64_t ldb, T beta, T* C, std::int64_t ldc) {
+  if (K > 0 && (M == 1 || N == 1)) {
+    // With beta 0, C may hold garbage (NaN); BLAS would scale it by 0 first, so clear it.
+    if (beta == T(0)) {
+      if (M == 1) std::fill_n(C, N, T(0));
+      else for (std::int64_t r = 0; r < M; ++r) C[r * ldc] = T(0);
+    }
+    if (M == 1)  // c = op(B)ᵀ a; a = row 0 of op(A): contiguous, or a column of the K×1 Aᵀ
+      gemv(!tb, tb ? N : K, tb ? K : N, alpha, B, ldb, A, ta ? lda : 1, beta, C, 1);
+    else         // c = op(A) b; b = column 0 of op(B)
+      gemv(ta, ta ? K : M, ta ? M : K, alpha, A, lda, B, tb ? 1 : ldb, beta, C, ldc);
+    return;
+  }
+  gemm_call(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+}  // namespace
+
 void gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
           const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
           std::int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, op(ta), op(tb), i(M), i(N), i(K), alpha, A, i(lda), B, i(ldb), beta, C, i(ldc));
+  gemm_any(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 void gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, double alpha,
           const double* A, std::int64_t lda, const double* B, std::int64_t ldb, double beta,
           double* C, std::int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, op(ta), op(tb), i(M), i(N), i(K), alpha, A, i(lda), B, i(ldb), beta, C, i(ldc));
+  gemm_any(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 template <class T>
@@ -30,8 +72,11 @@ void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_
                    const T* A, const T* B, T beta, T* C) {
   const std::int64_t lda = ta ? M : K, ldb = tb ? K : N, ldc = N;
   const int n_threads = num_threads();
-  // Below ~2 MFLOP a second thread costs more than it saves.
-  if (n_threads == 1 || M * N * K < (1 << 20)) {
+  // Below ~2 MFLOP a second thread costs more than it saves — except for matrix-vector products
+  // (decoding), which are bound by reading the matrix: two cores stream it from the caches ~4x
+  // faster than one (bench/run.sh M decode), so those split from 32k matrix elements on.
+  const bool matrix_vector = M == 1 || N == 1;
+  if (n_threads == 1 || M * N * K < (matrix_vector ? (1 << 15) : (1 << 20))) {
     gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return;
   }

@@ -86,6 +86,19 @@ TEST_CASE("attention op: finite-difference gradients, with mask and dropout") {
       {randn({2, 2, 3, 4}, 1), randn({2, 2, 5, 4}, 2), randn({2, 2, 5, 3}, 3)});
 }
 
+TEST_CASE("attention over a KV cache's prefix == attention over the copied prefix") {
+  // Buffers (B·H, max_len 9, d); the first 6 rows are filled; 2 new queries, causal offsets.
+  for (DType dtype : {DType::float64, DType::float32}) {
+    const Tensor K = randn({4, 9, 8}, 1).to(dtype), V = randn({4, 9, 5}, 2).to(dtype), q = randn({4, 2, 8}, 3).to(dtype);
+    const Tensor mask = Tensor::from_doubles({1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1}, {1, 2, 6}).to(DType::bool_);
+    expect_close(attention_over_prefix(q, K, V, 6, mask), attention(q, slice(K, 1, 0, 6), slice(V, 1, 0, 6), mask),
+                 dtype == DType::float64 ? 1e-14 : 1e-6);
+  }
+  const Tensor K = randn({4, 9, 8}), V = randn({4, 9, 5}), q = randn({4, 1, 8});
+  CHECK_THROWS_WITH_AS(attention_over_prefix(q, K, V, 10, Tensor()),
+                       "attention: 10 key positions asked of k f64[4,9,8]", std::invalid_argument);
+}
+
 TEST_CASE("attention op: shapes are checked with a clear message") {
   const Tensor q = randn({2, 3, 4}), k = randn({2, 5, 4}), v = randn({2, 5, 4});
   CHECK_THROWS_WITH_AS(attention(q, randn({2, 5, 3}), v, Tensor()),

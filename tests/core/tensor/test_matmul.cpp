@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <array>
+
 #include "tests/helpers.hpp"
 
 using namespace ctrax;
@@ -46,6 +48,31 @@ TEST_CASE("leading axes fold into one product; batched products match per-slice 
     expect_close(reshape(slice(s, 0, h, h + 1), {6, 7}),
                  reference_matmul(reshape(slice(q, 0, h, h + 1), {6, 4}),
                                   transpose(reshape(slice(k, 0, h, h + 1), {7, 4}), {1, 0})), 1e-12);
+}
+
+TEST_CASE("one-row and one-column products (the matrix-vector path) equal the reference, every transpose") {
+  // M = 1 or N = 1 goes to BLAS gemv instead of gemm (core/tensor/gemm.cpp); K = 1 stays gemm.
+  for (DType dtype : {DType::float64, DType::float32}) {
+    const double tol = dtype == DType::float64 ? 1e-12 : 1e-5;
+    for (auto [M, K, N] : {std::array<std::int64_t, 3>{1, 7, 5}, {6, 7, 1}, {1, 7, 1}, {1, 1, 4}}) {
+      CAPTURE(M);
+      CAPTURE(N);
+      const Tensor a = randn({M, K}, 11), b = randn({K, N}, 12);
+      const Tensor expected = reference_matmul(a, b);
+      const Tensor at = transpose(a, {1, 0}), bt = transpose(b, {1, 0});
+      expect_close(matmul(a.to(dtype), b.to(dtype)), expected, tol);
+      expect_close(matmul(at.to(dtype), b.to(dtype), true, false), expected, tol);
+      expect_close(matmul(a.to(dtype), bt.to(dtype), false, true), expected, tol);
+      expect_close(matmul(at.to(dtype), bt.to(dtype), true, true), expected, tol);
+    }
+  }
+  // Batched one-row products (decoding: one query row per head) and their gradients.
+  const Tensor q = randn({3, 1, 4}, 13), k = randn({3, 6, 4}, 14);
+  for (int h : {0, 2})
+    expect_close(reshape(slice(matmul(q, k, false, true), 0, h, h + 1), {1, 6}),
+                 reference_matmul(reshape(slice(q, 0, h, h + 1), {1, 4}),
+                                  transpose(reshape(slice(k, 0, h, h + 1), {6, 4}), {1, 0})), 1e-12);
+  expect_gradients([](const V& x) { return matmul(x[0], x[1], false, true); }, {q, k});
 }
 
 TEST_CASE("float32 products agree with float64 ones") {
