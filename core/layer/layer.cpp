@@ -99,6 +99,9 @@ struct InitPassScope {
   ~InitPassScope() { t_init = previous; }
 };
 
+// While reset_state() re-runs init, every weight is about to be replaced by the one it had.
+thread_local bool t_keeping_weights = false;
+
 Stack meta_inputs(const Signature& sig) {
   Stack xs;
   for (const auto& sd : sig) xs.push_back(Tensor::meta(sd.shape, sd.dtype));
@@ -117,6 +120,7 @@ std::string indent(const std::string& s) {
 }  // namespace
 
 bool Layer::initializing() { return t_init != nullptr; }
+bool Layer::keeping_weights() { return t_keeping_weights; }
 
 // --- Layer -------------------------------------------------------------------------------------
 
@@ -304,7 +308,17 @@ void Layer::reset_state(const Signature& input_signature) {
   if (!initialized_)
     throw std::logic_error(fmt::format("reset_state: {} is not initialised", display_name()));
   const std::vector<Tensor> weights = all_weights();
-  init(input_signature, rng_);
+  {
+    const bool previous = t_keeping_weights;
+    t_keeping_weights = true;
+    try {
+      init(input_signature, rng_);
+    } catch (...) {
+      t_keeping_weights = previous;
+      throw;
+    }
+    t_keeping_weights = previous;
+  }
   bind_all_weights(weights);
 }
 

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <stdexcept>
 #include <vector>
@@ -11,6 +10,7 @@
 #include "core/tensor/autodiff.hpp"
 #include "core/tensor/profile.hpp"
 #include "core/tensor/dispatch.hpp"
+#include "core/tensor/fast_exp.hpp"
 #include "core/tensor/gemm.hpp"
 #include "core/tensor/parallel.hpp"
 
@@ -60,29 +60,19 @@ struct MaskIndex {
     }
     return data + off;
   }
-  bool kept(const std::uint8_t* m, std::int64_t i, std::int64_t j) const {
-    return m[i * stride_q + j * stride_k] != 0;
+  // Sets row i's masked entries (of the slice whose mask starts at m) to `fill`. Key-contiguous
+  // masks (causal, padding: stride_k 1) take a branch-free loop the compiler vectorises.
+  template <class T>
+  void fill_masked(const std::uint8_t* m, std::int64_t i, T* row, std::int64_t Lk, T fill) const {
+    const std::uint8_t* mi = m + i * stride_q;
+    if (stride_k == 1) {
+      for (std::int64_t j = 0; j < Lk; ++j) row[j] = mi[j] ? row[j] : fill;
+    } else {
+      for (std::int64_t j = 0; j < Lk; ++j)
+        if (!mi[j * stride_k]) row[j] = fill;
+    }
   }
 };
-
-// e^x for the softmax's x ≤ 0, written so the compiler vectorises the loop (std::exp is a scalar
-// call): x = n·ln2 + r, e^r by Cephes' degree-6 polynomial (relative error ~1e-7), 2^n by
-// exponent bits. Below −87 (e.g. the −1e9 of masked keys) the result is exactly 0, as expf's.
-inline float exp_nonpositive(float x) {
-  const float xc = std::max(x, -87.0f);
-  const float n = std::floor(xc * 1.44269504088896341f + 0.5f);
-  const float r = xc - n * 0.693359375f + n * 2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  const float scale = std::bit_cast<float>((static_cast<std::int32_t>(n) + 127) << 23);
-  return x < -87.0f ? 0.0f : p * scale;
-}
-inline double exp_nonpositive(double x) { return std::exp(x); }
 
 struct Dims {
   std::int64_t N, Lq, Lk, d, dv;
@@ -127,13 +117,13 @@ void forward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex&
     const std::uint8_t* m = mask.data ? mask.slice(n) : nullptr;
     for (std::int64_t i = 0; i < D.Lq; ++i) {
       T* row = Pn + i * D.Lk;
-      if (m)
-        for (std::int64_t j = 0; j < D.Lk; ++j)
-          if (!mask.kept(m, i, j)) row[j] = T(-1e9);
+      if (m) mask.fill_masked(m, i, row, D.Lk, T(-1e9));
       T mx = row[0];
-      for (std::int64_t j = 1; j < D.Lk; ++j) mx = std::max(mx, row[j]);
+#pragma omp simd reduction(max : mx)
+      for (std::int64_t j = 1; j < D.Lk; ++j) mx = row[j] > mx ? row[j] : mx;
       T sum = 0;
       for (std::int64_t j = 0; j < D.Lk; ++j) row[j] = exp_nonpositive(row[j] - mx);
+#pragma omp simd reduction(+ : sum)
       for (std::int64_t j = 0; j < D.Lk; ++j) sum += row[j];
       const T inv = T(1) / sum;
       for (std::int64_t j = 0; j < D.Lk; ++j) row[j] *= inv;
@@ -170,11 +160,10 @@ void backward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex
       T* row = dS + i * D.Lk;
       const T* p = Pn + i * D.Lk;
       T dot = 0;
+#pragma omp simd reduction(+ : dot)
       for (std::int64_t j = 0; j < D.Lk; ++j) dot += row[j] * p[j];
       for (std::int64_t j = 0; j < D.Lk; ++j) row[j] = p[j] * (row[j] - dot) * scale;
-      if (m)
-        for (std::int64_t j = 0; j < D.Lk; ++j)
-          if (!mask.kept(m, i, j)) row[j] = T(0);
+      if (m) mask.fill_masked(m, i, row, D.Lk, T(0));
     }
     gemm(false, false, D.Lq, D.d, D.Lk, T(1), dS, k + n * D.Lk * D.d, T(0), dq + n * D.Lq * D.d);
     gemm(true, false, D.Lk, D.d, D.Lq, T(1), dS, q + n * D.Lq * D.d, T(0), dk + n * D.Lk * D.d);

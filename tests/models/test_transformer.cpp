@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "layers/layers.hpp"
 #include "models/transformer.hpp"
 #include "tests/helpers.hpp"
@@ -224,6 +226,27 @@ TEST_CASE("eval == predict: TransformerLM fed one token at a time reproduces eva
     expect_close((*predict)(step), slice(expected, 1, t, t + 1), 1e-5);
     prev = {x.data<std::int32_t>()[t], x.data<std::int32_t>()[6 + t]};
   }
+}
+
+TEST_CASE("reset_state empties the KV caches and keeps every weight (the same tensors, no re-draw)") {
+  auto predict = TransformerLM(11, tiny(Mode::predict));
+  predict->init(ShapeDtype{{2, 1}, DType::int32}, Rng(4));
+  const auto before = predict->all_weights();
+  const auto values = before[0].to_doubles();
+  const Tensor first = tensor({0, 0}, {2, 1});
+  const Tensor logits = (*predict)(first).to(DType::float64);
+  (*predict)(tensor({3, 5}, {2, 1}));  // fills a second cache position
+  predict->reset_state({ShapeDtype{{2, 1}, DType::int32}});
+  const auto after = predict->all_weights();
+  REQUIRE(after.size() == before.size());
+  for (std::size_t i = 0; i < after.size(); ++i) {
+    CHECK(after[i].raw_data() == before[i].raw_data());  // the same storage, not a copy
+    CHECK_FALSE(after[i].is_meta());
+  }
+  const auto now = after[0].to_doubles();
+  CHECK(std::equal(now.begin(), now.end(), values.begin(), values.end()));
+  expect_close((*predict)(first).to(DType::float64), logits, 0.0);  // position 0 again
+  CHECK_FALSE(Layer::keeping_weights());
 }
 
 TEST_CASE("eval == predict: Transformer's decoder one token at a time reproduces eval logits") {
