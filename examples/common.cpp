@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <stdexcept>
 
@@ -128,6 +129,7 @@ void keep_if_best(const train::Loop& loop, const TrainFlags& t, const KeepBest& 
   std::filesystem::copy_file(loop.checkpoint_path(), tmp, std::filesystem::copy_options::overwrite_existing);
   std::filesystem::rename(tmp, best);
   fmt::print("best so far: eval {} {:.4f} at step {} -> {}\n", keep.metric, now, loop.step(), best);
+  std::fflush(stdout);  // shows up in a redirected log next to the Loop's lines
 }
 
 }  // namespace

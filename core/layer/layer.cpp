@@ -102,6 +102,12 @@ struct InitPassScope {
 // While reset_state() re-runs init, every weight is about to be replaced by the one it had.
 thread_local bool t_keeping_weights = false;
 
+struct KeepingWeightsScope {
+  bool previous = t_keeping_weights;
+  KeepingWeightsScope() { t_keeping_weights = true; }
+  ~KeepingWeightsScope() { t_keeping_weights = previous; }
+};
+
 Stack meta_inputs(const Signature& sig) {
   Stack xs;
   for (const auto& sd : sig) xs.push_back(Tensor::meta(sd.shape, sd.dtype));
@@ -309,15 +315,8 @@ void Layer::reset_state(const Signature& input_signature) {
     throw std::logic_error(fmt::format("reset_state: {} is not initialised", display_name()));
   const std::vector<Tensor> weights = all_weights();
   {
-    const bool previous = t_keeping_weights;
-    t_keeping_weights = true;
-    try {
-      init(input_signature, rng_);
-    } catch (...) {
-      t_keeping_weights = previous;
-      throw;
-    }
-    t_keeping_weights = previous;
+    KeepingWeightsScope keeping;
+    init(input_signature, rng_);
   }
   bind_all_weights(weights);
 }

@@ -15,7 +15,7 @@
 namespace ctrax {
 
 inline float exp_nonpositive(float x) {
-  const float xc = std::max(x, -87.0f);
+  const float xc = std::min(std::max(x, -87.0f), 0.0f);  // callers pass x ≤ 0; clamp keeps +inf defined
   const float n = std::floor(xc * 1.44269504088896341f + 0.5f);
   const float r = xc - n * 0.693359375f + n * 2.12194440e-4f;
   float p = 1.9875691500e-4f;
