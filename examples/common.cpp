@@ -43,7 +43,10 @@ void add_train_flags(CLI::App& app, TrainFlags& t, bool data_required) {
   app.add_option("--minutes", t.minutes, "stop after this many minutes of training (0: no limit)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--lr", t.lr, "peak learning rate (Adam)")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--warmup", t.warmup, "learning-rate warm-up steps, then rsqrt decay")->capture_default_str();
+  app.add_option("--warmup", t.warmup, "learning-rate warm-up steps")->capture_default_str();
+  app.add_option("--schedule", t.schedule,
+                 "after warm-up: cosine (down to ~0 at --steps) or rsqrt (Trax's 1/sqrt(step) decay)")
+      ->capture_default_str()->check(CLI::IsMember({"cosine", "rsqrt"}));
   app.add_option("--eval-every", t.eval_every, "steps between evaluations and checkpoints")
       ->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--seed", t.seed, "random seed (weights, data order, dropout)")->capture_default_str();
@@ -57,6 +60,11 @@ void add_use_flags(CLI::App& app, std::string& out, int& threads) {
 
 void apply_threads(int threads) {
   if (threads > 0) set_num_threads(threads);
+}
+
+train::Schedule lr_schedule(const TrainFlags& t) {
+  if (t.schedule == "rsqrt") return train::warmup_and_rsqrt_decay(t.warmup, t.lr);
+  return train::warmup_and_cosine_decay(t.warmup, t.steps, t.lr);
 }
 
 std::optional<std::string> existing_checkpoint(const std::string& out) {

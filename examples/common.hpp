@@ -27,11 +27,12 @@ struct ModelFlags {
 };
 void add_model_flags(CLI::App& app, ModelFlags& m);
 
-// Training flags: --batch-size --steps --lr --warmup --eval-every --minutes --seed --threads
-// --data --out.
+// Training flags: --batch-size --steps --lr --warmup --schedule --eval-every --minutes --seed
+// --threads --data --out.
 struct TrainFlags {
   std::int64_t batch_size = 0, steps = 0, warmup = 0, eval_every = 0;
   double lr = 0, minutes = 0;         // minutes 0: no time limit
+  std::string schedule = "cosine";    // after warm-up: "cosine" (to ~0 at --steps) or "rsqrt"
   std::uint64_t seed = 0;
   int threads = 0;                    // 0: all cores (CTRAX_NUM_THREADS)
   std::string data = "", out = "";
@@ -40,6 +41,9 @@ void add_train_flags(CLI::App& app, TrainFlags& t, bool data_required);
 // --threads and --out for the commands that use a trained model.
 void add_use_flags(CLI::App& app, std::string& out, int& threads);
 void apply_threads(int threads);
+// The learning-rate schedule the flags ask for: linear warm-up, then rsqrt decay (Trax's default)
+// or a cosine down to ~0 at --steps (docs/05_real_data.md compares them).
+train::Schedule lr_schedule(const TrainFlags& t);
 
 // The checkpoint in `out`, if there is one.
 std::optional<std::string> existing_checkpoint(const std::string& out);

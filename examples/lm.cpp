@@ -96,7 +96,7 @@ int train_command(examples::ModelFlags m, const examples::TrainFlags& t, std::st
       {{.labeled_data = data::lm_random_windows(train_ids, B, L, t.seed),
         .loss_layer = layers::WeightedCategoryCrossEntropy(),
         .optimizer = train::Adam({.learning_rate = t.lr}),
-        .lr_schedule = train::warmup_and_rsqrt_decay(t.warmup, t.lr),
+        .lr_schedule = examples::lr_schedule(t),
         .n_steps_per_checkpoint = t.eval_every,
         .loss_name = "loss"}},
       {.eval_tasks = {{.labeled_data = data::lm_consecutive_windows(valid_ids, B, L),
@@ -155,7 +155,7 @@ int main(int argc, char** argv) {
 
   // Defaults as measured (README): validation loss 1.61 on Tiny Shakespeare in 30 minutes, 2 cores.
   examples::ModelFlags m{.d_model = 256, .d_ff = 1024, .max_len = 128, .n_layers = 4, .n_heads = 4, .dropout = 0.0};
-  examples::TrainFlags t{.batch_size = 32, .steps = 3000, .warmup = 100, .eval_every = 250, .lr = 2e-3, .out = "runs/lm"};
+  examples::TrainFlags t{.batch_size = 32, .steps = 2500, .warmup = 100, .eval_every = 250, .lr = 2e-3, .out = "runs/lm"};
   std::string tokenizer = "char";
   std::int64_t sp_vocab = 2000;
   auto* train = app.add_subcommand("train", "train (or resume) a model; default corpus: the fortunes package");

@@ -122,7 +122,7 @@ int train_command(examples::ModelFlags m, const examples::TrainFlags& t, std::in
       {{.labeled_data = train_stream,
         .loss_layer = layers::WeightedCategoryCrossEntropy(),
         .optimizer = train::Adam({.learning_rate = t.lr}),
-        .lr_schedule = train::warmup_and_rsqrt_decay(t.warmup, t.lr),
+        .lr_schedule = examples::lr_schedule(t),
         .n_steps_per_checkpoint = t.eval_every,
         .loss_name = "loss"}},
       {.eval_tasks = {{.labeled_data = data::classification_stream(

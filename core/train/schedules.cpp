@@ -44,6 +44,19 @@ Schedule warmup_and_rsqrt_decay(std::int64_t n_warmup_steps, double max_value) {
   };
 }
 
+Schedule warmup_and_cosine_decay(std::int64_t n_warmup_steps, std::int64_t n_steps, double max_value) {
+  check_warmup(n_warmup_steps);
+  if (n_steps <= n_warmup_steps)
+    throw std::invalid_argument(fmt::format("warmup_and_cosine_decay: n_steps ({}) must exceed n_warmup_steps ({})",
+                                            n_steps, n_warmup_steps));
+  return [=](std::int64_t step) {
+    if (step <= n_warmup_steps) return ramp(step, n_warmup_steps, max_value);
+    const double progress = static_cast<double>(std::min(step, n_steps) - n_warmup_steps) /
+                            static_cast<double>(n_steps - n_warmup_steps + 1);
+    return max_value * 0.5 * (1 + std::cos(std::numbers::pi * progress));
+  };
+}
+
 Schedule multifactor(const MultifactorConfig& c) {
   static const std::vector<std::string> known = {
       "constant",    "linear_warmup", "rsqrt_decay",  "rsqrt_normalized_decay",

@@ -8,6 +8,11 @@
 //   warmup_and_rsqrt_decay(n, v)    step/(n+1) · v for step ≤ n,
 //                                   then v · √(n+1) / √step                   ("Noam": the
 //                                   original Transformer's schedule, up then down as 1/√step)
+//   warmup_and_cosine_decay(n, N, v) step/(n+1) · v for step ≤ n, then
+//                                   v · ½ (1 + cos(π · (step − n) / (N − n + 1)))
+//                                   (down to ~0 at the last step N: "cooling down" — the final
+//                                   steps at a small rate settle into the valley the large rate
+//                                   only bounced around in; docs/05_real_data.md measures it)
 //   multifactor({...})              a product of named factors (below), floored at `minimum`
 //
 // multifactor's factors, as in Trax ("constant * linear_warmup * rsqrt_decay" by default):
@@ -32,6 +37,9 @@ using Schedule = std::function<double(std::int64_t step)>;
 Schedule constant(double value);
 Schedule warmup(std::int64_t n_warmup_steps, double max_value);
 Schedule warmup_and_rsqrt_decay(std::int64_t n_warmup_steps, double max_value);
+// Steps after n_steps keep the last value (v · ½ (1 + cos(π · (N − n)/(N − n + 1))), never
+// back up as multifactor's cosine_decay cycle would).
+Schedule warmup_and_cosine_decay(std::int64_t n_warmup_steps, std::int64_t n_steps, double max_value);
 
 struct MultifactorConfig {
   std::string factors = "constant * linear_warmup * rsqrt_decay";

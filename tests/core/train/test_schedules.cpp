@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <numbers>
 #include <stdexcept>
 
 #include "core/train/schedules.hpp"
@@ -23,6 +24,18 @@ TEST_CASE("warmup_and_rsqrt_decay: ramp, then v * sqrt(n + 1) / sqrt(step)") {
   CHECK(s(3) == Approx(0.75));
   CHECK(s(4) == Approx(1.0));
   CHECK(s(16) == Approx(0.5));
+}
+
+TEST_CASE("warmup_and_cosine_decay: ramp, then half a cosine down to ~0 at step N, then flat") {
+  auto s = warmup_and_cosine_decay(3, 6, 2.0);                 // cosine over (step - 3) / 4
+  CHECK(s(1) == Approx(0.5));
+  CHECK(s(3) == Approx(1.5));
+  CHECK(s(4) == Approx(1 + std::cos(std::numbers::pi / 4)));   // 1.707
+  CHECK(s(5) == Approx(1.0));                                  // halfway
+  CHECK(s(6) == Approx(1 + std::cos(3 * std::numbers::pi / 4)));  // 0.293 at the last step
+  CHECK(s(100) == s(6));                                       // never back up
+  CHECK_THROWS_WITH_AS(warmup_and_cosine_decay(10, 10, 1.0), doctest::Contains("must exceed"),
+                       std::invalid_argument);
 }
 
 TEST_CASE("multifactor default: constant * linear_warmup * rsqrt_decay") {
