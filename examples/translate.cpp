@@ -146,8 +146,10 @@ struct Translator {
     train::load_weights(examples::weights_to_use(out), *model);
   }
 
-  // Translates a batch of sentences; n_beams 1 is greedy decoding.
-  std::vector<std::string> operator()(const std::vector<std::string>& sentences, std::int64_t n_beams) {
+  // Translates a batch of sentences; n_beams 1 is greedy decoding. Beam search ranks finished
+  // hypotheses by log p / length^length_penalty (core/decode/beam_search.hpp).
+  std::vector<std::string> operator()(const std::vector<std::string>& sentences, std::int64_t n_beams,
+                                      double length_penalty) {
     data::Sequences rows;
     std::int64_t L = 1;
     for (const auto& s : sentences) {
@@ -166,24 +168,29 @@ struct Translator {
       for (std::int64_t b = 0; b < gen.shape()[0]; ++b)
         out.push_back(tok->decode(std::span(gen.data<std::int32_t>() + b * T, static_cast<std::size_t>(T))));
     } else {
-      const auto beams = decode::beam_search(*model, source, 0, {.n_beams = n_beams, .max_length = max_length});
+      const auto beams = decode::beam_search(*model, source, 0,
+                                            {.n_beams = n_beams, .max_length = max_length, .length_penalty = length_penalty});
       for (const auto& hyps : beams) out.push_back(tok->decode(hyps.front().tokens));
     }
     return out;
   }
 };
 
-int translate_command(const std::string& out, int threads, std::int64_t n_beams, const std::vector<std::string>& texts) {
+constexpr const char* kLengthPenaltyHelp =
+    "beam search ranks finished translations by log p / length^this (0: raw log p, short ones win)";
+
+int translate_command(const std::string& out, int threads, std::int64_t n_beams, double length_penalty,
+                      const std::vector<std::string>& texts) {
   examples::apply_threads(threads);
   Translator translator(out);
-  const auto result = translator(texts, n_beams);
+  const auto result = translator(texts, n_beams, length_penalty);
   for (const auto& r : result) fmt::print("{}\n", r);
   return 0;
 }
 
 int bleu_command(const std::string& data_dir, const std::string& out, int threads, const std::string& split,
-                 std::int64_t batch_size, std::vector<std::int64_t> beams, std::int64_t limit,
-                 const std::string& save) {
+                 std::int64_t batch_size, std::vector<std::int64_t> beams, double length_penalty,
+                 std::int64_t limit, const std::string& save) {
   examples::apply_threads(threads);
   Translator translator(out);
   const auto src = examples::config_string(out, "source"), tgt = examples::config_string(out, "target");
@@ -197,7 +204,7 @@ int bleu_command(const std::string& data_dir, const std::string& out, int thread
       std::vector<std::string> batch;
       for (std::size_t j = i; j < std::min(pairs.size(), i + static_cast<std::size_t>(batch_size)); ++j)
         batch.push_back(pairs[j].source);
-      for (auto& h : translator(batch, n_beams)) hypotheses.push_back(std::move(h));
+      for (auto& h : translator(batch, n_beams, length_penalty)) hypotheses.push_back(std::move(h));
       std::cerr << fmt::format("\r{} / {} sentences", hypotheses.size(), pairs.size()) << std::flush;
     }
     std::cerr << "\r";
@@ -240,11 +247,13 @@ int main(int argc, char** argv) {
   std::string out = "runs/multi30k", data_dir, split = "test_2016_flickr", save;
   int threads = 0;
   std::int64_t n_beams = 1, batch = 64;
+  double length_penalty = 1.0;
   std::vector<std::int64_t> beams{1, 4};
   std::vector<std::string> texts;
   auto* translate = app.add_subcommand("translate", "translate sentences given on the command line");
   examples::add_use_flags(*translate, out, threads);
   translate->add_option("--beams", n_beams, "beam size (1: greedy)")->capture_default_str()->check(CLI::PositiveNumber);
+  translate->add_option("--length-penalty", length_penalty, kLengthPenaltyHelp)->capture_default_str();
   translate->add_option("TEXT", texts, "sentence(s) in the source language")->required();
 
   auto* bleu = app.add_subcommand("bleu", "corpus BLEU on a split, greedy and with beam search");
@@ -252,6 +261,7 @@ int main(int argc, char** argv) {
   bleu->add_option("--data", data_dir, "dataset directory")->required();
   bleu->add_option("--split", split, "which split")->capture_default_str();
   bleu->add_option("--beams", beams, "beam sizes to score (1: greedy)")->capture_default_str();
+  bleu->add_option("--length-penalty", length_penalty, kLengthPenaltyHelp)->capture_default_str();
   bleu->add_option("--batch-size", batch, "sentences decoded together")->capture_default_str()->check(CLI::PositiveNumber);
   bleu->add_option("--limit", limit, "only the first N sentences (0: all)")->capture_default_str();
   bleu->add_option("--save", save, "write the translations to SAVE.greedy / SAVE.beamN")->capture_default_str();
@@ -259,8 +269,8 @@ int main(int argc, char** argv) {
 
   try {
     if (*train) return train_command(m, t, vocab_size, src, tgt, limit);
-    if (*translate) return translate_command(out, threads, n_beams, texts);
-    return bleu_command(data_dir, out, threads, split, batch, beams, limit, save);
+    if (*translate) return translate_command(out, threads, n_beams, length_penalty, texts);
+    return bleu_command(data_dir, out, threads, split, batch, beams, length_penalty, limit, save);
   } catch (const std::exception& e) {
     std::cerr << "translate: " << e.what() << "\n";
     return 1;

@@ -21,6 +21,15 @@ Tensor pad_rows(std::span<const std::vector<std::int32_t>> rows, std::int64_t L,
   return t;
 }
 
+void keep_head_and_tail(std::vector<std::int32_t>& ids, std::int64_t max_len, std::int64_t head) {
+  if (max_len < 0 || head < 0)
+    throw std::invalid_argument(fmt::format("keep_head_and_tail: max_len ({}) and head ({}) must be >= 0", max_len, head));
+  const auto n = static_cast<std::int64_t>(ids.size());
+  if (n <= max_len) return;
+  head = std::min(head, max_len);
+  ids.erase(ids.begin() + head, ids.begin() + (n - (max_len - head)));
+}
+
 Tensor padding_weights(const Tensor& tokens, std::int32_t pad_id) {
   Tensor w = Tensor::empty(tokens.shape(), DType::float32);
   const auto* t = tokens.data<std::int32_t>();

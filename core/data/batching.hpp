@@ -32,6 +32,11 @@ using Sequences = std::vector<std::vector<std::int32_t>>;
 // Rows padded with `pad_id` (or cut) to length L: (rows.size(), L) int32.
 Tensor pad_rows(std::span<const std::vector<std::int32_t>> rows, std::int64_t L,
                 std::int32_t pad_id = 0);
+// Cuts `ids` to max_len tokens keeping its first `head` and last max_len − head tokens (none
+// cut when it fits). For classifying long documents the end matters as much as the start: a
+// review's verdict is often its last sentence (Sun et al. 2019, "How to Fine-Tune BERT for Text
+// Classification", found head 128 + tail 382 best on IMDB). head ≥ max_len keeps the start only.
+void keep_head_and_tail(std::vector<std::int32_t>& ids, std::int64_t max_len, std::int64_t head);
 // 1.0 where tokens != pad_id, 0.0 on padding: float32 of the tokens' shape.
 Tensor padding_weights(const Tensor& tokens, std::int32_t pad_id = 0);
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <stdexcept>
 #include <vector>
 
@@ -18,11 +19,11 @@ namespace ctrax {
 
 namespace {
 
-// C (M×N) = alpha · op(A) op(B) + beta · C on one thread, dense operands.
+// C (M×N) = alpha · op(A) op(B) + beta · C on one thread; lda, ldb, ldc the row strides.
 template <class T>
-void gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A,
-          const T* B, T beta, T* C) {
-  blas::gemm(ta, tb, M, N, K, alpha, A, ta ? M : K, B, tb ? K : N, beta, C, N);
+void gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A, std::int64_t lda,
+          const T* B, std::int64_t ldb, T beta, T* C, std::int64_t ldc) {
+  blas::gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 // Where slice n's mask row i starts, for a mask broadcast to (batch…, L_q, L_k).
@@ -60,6 +61,23 @@ struct MaskIndex {
     }
     return data + off;
   }
+  // 1 + the last key any of the rows [i0, i1) may attend to. A row that may attend to no key
+  // at all spreads its softmax evenly over all L_k of them, so it needs them all: L_k.
+  std::int64_t key_extent(const std::uint8_t* m, std::int64_t i0, std::int64_t i1, std::int64_t Lk) const {
+    std::int64_t extent = 0;
+    for (std::int64_t i = i0; i < i1; ++i) {
+      const std::uint8_t* mi = m + i * stride_q;
+      std::int64_t j = Lk;
+      while (j > extent && !mi[(j - 1) * stride_k]) --j;
+      if (j == extent) {  // nothing at or past `extent`: is anything before it?
+        bool any = false;
+        for (std::int64_t c = 0; c < extent && !any; ++c) any = mi[c * stride_k] != 0;
+        if (!any) return Lk;
+      }
+      extent = j;
+    }
+    return extent;
+  }
   // Sets row i's masked entries (of the slice whose mask starts at m) to `fill`. Key-contiguous
   // masks (causal, padding: stride_k 1) take a branch-free loop the compiler vectorises.
   template <class T>
@@ -77,6 +95,41 @@ struct MaskIndex {
 struct Dims {
   std::int64_t N, Lq, Lk, d, dv;
   std::int64_t kv_rows;  // rows per slice in k and v's storage: Lk, or a KV cache's max_len
+};
+
+// QUERY BLOCKS. A slice's query rows go in blocks of kQueryBlock; a block only multiplies by the
+// keys up to its key_extent — past it every probability is exactly 0 (the masked score −1e9
+// underflows), so those products would add zeros. Causal masks: block b needs (b + 1) · 64
+// keys, so L 256 does 10/16 of the full products, forward and backward; right-padded keys
+// (padding masks) are skipped the same way. Results are those of the full products.
+constexpr std::int64_t kQueryBlock = 64;
+
+// Key extents of every query block of every slice, computed once per distinct mask slice (a
+// causal mask broadcast over batch and heads is one).
+class KeyExtents {
+ public:
+  KeyExtents(const MaskIndex& mask, const Dims& D) {
+    if (!mask.data) {
+      table_.assign(static_cast<std::size_t>((D.Lq + kQueryBlock - 1) / kQueryBlock), D.Lk);
+      first_.assign(static_cast<std::size_t>(D.N), 0);
+      return;
+    }
+    std::map<const std::uint8_t*, std::size_t> seen;
+    for (std::int64_t n = 0; n < D.N; ++n) {
+      const std::uint8_t* m = mask.slice(n);
+      auto [it, added] = seen.try_emplace(m, table_.size());
+      if (added)
+        for (std::int64_t i0 = 0; i0 < D.Lq; i0 += kQueryBlock)
+          table_.push_back(mask.key_extent(m, i0, std::min(D.Lq, i0 + kQueryBlock), D.Lk));
+      first_.push_back(it->second);
+    }
+  }
+  // Slice n's extents, one per query block.
+  const std::int64_t* of(std::int64_t n) const { return table_.data() + first_[static_cast<std::size_t>(n)]; }
+
+ private:
+  std::vector<std::int64_t> table_;
+  std::vector<std::size_t> first_;
 };
 
 // Runs f(n, scratch) for every slice n, in parallel when that pays, with scratch room of
@@ -111,29 +164,36 @@ void forward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex&
              const std::uint8_t* keep, T keep_scale, T* P, T* out) {
   const T scale = T(1) / std::sqrt(static_cast<T>(D.d));
   const std::int64_t LL = D.Lq * D.Lk;
+  const KeyExtents extents(mask, D);
   for_each_slice<T>(D.N, keep ? LL : 0, [&](std::int64_t n, T* scratch) {
     T* Pn = P + n * LL;
-    gemm(false, true, D.Lq, D.Lk, D.d, scale, q + n * D.Lq * D.d, k + n * D.kv_rows * D.d, T(0), Pn);
+    const T *qn = q + n * D.Lq * D.d, *kn = k + n * D.kv_rows * D.d, *vn = v + n * D.kv_rows * D.dv;
     const std::uint8_t* m = mask.data ? mask.slice(n) : nullptr;
-    for (std::int64_t i = 0; i < D.Lq; ++i) {
-      T* row = Pn + i * D.Lk;
-      if (m) mask.fill_masked(m, i, row, D.Lk, T(-1e9));
-      T mx = row[0];
+    const std::int64_t* extent = extents.of(n);
+    for (std::int64_t i0 = 0, b = 0; i0 < D.Lq; i0 += kQueryBlock, ++b) {
+      const std::int64_t rows = std::min(kQueryBlock, D.Lq - i0), Le = extent[b];
+      gemm(false, true, rows, Le, D.d, scale, qn + i0 * D.d, D.d, kn, D.d, T(0), Pn + i0 * D.Lk, D.Lk);
+      for (std::int64_t i = i0; i < i0 + rows; ++i) {
+        T* row = Pn + i * D.Lk;
+        if (m) mask.fill_masked(m, i, row, Le, T(-1e9));
+        T mx = row[0];
 #pragma omp simd reduction(max : mx)
-      for (std::int64_t j = 1; j < D.Lk; ++j) mx = row[j] > mx ? row[j] : mx;
-      T sum = 0;
-      for (std::int64_t j = 0; j < D.Lk; ++j) row[j] = exp_nonpositive(row[j] - mx);
+        for (std::int64_t j = 1; j < Le; ++j) mx = row[j] > mx ? row[j] : mx;
+        T sum = 0;
+        for (std::int64_t j = 0; j < Le; ++j) row[j] = exp_nonpositive(row[j] - mx);
 #pragma omp simd reduction(+ : sum)
-      for (std::int64_t j = 0; j < D.Lk; ++j) sum += row[j];
-      const T inv = T(1) / sum;
-      for (std::int64_t j = 0; j < D.Lk; ++j) row[j] *= inv;
+        for (std::int64_t j = 0; j < Le; ++j) sum += row[j];
+        const T inv = T(1) / sum;
+        for (std::int64_t j = 0; j < Le; ++j) row[j] *= inv;
+        std::fill(row + Le, row + D.Lk, T(0));
+      }
+      const T* Pd = Pn + i0 * D.Lk;
+      if (keep) {
+        apply_keep(Pd, keep + n * LL + i0 * D.Lk, keep_scale, rows * D.Lk, scratch);
+        Pd = scratch;
+      }
+      gemm(false, false, rows, D.dv, Le, T(1), Pd, D.Lk, vn, D.dv, T(0), out + (n * D.Lq + i0) * D.dv, D.dv);
     }
-    const T* Pd = Pn;
-    if (keep) {
-      apply_keep(Pn, keep + n * LL, keep_scale, LL, scratch);
-      Pd = scratch;
-    }
-    gemm(false, false, D.Lq, D.dv, D.Lk, T(1), Pd, v + n * D.kv_rows * D.dv, T(0), out + n * D.Lq * D.dv);
   });
 }
 
@@ -143,30 +203,41 @@ void backward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex
               T* dv) {
   const T scale = T(1) / std::sqrt(static_cast<T>(D.d));
   const std::int64_t LL = D.Lq * D.Lk;
+  const KeyExtents extents(mask, D);
   for_each_slice<T>(D.N, 2 * LL, [&](std::int64_t n, T* scratch) {
     const T* Pn = P + n * LL;
     const T* dOn = dout + n * D.Lq * D.dv;
+    const T *qn = q + n * D.Lq * D.d, *kn = k + n * D.Lk * D.d, *vn = v + n * D.Lk * D.dv;
+    T *dqn = dq + n * D.Lq * D.d, *dkn = dk + n * D.Lk * D.d, *dvn = dv + n * D.Lk * D.dv;
     T* Pd = scratch;        // P̃
     T* dS = scratch + LL;   // dP̃, then dP, then dS
     apply_keep(Pn, keep ? keep + n * LL : nullptr, keep_scale, LL, Pd);
-    gemm(true, false, D.Lk, D.dv, D.Lq, T(1), Pd, dOn, T(0), dv + n * D.Lk * D.dv);
-    gemm(false, true, D.Lq, D.Lk, D.dv, T(1), dOn, v + n * D.Lk * D.dv, T(0), dS);
-    if (keep) {
-      const std::uint8_t* kn = keep + n * LL;
-      for (std::int64_t i = 0; i < LL; ++i) dS[i] = kn[i] ? dS[i] * keep_scale : T(0);
-    }
+    std::fill_n(dkn, D.Lk * D.d, T(0));   // blocks add their share of dK and dV
+    std::fill_n(dvn, D.Lk * D.dv, T(0));
     const std::uint8_t* m = mask.data ? mask.slice(n) : nullptr;
-    for (std::int64_t i = 0; i < D.Lq; ++i) {
-      T* row = dS + i * D.Lk;
-      const T* p = Pn + i * D.Lk;
-      T dot = 0;
+    const std::int64_t* extent = extents.of(n);
+    for (std::int64_t i0 = 0, b = 0; i0 < D.Lq; i0 += kQueryBlock, ++b) {
+      const std::int64_t rows = std::min(kQueryBlock, D.Lq - i0), Le = extent[b];
+      const T* dOb = dOn + i0 * D.dv;
+      T* dSb = dS + i0 * D.Lk;
+      gemm(true, false, Le, D.dv, rows, T(1), Pd + i0 * D.Lk, D.Lk, dOb, D.dv, T(1), dvn, D.dv);
+      gemm(false, true, rows, Le, D.dv, T(1), dOb, D.dv, vn, D.dv, T(0), dSb, D.Lk);
+      for (std::int64_t i = i0; i < i0 + rows; ++i) {
+        T* row = dS + i * D.Lk;
+        const T* p = Pn + i * D.Lk;
+        if (keep) {
+          const std::uint8_t* ki = keep + n * LL + i * D.Lk;
+          for (std::int64_t j = 0; j < Le; ++j) row[j] = ki[j] ? row[j] * keep_scale : T(0);
+        }
+        T dot = 0;
 #pragma omp simd reduction(+ : dot)
-      for (std::int64_t j = 0; j < D.Lk; ++j) dot += row[j] * p[j];
-      for (std::int64_t j = 0; j < D.Lk; ++j) row[j] = p[j] * (row[j] - dot) * scale;
-      if (m) mask.fill_masked(m, i, row, D.Lk, T(0));
+        for (std::int64_t j = 0; j < Le; ++j) dot += row[j] * p[j];
+        for (std::int64_t j = 0; j < Le; ++j) row[j] = p[j] * (row[j] - dot) * scale;
+        if (m) mask.fill_masked(m, i, row, Le, T(0));
+      }
+      gemm(false, false, rows, D.d, Le, T(1), dSb, D.Lk, kn, D.d, T(0), dqn + i0 * D.d, D.d);
+      gemm(true, false, Le, D.d, rows, T(1), dSb, D.Lk, qn + i0 * D.d, D.d, T(1), dkn, D.d);
     }
-    gemm(false, false, D.Lq, D.d, D.Lk, T(1), dS, k + n * D.Lk * D.d, T(0), dq + n * D.Lq * D.d);
-    gemm(true, false, D.Lk, D.d, D.Lq, T(1), dS, q + n * D.Lq * D.d, T(0), dk + n * D.Lk * D.d);
   });
 }
 

@@ -17,6 +17,22 @@ TEST_CASE("pad_rows pads with 0 and cuts long rows; padding_weights is 0 exactly
   testing::expect_tensor(padding_weights(t), {3, 4}, {1, 1, 1, 0, 1, 0, 0, 0, 1, 1, 1, 1});
 }
 
+TEST_CASE("keep_head_and_tail keeps the first `head` and the last max_len - head tokens") {
+  std::vector<std::int32_t> ids{1, 2, 3, 4, 5, 6, 7};
+  keep_head_and_tail(ids, 4, 1);
+  CHECK(ids == std::vector<std::int32_t>{1, 5, 6, 7});
+  ids = {1, 2, 3};
+  keep_head_and_tail(ids, 4, 1);                 // fits: unchanged
+  CHECK(ids == std::vector<std::int32_t>{1, 2, 3});
+  ids = {1, 2, 3, 4, 5};
+  keep_head_and_tail(ids, 3, 9);                 // head >= max_len: the start only
+  CHECK(ids == std::vector<std::int32_t>{1, 2, 3});
+  ids = {1, 2, 3, 4, 5};
+  keep_head_and_tail(ids, 2, 0);                 // the tail only
+  CHECK(ids == std::vector<std::int32_t>{4, 5});
+  CHECK_THROWS_WITH_AS(keep_head_and_tail(ids, -1, 0), doctest::Contains("max_len (-1)"), std::invalid_argument);
+}
+
 TEST_CASE("BatchPlan: every epoch is a permutation; epochs differ; the same seed gives the same plan") {
   const BatchPlan plan(std::vector<std::int64_t>(10, 1), {.batch_size = 3, .seed = 7});
   CHECK(plan.batches_per_epoch() == 3);  // the remainder of 1 is dropped

@@ -29,13 +29,12 @@ struct Case {
   bool dropout;
 };
 
-void expect_same_as_reference(const Case& c, DType dtype, double tol) {
+void expect_same_as_reference(const Case& c, DType dtype, double tol, Tensor mask = Tensor()) {
   Tensor q = randn(c.q, 1).to(dtype), k = randn(c.k, 2).to(dtype), v = randn(c.v, 3).to(dtype);
   q.requires_grad_();
   k.requires_grad_();
   v.requires_grad_();
-  Tensor mask;
-  if (!c.mask.empty()) {
+  if (!mask.defined() && !c.mask.empty()) {
     mask = Rng(4).bernoulli(c.mask, 0.7);
   }
   Shape scores(c.q.begin(), c.q.end() - 1);
@@ -67,6 +66,31 @@ TEST_CASE("attention op == separate ops: padding, causal, cross and no mask; wit
   for (const auto& c : cases) {
     expect_same_as_reference(c, DType::float64, 1e-10);
     expect_same_as_reference(c, DType::float32, 2e-5);
+  }
+}
+
+TEST_CASE("attention op over several query blocks: causal, right padding, fully masked rows") {
+  // 150 queries = blocks of 64, 64, 22; each block multiplies only by the keys its rows may see.
+  const std::int64_t L = 150;
+  std::vector<double> causal(static_cast<std::size_t>(L * L), 0.0);
+  for (std::int64_t i = 0; i < L; ++i)
+    for (std::int64_t j = 0; j <= i; ++j) causal[static_cast<std::size_t>(i * L + j)] = 1;
+  std::vector<double> padding(static_cast<std::size_t>(3 * L), 0.0);   // rows keep 150, 70, 1 keys
+  for (std::int64_t b = 0; b < 3; ++b)
+    for (std::int64_t j = 0; j < std::vector<std::int64_t>{150, 70, 1}[static_cast<std::size_t>(b)]; ++j)
+      padding[static_cast<std::size_t>(b * L + j)] = 1;
+  std::vector<double> holes = causal;                                   // rows 70 and 149 see nothing
+  for (std::int64_t j = 0; j < L; ++j) holes[static_cast<std::size_t>(70 * L + j)] = holes[static_cast<std::size_t>(149 * L + j)] = 0;
+  const Tensor causal_mask = Tensor::from_doubles(causal, {1, L, L}).to(DType::bool_);
+  const Tensor padding_mask = Tensor::from_doubles(padding, {3, 1, 1, L}).to(DType::bool_);
+  const Tensor holes_mask = Tensor::from_doubles(holes, {1, L, L}).to(DType::bool_);
+  for (const bool dropout : {false, true}) {
+    for (DType dtype : {DType::float64, DType::float32}) {
+      const double tol = dtype == DType::float64 ? 1e-10 : 3e-5;
+      expect_same_as_reference({{4, L, 8}, {4, L, 8}, {4, L, 5}, {}, dropout}, dtype, tol, causal_mask);
+      expect_same_as_reference({{3, 2, L, 8}, {3, 2, L, 8}, {3, 2, L, 5}, {}, dropout}, dtype, tol, padding_mask);
+      expect_same_as_reference({{2, L, 8}, {2, L, 8}, {2, L, 5}, {}, dropout}, dtype, tol, holes_mask);
+    }
   }
 }
 
