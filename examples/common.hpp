@@ -56,6 +56,8 @@ std::string config_json(const ModelFlags& m, const std::string& extra = "{}");
 ModelFlags model_flags_from(const std::string& out);
 std::string config_string(const std::string& out, const std::string& key);
 std::int64_t config_int(const std::string& out, const std::string& key);
+// The same, `fallback` when the checkpoint predates the key.
+std::int64_t config_int(const std::string& out, const std::string& key, std::int64_t fallback);
 
 // KEEPING THE BEST. Validation quality wobbles between evaluations (IMDB's held-out accuracy
 // moved by ±3% from one evaluation to the next), so the last checkpoint is not always the best
