@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -64,7 +65,8 @@ void apply_threads(int threads) {
 
 train::Schedule lr_schedule(const TrainFlags& t) {
   if (t.schedule == "rsqrt") return train::warmup_and_rsqrt_decay(t.warmup, t.lr);
-  return train::warmup_and_cosine_decay(t.warmup, t.steps, t.lr);
+  // A run shorter than its warm-up (a quick trial) still gets a cosine: warm up over steps − 1.
+  return train::warmup_and_cosine_decay(std::min(t.warmup, t.steps - 1), t.steps, t.lr);
 }
 
 std::optional<std::string> existing_checkpoint(const std::string& out) {

@@ -109,7 +109,9 @@ int train_command(examples::ModelFlags m, const examples::TrainFlags& t, std::in
   const std::vector<std::int64_t> train_idx(perm.begin(), perm.end() - n_valid),
       valid_idx(perm.end() - n_valid, perm.end());
   if (resumed) head = examples::config_int(t.out, "head", m.max_len);
-  if (head <= 0 || head > m.max_len) head = m.max_len;   // the start only
+  if (head > m.max_len)
+    throw std::invalid_argument(fmt::format("--head {} exceeds --max-len {}", head, m.max_len));
+  if (head == 0) head = m.max_len;   // the start only
   const auto train = encode(*tok, examples_, train_idx, m.max_len, head),
              valid = encode(*tok, examples_, valid_idx, m.max_len, head);
   fmt::print("{}: {} training reviews ({:.0f} tokens on average; {:.1f}% longer than {} are cut to their first {} and last {}), "
@@ -242,7 +244,7 @@ int main(int argc, char** argv) {
   train->add_option("--vocab-size", vocab_size, "SentencePiece vocabulary size")->capture_default_str();
   train->add_option("--head", head,
                     "reviews longer than --max-len keep their first HEAD and last max-len - HEAD tokens "
-                    "(0: the first max-len only)")->capture_default_str();
+                    "(0: the first max-len only)")->capture_default_str()->check(CLI::NonNegativeNumber);
   std::int64_t limit = 0;
   train->add_option("--limit", limit, "use only the first N training reviews (0: all; quick trials)")->capture_default_str();
 

@@ -14,7 +14,7 @@ minutes=${MINUTES:-5}
 echo
 echo "== Training a Transformer language model on the fortunes corpus for up to $minutes minutes =="
 echo "   (checkpoint and metrics in $out; run this again to continue where it stopped)"
-build/examples/lm train --out "$out" --minutes "$minutes" --steps 100000 --eval-every 200 \
+build/examples/lm train --out "$out" --minutes "$minutes" --steps 100000 --schedule rsqrt --eval-every 200 \
   --d-model 192 --d-ff 768 --n-layers 3 --n-heads 4 --max-len 128 --batch-size 32
 
 echo
