@@ -122,8 +122,7 @@ ModelFlags model_flags_from(const std::string& out) {
 std::string config_string(const std::string& out, const std::string& key) { return get<std::string>(out, key); }
 std::int64_t config_int(const std::string& out, const std::string& key) { return get<std::int64_t>(out, key); }
 std::int64_t config_int(const std::string& out, const std::string& key, std::int64_t fallback) {
-  const json j = stored_config(out);
-  return j.contains(key) ? j.at(key).get<std::int64_t>() : fallback;
+  return stored_config(out).value(key, fallback);
 }
 
 namespace {

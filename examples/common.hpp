@@ -32,7 +32,7 @@ void add_model_flags(CLI::App& app, ModelFlags& m);
 struct TrainFlags {
   std::int64_t batch_size = 0, steps = 0, warmup = 0, eval_every = 0;
   double lr = 0, minutes = 0;         // minutes 0: no time limit
-  std::string schedule = "cosine";    // after warm-up: "cosine" (to ~0 at --steps) or "rsqrt"
+  std::string schedule = "rsqrt";     // after warm-up: "rsqrt" (Trax's) or "cosine" (to ~0 at --steps)
   std::uint64_t seed = 0;
   int threads = 0;                    // 0: all cores (CTRAX_NUM_THREADS)
   std::string data = "", out = "";

@@ -19,13 +19,6 @@ namespace ctrax {
 
 namespace {
 
-// C (M×N) = alpha · op(A) op(B) + beta · C on one thread; lda, ldb, ldc the row strides.
-template <class T>
-void gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A, std::int64_t lda,
-          const T* B, std::int64_t ldb, T beta, T* C, std::int64_t ldc) {
-  blas::gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-}
-
 // Where slice n's mask row i starts, for a mask broadcast to (batch…, L_q, L_k).
 struct MaskIndex {
   const std::uint8_t* data = nullptr;
@@ -172,7 +165,7 @@ void forward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex&
     const std::int64_t* extent = extents.of(n);
     for (std::int64_t i0 = 0, b = 0; i0 < D.Lq; i0 += kQueryBlock, ++b) {
       const std::int64_t rows = std::min(kQueryBlock, D.Lq - i0), Le = extent[b];
-      gemm(false, true, rows, Le, D.d, scale, qn + i0 * D.d, D.d, kn, D.d, T(0), Pn + i0 * D.Lk, D.Lk);
+      blas::gemm(false, true, rows, Le, D.d, scale, qn + i0 * D.d, D.d, kn, D.d, T(0), Pn + i0 * D.Lk, D.Lk);
       for (std::int64_t i = i0; i < i0 + rows; ++i) {
         T* row = Pn + i * D.Lk;
         if (m) mask.fill_masked(m, i, row, Le, T(-1e9));
@@ -192,7 +185,7 @@ void forward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex&
         apply_keep(Pd, keep + n * LL + i0 * D.Lk, keep_scale, rows * D.Lk, scratch);
         Pd = scratch;
       }
-      gemm(false, false, rows, D.dv, Le, T(1), Pd, D.Lk, vn, D.dv, T(0), out + (n * D.Lq + i0) * D.dv, D.dv);
+      blas::gemm(false, false, rows, D.dv, Le, T(1), Pd, D.Lk, vn, D.dv, T(0), out + (n * D.Lq + i0) * D.dv, D.dv);
     }
   });
 }
@@ -220,8 +213,8 @@ void backward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex
       const std::int64_t rows = std::min(kQueryBlock, D.Lq - i0), Le = extent[b];
       const T* dOb = dOn + i0 * D.dv;
       T* dSb = dS + i0 * D.Lk;
-      gemm(true, false, Le, D.dv, rows, T(1), Pd + i0 * D.Lk, D.Lk, dOb, D.dv, T(1), dvn, D.dv);
-      gemm(false, true, rows, Le, D.dv, T(1), dOb, D.dv, vn, D.dv, T(0), dSb, D.Lk);
+      blas::gemm(true, false, Le, D.dv, rows, T(1), Pd + i0 * D.Lk, D.Lk, dOb, D.dv, T(1), dvn, D.dv);
+      blas::gemm(false, true, rows, Le, D.dv, T(1), dOb, D.dv, vn, D.dv, T(0), dSb, D.Lk);
       for (std::int64_t i = i0; i < i0 + rows; ++i) {
         T* row = dS + i * D.Lk;
         const T* p = Pn + i * D.Lk;
@@ -235,8 +228,8 @@ void backward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex
         for (std::int64_t j = 0; j < Le; ++j) row[j] = p[j] * (row[j] - dot) * scale;
         if (m) mask.fill_masked(m, i, row, Le, T(0));
       }
-      gemm(false, false, rows, D.d, Le, T(1), dSb, D.Lk, kn, D.d, T(0), dqn + i0 * D.d, D.d);
-      gemm(true, false, Le, D.d, rows, T(1), dSb, D.Lk, qn + i0 * D.d, D.d, T(1), dkn, D.d);
+      blas::gemm(false, false, rows, D.d, Le, T(1), dSb, D.Lk, kn, D.d, T(0), dqn + i0 * D.d, D.d);
+      blas::gemm(true, false, Le, D.d, rows, T(1), dSb, D.Lk, qn + i0 * D.d, D.d, T(1), dkn, D.d);
     }
   });
 }
