@@ -86,9 +86,7 @@ int main(int argc, char** argv) {
   int reps = 40;
   for (int i = 1; i + 1 < argc; ++i)
     if (std::strcmp(argv[i], "--reps") == 0) reps = std::atoi(argv[i + 1]);
-  if (const char* ct = std::getenv("OPENBLAS_CORETYPE"))
-    fmt::print("warning: OPENBLAS_CORETYPE={} is set; sgemm runs at about half speed\n", ct);
-  fmt::print("threads: {}\n", num_threads());
+  fmt::print("threads: {}\n", num_threads());   // warns if OpenBLAS's kernels are narrower than the CPU's
   bench_matmul(reps, 512, 512, 512);
   bench_matmul(reps, 2048, 256, 1024);
   bench_attention(reps);

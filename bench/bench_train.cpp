@@ -113,12 +113,14 @@ int main(int argc, char** argv) {
     auto decoder = models::TransformerLM(k.vocab, c);
     decoder->init(ShapeDtype{{1, 1}, DType::int32}, Rng(0));
     decode::autoregressive_sample(*decoder, Tensor(), 1, {.temperature = 0, .eos_id = -1, .max_length = 8});
+    profile::reset();
     const auto t0 = Clock::now();
     const Tensor out = decode::autoregressive_sample(*decoder, Tensor(), 1,
                                                      {.temperature = 0, .eos_id = -1, .max_length = generate});
     const double s = ms_since(t0) / 1e3;
     fmt::print("generate: {} tokens in {:.3f} s = {:.1f} tok/s (batch 1, KV cache, threads={}); peak RSS {:.0f} MB\n",
                out.dim(1), s, static_cast<double>(generate) / s, num_threads(), peak_rss_mb());
+    if (profile::enabled()) std::cout << "per token:\n" << profile::report(generate, s * 1e3 / static_cast<double>(generate));
     if (json)
       fmt::print("JSON {{\"tag\": \"{}\", \"script\": \"{}\", \"gen_tokens\": {}, \"gen_s\": {}, \"gen_tok_per_s\": {}, "
                  "\"peak_rss_mb\": {}}}\n", tag, script, generate, s, static_cast<double>(generate) / s, peak_rss_mb());

@@ -6,7 +6,8 @@
 # Runs ctrax (bench/bench_train, all cores = CTRAX_NUM_THREADS) and the reference
 # (../shared/bench/pytorch_{lm,encoder}.py at its best setting: --threads 1 --blas-threads 2,
 # glibc malloc tunables) alternately REPS times each, both with OPENBLAS_CORETYPE unset (see
-# ../shared/bench/RESULTS.md), prints both medians and ends with the line
+# ../shared/bench/RESULTS.md) or, on a CPU OpenBLAS does not recognise, both with the same
+# suggested core (`build/examples/inspect --blas`), prints both medians and ends with the line
 #   ratio_vs_pytorch=X.XX        (ctrax tokens/s ÷ PyTorch tokens/s)
 # `decode` compares greedy decoding of 256 tokens: ctrax with its KV cache, the reference re-running
 # the whole prefix (its only mode), 1 thread as RESULTS.md measures it best. At L the line
@@ -29,7 +30,15 @@ if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends python3-torch >/dev/null
 fi
 [ -x build/bench/bench_train ] || scripts/setup.sh >/dev/null
-ninja -C build bench/bench_train >/dev/null
+ninja -C build bench/bench_train examples/inspect >/dev/null
+# Both sides run with OPENBLAS_CORETYPE unset — unless OpenBLAS does not recognise this CPU and would
+# run its generic kernels on both (core/tensor/blas_kernels.hpp): then both get the suggested core.
+blas=(env -u OPENBLAS_CORETYPE)
+core=$(env -u OPENBLAS_CORETYPE build/examples/inspect --blas 2>/dev/null | sed -n 's/^suggest: //p')
+if [ -n "$core" ]; then
+  blas=(env "$core")
+  echo "OpenBLAS does not recognise this CPU: both sides run with $core"
+fi
 
 case "$config" in
   S) flags=(--vocab 256 --d-model 128 --d-ff 512 --layers 2 --heads 4 --seq 128 --batch 16 --steps 20) ;;
@@ -42,17 +51,17 @@ trap 'rm -f "$log"' EXIT
 
 for rep in $(seq "$reps"); do
   if [ "$what" = decode ]; then
-    env -u OPENBLAS_CORETYPE build/bench/bench_train --model lm --config "$config" --generate 256 --json --tag ctrax | tee -a "$log" | grep -v '^JSON'
-    env -u OPENBLAS_CORETYPE GLIBC_TUNABLES=$tunables /usr/bin/python3 "$shared/bench/pytorch_lm.py" "${flags[@]}" \
+    "${blas[@]}" build/bench/bench_train --model lm --config "$config" --generate 256 --json --tag ctrax | tee -a "$log" | grep -v '^JSON'
+    "${blas[@]}" GLIBC_TUNABLES=$tunables /usr/bin/python3 "$shared/bench/pytorch_lm.py" "${flags[@]}" \
       --threads 1 --generate 256 --json --tag pytorch | tee -a "$log" | grep -v '^JSON'
   else
-    env -u OPENBLAS_CORETYPE build/bench/bench_train --model "$what" --config "$config" --json --tag ctrax | tee -a "$log" | grep -v '^JSON'
-    env -u OPENBLAS_CORETYPE GLIBC_TUNABLES=$tunables /usr/bin/python3 "$shared/bench/pytorch_$what.py" "${flags[@]}" \
+    "${blas[@]}" build/bench/bench_train --model "$what" --config "$config" --json --tag ctrax | tee -a "$log" | grep -v '^JSON'
+    "${blas[@]}" GLIBC_TUNABLES=$tunables /usr/bin/python3 "$shared/bench/pytorch_$what.py" "${flags[@]}" \
       --threads 1 --blas-threads 2 --dropout 0.1 --json --tag pytorch | tee -a "$log" | grep -v '^JSON'
   fi
 done
 if [ "$config" = L ] && [ "$what" != decode ]; then
-  env -u OPENBLAS_CORETYPE build/bench/bench_train --sgemm-peak --threads 2 --json --tag peak | tee -a "$log" | grep -v '^JSON'
+  "${blas[@]}" build/bench/bench_train --sgemm-peak --threads 2 --json --tag peak | tee -a "$log" | grep -v '^JSON'
 fi
 
 /usr/bin/python3 - "$log" "$what" "$config" <<'PY'

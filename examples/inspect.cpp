@@ -13,6 +13,8 @@
 #include <iostream>
 
 #include "core/layer/summary.hpp"
+#include "core/tensor/blas_kernels.hpp"
+#include "core/tensor/parallel.hpp"
 #include "core/layer/trace.hpp"
 #include "models/transformer.hpp"
 
@@ -40,8 +42,8 @@ int main(int argc, char** argv) {
   int n_layers = c.n_layers;
   std::string mode = "train";
   bool trace = false;
-  app.add_option("MODEL", model_name, "TransformerEncoder, TransformerLM or Transformer")
-      ->required()
+  bool blas_info = false;
+  app.add_option("MODEL", model_name, "TransformerEncoder, TransformerLM or Transformer (required unless --blas)")
       ->check(CLI::IsMember({"TransformerEncoder", "TransformerLM", "Transformer"}));
   app.add_option("--vocab-size", vocab_size, "vocabulary size (Transformer: the input's)")
       ->capture_default_str();
@@ -58,7 +60,20 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"train", "eval", "predict"}))
       ->capture_default_str();
   app.add_flag("--trace", trace, "run a tiny random batch and print the stack around every layer");
+  app.add_flag("--blas", blas_info,
+               "print which OpenBLAS kernels run and whether they fit this CPU (core/tensor/blas_kernels.hpp)");
   CLI11_PARSE(app, argc, argv);
+  if (blas_info) {
+    const blas::KernelCheck k = blas::check_kernels();
+    fmt::print("openblas core: {}{}\ncpu supports: {}\nthreads: {} (CTRAX_NUM_THREADS; OpenBLAS runs 1)\n", k.core,
+               k.forced ? " (OPENBLAS_CORETYPE set)" : "", k.cpu_best.empty() ? "no AVX2" : k.cpu_best, num_threads());
+    if (!k.suggested.empty()) fmt::print("suggest: OPENBLAS_CORETYPE={}\n", k.suggested);
+    return 0;
+  }
+  if (model_name.empty()) {
+    fmt::print(stderr, "MODEL is required (TransformerEncoder, TransformerLM or Transformer)\nRun with --help for more information.\n");
+    return 106;
+  }
 
   c.n_layers = c.n_encoder_layers = c.n_decoder_layers = n_layers;
   c.mode = mode == "train" ? Mode::train : mode == "eval" ? Mode::eval : Mode::predict;

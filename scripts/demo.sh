@@ -8,6 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+source scripts/blas_env.sh   # OpenBLAS kernels that fit this CPU, if it does not recognise it
 out=${OUT:-runs/fortunes}
 minutes=${MINUTES:-5}
 

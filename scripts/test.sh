@@ -5,6 +5,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh "$@" || { echo "0 passed, 1 failed"; exit 1; }
+source scripts/blas_env.sh   # OpenBLAS kernels that fit this CPU, if it does not recognise it
 
 export OPENBLAS_NUM_THREADS=1 CTRAX_NUM_THREADS=2 OMP_NUM_THREADS=2
 passed=0

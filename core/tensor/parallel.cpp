@@ -1,5 +1,7 @@
 #include "core/tensor/parallel.hpp"
 
+#include "core/tensor/blas_kernels.hpp"
+
 #include <cblas.h>
 
 #include <algorithm>
@@ -21,6 +23,7 @@ int initial_threads() {
     if (v > 0) n = v;
   }
   openblas_set_num_threads(1);   // always: ctrax's OpenMP loops are the only pool (gemm.hpp)
+  blas::warn_if_generic_kernels();
 #ifdef _OPENMP
   omp_set_num_threads(n);
 #endif

@@ -1,0 +1,44 @@
+// ctrax/core/tensor/blas_kernels.hpp — does OpenBLAS run kernels that fit this CPU?
+//
+// OpenBLAS (Debian builds it with DYNAMIC_ARCH) picks its kernels when the library loads, from the
+// CPU's family and model numbers. A CPU newer than the OpenBLAS release is not in its table, and
+// OpenBLAS 0.3.21 (Debian 12) then falls back to its generic "Prescott" (SSE3) kernels — even on
+// a CPU with AVX-512. Measured on such a machine (Intel family 6 model 207, 2 cores):
+//
+//   OPENBLAS_CORETYPE   sgemm 1024³, 1 thread   bench_train M lm      decode M (KV cache)
+//   unset → Prescott    30 GFLOP/s              1,485 tok/s           ~700 tok/s
+//   SkylakeX            124 GFLOP/s             6,569 tok/s           1,456 tok/s
+//
+// A 4× slower framework with no message would be a silent wrong answer about speed, so ctrax
+// checks once, at start-up (num_threads()), and prints ONE warning to stderr naming the fix:
+//   export OPENBLAS_CORETYPE=SkylakeX        (CPUs with AVX-512; Haswell for AVX2 + FMA)
+// The variable is read when OpenBLAS loads, before any of our code runs, so ctrax cannot set it
+// for you; the scripts (scripts/blas_env.sh) do, from `inspect --blas`. An OPENBLAS_CORETYPE that
+// is already set is the user's choice: the scripts keep it, and ctrax only notes it when it selects
+// narrower kernels than the CPU runs (some machines export OPENBLAS_CORETYPE=Haswell on AVX-512
+// CPUs, which halves sgemm: ../shared/bench/RESULTS.md).
+#pragma once
+
+#include <string>
+
+namespace ctrax::blas {
+
+struct KernelCheck {
+  std::string core;        // what OpenBLAS runs, e.g. "Prescott", "SkylakeX", "Zen"
+  std::string cpu_best;    // the best OpenBLAS core family this CPU can run: SkylakeX, Haswell or ""
+  bool forced = false;     // OPENBLAS_CORETYPE was set by the user
+  // "" when the kernels are as wide as the CPU's; else the core to select, e.g. "SkylakeX"
+  std::string suggested;
+};
+
+KernelCheck check_kernels();
+
+// The rule alone: the core to select when `core` runs narrower kernels than `cpu_best`
+// ("SkylakeX", "Haswell" or "") allows, else "". suggested_core("Prescott", "SkylakeX") ==
+// "SkylakeX"; suggested_core("Cooperlake", "SkylakeX") == "".
+std::string suggested_core(const std::string& core, const std::string& cpu_best);
+
+// Prints the warning for `suggested` to stderr, once per process; called by num_threads().
+void warn_if_generic_kernels();
+
+}  // namespace ctrax::blas
