@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "core/tensor/parallel.hpp"
+#include "core/train/adam.hpp"
 #include "core/train/checkpoint.hpp"
 #include "core/train/report.hpp"
 
@@ -48,6 +49,10 @@ void add_train_flags(CLI::App& app, TrainFlags& t, bool data_required) {
   app.add_option("--schedule", t.schedule,
                  "after warm-up: cosine (down to ~0 at --steps) or rsqrt (Trax's 1/sqrt(step) decay)")
       ->capture_default_str()->check(CLI::IsMember({"cosine", "rsqrt"}));
+  app.add_option("--ema", t.ema,
+                 "average the weights over training (exponential moving average with this decay, e.g. 0.999; "
+                 "0: off); evaluation, best.safetensors and inference then use the average")
+      ->capture_default_str()->check(CLI::Range(0.0, 0.99999));
   app.add_option("--eval-every", t.eval_every, "steps between evaluations and checkpoints")
       ->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--seed", t.seed, "random seed (weights, data order, dropout)")->capture_default_str();
@@ -67,6 +72,12 @@ train::Schedule lr_schedule(const TrainFlags& t) {
   if (t.schedule == "rsqrt") return train::warmup_and_rsqrt_decay(t.warmup, t.lr);
   // A run shorter than its warm-up (a quick trial) still gets a cosine: warm up over steps − 1.
   return train::warmup_and_cosine_decay(std::min(t.warmup, t.steps - 1), t.steps, t.lr);
+}
+
+train::OptimizerPtr optimizer(const TrainFlags& t) {
+  auto adam = train::Adam({.learning_rate = t.lr});
+  adam->average_weights(t.ema);
+  return adam;
 }
 
 std::optional<std::string> existing_checkpoint(const std::string& out) {

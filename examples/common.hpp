@@ -33,6 +33,7 @@ struct TrainFlags {
   std::int64_t batch_size = 0, steps = 0, warmup = 0, eval_every = 0;
   double lr = 0, minutes = 0;         // minutes 0: no time limit
   std::string schedule = "rsqrt";     // after warm-up: "rsqrt" (Trax's) or "cosine" (to ~0 at --steps)
+  double ema = 0;                     // weight averaging's decay (Optimizer::average_weights); 0: off
   std::uint64_t seed = 0;
   int threads = 0;                    // 0: all cores (CTRAX_NUM_THREADS)
   std::string data = "", out = "";
@@ -44,6 +45,8 @@ void apply_threads(int threads);
 // The learning-rate schedule the flags ask for: linear warm-up, then rsqrt decay (Trax's default)
 // or a cosine down to ~0 at --steps (docs/05_real_data.md compares them).
 train::Schedule lr_schedule(const TrainFlags& t);
+// Adam at --lr, averaging the weights when --ema is set.
+train::OptimizerPtr optimizer(const TrainFlags& t);
 
 // The checkpoint in `out`, if there is one.
 std::optional<std::string> existing_checkpoint(const std::string& out);

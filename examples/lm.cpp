@@ -95,7 +95,7 @@ int train_command(examples::ModelFlags m, const examples::TrainFlags& t, std::st
       model,
       {{.labeled_data = data::lm_random_windows(train_ids, B, L, t.seed),
         .loss_layer = layers::WeightedCategoryCrossEntropy(),
-        .optimizer = train::Adam({.learning_rate = t.lr}),
+        .optimizer = examples::optimizer(t),
         .lr_schedule = examples::lr_schedule(t),
         .n_steps_per_checkpoint = t.eval_every,
         .loss_name = "loss"}},

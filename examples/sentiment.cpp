@@ -134,7 +134,7 @@ int train_command(examples::ModelFlags m, const examples::TrainFlags& t, std::in
       model,
       {{.labeled_data = train_stream,
         .loss_layer = layers::WeightedCategoryCrossEntropy(),
-        .optimizer = train::Adam({.learning_rate = t.lr}),
+        .optimizer = examples::optimizer(t),
         .lr_schedule = examples::lr_schedule(t),
         .n_steps_per_checkpoint = t.eval_every,
         .loss_name = "loss"}},

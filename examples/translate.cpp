@@ -113,7 +113,7 @@ int train_command(examples::ModelFlags m, const examples::TrainFlags& t, std::in
       {{.labeled_data = data::seq2seq_stream(train.source, train.target,
                                              {.batch_size = t.batch_size, .seed = t.seed, .bucket_size = 32}, pad),
         .loss_layer = layers::WeightedCategoryCrossEntropy(0.1),
-        .optimizer = train::Adam({.learning_rate = t.lr}),
+        .optimizer = examples::optimizer(t),
         .lr_schedule = examples::lr_schedule(t),
         .n_steps_per_checkpoint = t.eval_every,
         .loss_name = "loss"}},

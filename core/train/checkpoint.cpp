@@ -32,6 +32,9 @@ NamedTensors expected_tensors(const Layer& model, const std::vector<OptimizerPtr
     for (std::size_t w = 0; w < weights.size(); ++w)
       for (const Slot& s : slots[w])
         out.emplace_back(opt_prefix(i) + weights[w].first + "/" + s.name, s.value);
+    if (!opt.averages().empty())
+      for (std::size_t w = 0; w < weights.size(); ++w)
+        out.emplace_back(opt_prefix(i) + weights[w].first + "/ema", opt.averages()[w]);
   }
   return out;
 }
@@ -87,11 +90,21 @@ CheckpointInfo info_from(const std::string& path, const Metadata& m) {
 CheckpointInfo restore(const std::string& path, Layer& model,
                        const std::vector<OptimizerPtr>& optimizers, bool weights_only) {
   const SafetensorsFile file = read_safetensors(path);
-  const CheckpointInfo info = info_from(path, file.metadata);
+  CheckpointInfo info = info_from(path, file.metadata);
   const NamedTensors expected = expected_tensors(model, optimizers, weights_only);
   std::map<std::string, Tensor> found;
   for (const auto& [name, t] : file.tensors)
     if (!weights_only || !is_state_or_slot(name)) found.emplace(name, t);
+  if (weights_only) {  // the first optimizer's averages, when it kept one for every weight
+    std::map<std::string, Tensor> averages;
+    for (const auto& [name, t] : file.tensors)
+      if (name.rfind("opt/", 0) == 0 && name.size() > 8 && name.ends_with("/ema"))
+        averages.emplace(name.substr(4, name.size() - 8), t);
+    info.averaged_weights = !averages.empty();
+    for (const auto& [name, t] : expected) info.averaged_weights = info.averaged_weights && averages.count(name);
+    if (info.averaged_weights)
+      for (const auto& [name, t] : expected) found[name] = averages.at(name);
+  }
   std::set<std::string> matched;
   std::vector<std::string> missing, unexpected, misshaped;
   for (const auto& [name, t] : expected) {

@@ -5,6 +5,8 @@
 //     state/<path>/state<k>                       layer state (position counters, ...), if any
 //     opt/<weight path>/<slot>                    the first optimizer's slots ("opt/…/m", "…/v");
 //     opt<i>/<weight path>/<slot>                 task i's optimizer when there are several
+//     opt/<weight path>/ema                       the weights' average, when the optimizer keeps
+//                                                 one (Optimizer::average_weights)
 // and in its metadata
 //     format = "ctrax-checkpoint", format_version = "1", step, seed (the Loop's random seed:
 //     every step's randomness is derived from it and the step), config (the program's
@@ -37,6 +39,7 @@ struct CheckpointInfo {
   std::uint64_t seed = 0;     // the Loop's random seed
   std::string config = "";    // free-form, usually the hyper-parameters as JSON
   std::string model = "";     // the printed tree (informative; not checked)
+  bool averaged_weights = false;  // load_weights: the file's weight averages were loaded
 };
 
 // Writes model weights and state, optimizer slots and `info` to `path` (atomically).
@@ -51,6 +54,8 @@ CheckpointInfo load_checkpoint(const std::string& path, Layer& model,
 
 // Restores weights only (no state, no slots): for an eval- or predict-mode model built to use a
 // trained one. Predict-mode models name their weights as train-mode ones (Cache is transparent).
+// When the file holds an average for every weight (opt/<path>/ema), those are loaded instead —
+// they are what training evaluated and chose best.safetensors by — and info.averaged_weights says so.
 CheckpointInfo load_weights(const std::string& path, Layer& model);
 
 // Reads only the metadata (and checks it is a ctrax checkpoint).

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 
 #include "core/layer/branch.hpp"
 #include "core/layer/serial.hpp"
@@ -219,6 +220,16 @@ void Loop::report_and_checkpoint() {
 
 void Loop::evaluate() {
   if (eval_with_metrics_.empty()) return;
+  // With weight averaging (optimizer.hpp) the averages are evaluated: swapped in, then back out.
+  struct AveragesIn {
+    Optimizer& opt;
+    std::vector<Tensor> weights;
+    AveragesIn(Optimizer& o, std::vector<Tensor> w) : opt(o), weights(std::move(w)) { opt.swap_averages(weights); }
+    ~AveragesIn() { opt.swap_averages(weights); }
+  };
+  Optimizer& opt = *tasks_[0].optimizer;
+  std::optional<AveragesIn> averages_in;
+  if (opt.initialized() && !opt.averages().empty()) averages_in.emplace(opt, model_->all_weights());
   if (eval_model_ != model_) eval_model_->set_all_weights(model_->all_weights());
   ModeScope eval_mode(*eval_model_, Mode::eval);
   for (std::size_t e = 0; e < eval_with_metrics_.size(); ++e) {

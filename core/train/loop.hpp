@@ -22,7 +22,8 @@
 // training loss since the last report, evaluate every EvalTask, write metrics.jsonl, save the
 // checkpoint output_dir/model.safetensors. Evaluation runs the model in eval mode (dropout off) —
 // Trax, given no eval_model, evaluates with dropout on. Each evaluation uses the same first
-// n_eval_batches batches, so successive values are comparable.
+// n_eval_batches batches, so successive values are comparable. When the first task's optimizer
+// averages the weights (Optimizer::average_weights), evaluation runs on the averages.
 //
 // RESUMING. If output_dir/model.safetensors exists, the constructor loads it: weights, optimizer
 // slots, step and seed. Because the data streams are indexed by step and the randomness is a

@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
+#include "core/tensor/broadcast.hpp"
 #include "core/tensor/dispatch.hpp"
 #include "core/tensor/profile.hpp"
 
@@ -38,8 +40,33 @@ double sum_of_squares(const std::vector<Tensor>& xs) {
 
 void Optimizer::init(const std::vector<Tensor>& weights) {
   slots_.clear();
-  for (const Tensor& w : weights) slots_.push_back(init_slots(w));
+  averages_.clear();
+  for (const Tensor& w : weights) {
+    slots_.push_back(init_slots(w));
+    if (averaging_decay_ > 0) averages_.push_back(w.clone());
+  }
   initialized_ = true;
+}
+
+void Optimizer::average_weights(double decay) {
+  if (!(decay >= 0 && decay < 1))
+    throw std::invalid_argument(fmt::format("{}: the averaging decay must be in [0, 1), got {}", name_, decay));
+  if (initialized_ && (decay > 0) != (averaging_decay_ > 0))
+    throw std::logic_error(fmt::format("{}: turn weight averaging on or off before init", name_));
+  averaging_decay_ = decay;
+}
+
+void Optimizer::swap_averages(const std::vector<Tensor>& weights) {
+  if (averages_.size() != weights.size())
+    throw std::logic_error(fmt::format("{}.swap_averages: {} weights, {} averages", name_,
+                                       weights.size(), averages_.size()));
+  for (std::size_t i = 0; i < weights.size(); ++i)
+    dispatch_float(weights[i].dtype(), [&]<class T>(T) {
+      Tensor weight = weights[i];   // a handle to the same memory
+      T* w = weight.data<T>();
+      T* a = averages_[i].data<T>();
+      std::swap_ranges(w, w + weights[i].numel(), a);
+    }, "swap_averages");
 }
 
 UpdateStats Optimizer::update(std::int64_t step, double learning_rate,
@@ -70,6 +97,19 @@ UpdateStats Optimizer::update(std::int64_t step, double learning_rate,
   for (std::size_t i = 0; i < weights.size(); ++i) {
     Tensor w = weights[i];
     update_weight(step, learning_rate, w, grads[i], g_scale, slots_[i]);
+  }
+  if (averaging_decay_ > 0) {
+    const double s = static_cast<double>(step);
+    const double keep = std::min(averaging_decay_, (1 + s) / (10 + s));
+    for (std::size_t i = 0; i < weights.size(); ++i)
+      dispatch_float(weights[i].dtype(), [&]<class T>(T) {
+        const T* w = weights[i].data<T>();
+        T* a = averages_[i].data<T>();
+        const T move = static_cast<T>(1 - keep);
+        const std::int64_t n = weights[i].numel();
+#pragma omp parallel for schedule(static) if (n >= kParallelElements)
+        for (std::int64_t k = 0; k < n; ++k) a[k] += move * (w[k] - a[k]);
+      }, "weight averaging");
   }
   return stats;
 }

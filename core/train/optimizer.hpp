@@ -16,6 +16,17 @@
 //   auto g = grad(loss, model->all_weights());
 //   opt->update(step, lr, model->all_weights(), g);      // in place; step counts from 1
 //
+// WEIGHT AVERAGING (not in Trax; Keras optimizers' use_ema, TensorFlow's ExponentialMovingAverage).
+// opt->average_weights(0.999) makes the optimizer keep, for every weight w, an average a that
+// follows it after each update at step s:
+//     d = min(decay, (1 + s) / (10 + s))        a ← a + (1 − d) · (w − a)        (a starts at w)
+// — the last ~1 / (1 − decay) steps' weights, the early steps' ramp keeping a from clinging to
+// the initial values. Late in training the weights jitter around a minimum at the learning rate's
+// scale; their average sits nearer its centre, and usually evaluates better than the last step.
+// Training itself never reads a. swap_averages() exchanges the weights' values with a (the Loop
+// does so around every evaluation); checkpoints store a as the slot "ema", and load_weights uses
+// it for inference (checkpoint.hpp).
+//
 // Updates write into the weights' memory (no new allocation per step) and run outside the tape.
 // Weights may be float32 or float64 (tests use float64 to check updates against hand-computed
 // numbers); slots take the weight's dtype. Steps count from 1, as in the Loop: step 1 is the
@@ -64,6 +75,16 @@ class Optimizer {
   std::vector<std::vector<Slot>>& slots() { return slots_; }
   const std::vector<std::vector<Slot>>& slots() const { return slots_; }
 
+  // Weight averaging (above). decay in (0, 1); 0 turns it off. Set it before init or the first
+  // update; init then starts every average at its weight.
+  void average_weights(double decay);
+  double averaging_decay() const { return averaging_decay_; }
+  // averages()[i] belongs to weights[i] (empty when averaging is off).
+  std::vector<Tensor>& averages() { return averages_; }
+  const std::vector<Tensor>& averages() const { return averages_; }
+  // Exchanges each weight's values with its average's; twice restores both.
+  void swap_averages(const std::vector<Tensor>& weights);
+
  protected:
   Optimizer(std::string name, double learning_rate, std::optional<double> clip_grad_norm);
   // The slots one weight needs (zeros), with their names.
@@ -78,6 +99,8 @@ class Optimizer {
   double learning_rate_;
   std::optional<double> clip_grad_norm_;
   std::vector<std::vector<Slot>> slots_;
+  double averaging_decay_ = 0;
+  std::vector<Tensor> averages_;
   bool initialized_ = false;
 };
 

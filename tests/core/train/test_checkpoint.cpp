@@ -111,6 +111,44 @@ TEST_CASE("load_weights ignores optimizer slots; load_checkpoint needs them") {
                        std::runtime_error);
 }
 
+TEST_CASE("weight averages are saved as opt/…/ema, restored on resume, and used by load_weights") {
+  TempDir dir;
+  auto model = mlp(3, 1);
+  auto opt = Adam();
+  opt->average_weights(0.5);
+  std::vector<Tensor> grads;
+  for (const Tensor& w : model->all_weights()) grads.push_back(Tensor::ones(w.shape()));
+  opt->update(1, 0.1, model->all_weights(), grads);
+  opt->update(2, 0.1, model->all_weights(), grads);
+  save_checkpoint(dir / "model.safetensors", *model, {opt}, {.step = 2});
+  const auto file = read_safetensors(dir / "model.safetensors");
+  CHECK(file.tensors.size() == 4 * 4);   // 4 weights, each with m, v and ema
+  const auto names = model->named_weights();
+
+  auto resumed = mlp(3, 2);
+  auto resumed_opt = Adam();
+  resumed_opt->average_weights(0.5);
+  load_checkpoint(dir / "model.safetensors", *resumed, {resumed_opt});
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    CHECK(bit_equal(resumed->all_weights()[i], model->all_weights()[i]));
+    CHECK(bit_equal(resumed_opt->averages()[i], opt->averages()[i]));
+  }
+
+  auto inference = mlp(3, 3);
+  const CheckpointInfo info = load_weights(dir / "model.safetensors", *inference);
+  CHECK(info.averaged_weights);
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    CHECK(bit_equal(inference->all_weights()[i], opt->averages()[i]));
+    CHECK_FALSE(bit_equal(inference->all_weights()[i], model->all_weights()[i]));
+  }
+
+  // Resuming into an optimizer that does not average names the extra tensors.
+  auto plain = mlp(3, 2);
+  CHECK_THROWS_WITH_AS(load_checkpoint(dir / "model.safetensors", *plain, {Adam()}),
+                       doctest::Contains("unexpected in the file (4):\n    opt/Serial/Dense_2[2]/b/ema"),
+                       std::runtime_error);
+}
+
 TEST_CASE("a safetensors file from elsewhere is not taken for a checkpoint") {
   TempDir dir;
   const std::string path = dir / "foreign.safetensors";

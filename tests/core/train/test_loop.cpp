@@ -122,6 +122,35 @@ TEST_CASE("evaluation runs in eval mode: dropout off, and training continues in 
   CHECK(loop.last_value("eval", "WeightedCategoryCrossEntropy") == doctest::Approx(sum / 4).epsilon(1e-6));
 }
 
+TEST_CASE("with weight averaging, evaluation runs on the averages and training on the weights") {
+  std::ostringstream out;
+  auto plain_model = classifier();
+  Loop plain(plain_model, {task()}, {.eval_tasks = {eval_task()}, .out = &out});
+  plain.run(10);
+  auto model = classifier();
+  TrainTask t = task();
+  t.optimizer->average_weights(0.9);
+  Loop loop(model, {t}, {.eval_tasks = {eval_task()}, .out = &out});
+  loop.run(10);
+  // Training is untouched by averaging (and the Loop swapped the averages back out after evaluating).
+  CHECK(bit_equal(model->all_weights(), plain_model->all_weights()));
+  // The reported eval loss is that of the averages, computed by hand here.
+  const std::vector<Tensor> trained = model->all_weights();
+  t.optimizer->swap_averages(trained);
+  model->set_mode(Mode::eval);
+  auto loss = WeightedCategoryCrossEntropy();
+  double sum = 0;
+  for (int b = 0; b < 4; ++b) {
+    const Stack batch = make_batch(b, 99);
+    const Tensor logits = (*model)(batch[0]);
+    loss->init(signature_of(Stack{logits, batch[1], batch[2]}));
+    sum += (*loss)(Stack{logits, batch[1], batch[2]})[0].item();
+  }
+  const double averaged = loop.last_value("eval", "WeightedCategoryCrossEntropy");
+  CHECK(averaged == doctest::Approx(sum / 4).epsilon(1e-6));
+  CHECK(averaged != doctest::Approx(plain.last_value("eval", "WeightedCategoryCrossEntropy")).epsilon(1e-6));
+}
+
 TEST_CASE("resume is exact: N steps straight == N/2, kill, resume, N/2 — bit for bit") {
   TempDir straight_dir, resumed_dir;
   std::ostringstream out;

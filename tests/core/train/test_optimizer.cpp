@@ -61,3 +61,43 @@ TEST_CASE("a NaN gradient is refused before any weight changes") {
   expect_tensor(a, {1}, {1.0}, 0);
   expect_tensor(b, {1}, {2.0}, 0);
 }
+
+TEST_CASE("weight averaging: a ← a + (1 − d)(w − a), d = min(decay, (1 + s)/(10 + s)), a from w") {
+  // SGD at lr 1 with g = −1 moves w 0 → 1 → 2 → 3. decay 0.3: d = 2/11, 3/12, then 0.3 (< 4/13).
+  Tensor w = tensor({0.0}, {1});
+  auto opt = SGD({.learning_rate = 1.0});
+  opt->average_weights(0.3);
+  opt->init({w});
+  expect_tensor(opt->averages()[0], {1}, {0.0}, 0);                 // starts at the weight
+  const double expected[] = {1 - 2.0 / 11, 1.7045454545454546, 2.6113636363636363};
+  for (int s = 1; s <= 3; ++s) {
+    opt->update(s, 1.0, {w}, {tensor({-1.0}, {1})});
+    expect_tensor(w, {1}, {static_cast<double>(s)}, 1e-12);        // training never reads a
+    expect_tensor(opt->averages()[0], {1}, {expected[s - 1]}, 1e-12);
+  }
+}
+
+TEST_CASE("swap_averages exchanges weights and averages; twice restores both") {
+  Tensor w = tensor({1.0, 2.0}, {2});
+  auto opt = SGD();
+  opt->average_weights(0.9);
+  opt->update(1, 1.0, {w}, {tensor({1.0, 1.0}, {2})});   // w = (0, 1); a = (1, 2) + 0.8182·(−1, −1)
+  const double a0 = 1 - (1 - 2.0 / 11), a1 = 2 - (1 - 2.0 / 11);
+  opt->swap_averages({w});
+  expect_tensor(w, {2}, {a0, a1}, 1e-12);
+  expect_tensor(opt->averages()[0], {2}, {0.0, 1.0}, 1e-12);
+  opt->swap_averages({w});
+  expect_tensor(w, {2}, {0.0, 1.0}, 1e-12);
+  expect_tensor(opt->averages()[0], {2}, {a0, a1}, 1e-12);
+}
+
+TEST_CASE("without averaging there are no averages; a decay outside [0, 1) is refused") {
+  Tensor w = tensor({1.0}, {1});
+  auto opt = SGD();
+  opt->update(1, 1.0, {w}, {tensor({1.0}, {1})});
+  CHECK(opt->averages().empty());
+  CHECK_THROWS_AS(opt->swap_averages({w}), std::logic_error);
+  CHECK_THROWS_AS(SGD()->average_weights(1.0), std::invalid_argument);
+  CHECK_THROWS_AS(SGD()->average_weights(-0.1), std::invalid_argument);
+  CHECK_THROWS_AS(opt->average_weights(0.9), std::logic_error);  // after init: too late
+}
