@@ -42,7 +42,7 @@ void add_train_flags(CLI::App& app, TrainFlags& t, bool data_required) {
   app.add_option("--batch-size", t.batch_size, "sequences per step")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--steps", t.steps, "total training steps (a resumed run continues to this)")
       ->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--minutes", t.minutes, "stop after this many minutes of training (0: no limit)")
+  app.add_option("--minutes", t.minutes, "train at most this many minutes: stop at the last checkpoint that fits (0: no limit)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--lr", t.lr, "peak learning rate (Adam)")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--warmup", t.warmup, "learning-rate warm-up steps")->capture_default_str();
@@ -166,16 +166,21 @@ void train_until(train::Loop& loop, const TrainFlags& t, const std::optional<Kee
     fmt::print("already trained {} of {} steps; raise --steps to train more\n", loop.step(), t.steps);
     return;
   }
+  double chunk_minutes = 0;   // the last chunk's duration: the estimate for the next one
   while (loop.step() < t.steps) {
-    // Up to the next checkpoint step, so a time limit always stops on a saved checkpoint.
+    // Up to the next checkpoint step, so a time limit always stops on a saved checkpoint; and only
+    // when that chunk is expected to end within --minutes, so the limit is a budget, not a floor.
+    if (t.minutes > 0 && minutes() + chunk_minutes > t.minutes) {
+      fmt::print("time limit: stopped after {:.1f} minutes at step {} of {} (the next {} steps would end past "
+                 "{} minutes); run the same command to go on\n",
+                 minutes(), loop.step(), t.steps, t.eval_every, t.minutes);
+      return;
+    }
+    const double chunk_start = minutes();
     const std::int64_t next = std::min(t.steps, (loop.step() / t.eval_every + 1) * t.eval_every);
     loop.run(next - loop.step());
     if (keep_best) keep_if_best(loop, t, *keep_best);
-    if (t.minutes > 0 && minutes() >= t.minutes && loop.step() < t.steps) {
-      fmt::print("time limit: stopped after {:.1f} minutes at step {} of {}; run the same command to go on\n",
-                 minutes(), loop.step(), t.steps);
-      return;
-    }
+    chunk_minutes = minutes() - chunk_start;
   }
   fmt::print("trained {} steps in this run ({:.1f} minutes); checkpoint {}\n", loop.step(), minutes(),
              loop.checkpoint_path());

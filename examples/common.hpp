@@ -73,8 +73,9 @@ struct KeepBest {
   bool higher_is_better = true;
 };
 
-// Runs the Loop to `steps` total steps, stopping early (after a checkpoint) once `minutes` of
-// training have passed in this process. Prints where it stopped and how to continue.
+// Runs the Loop to `steps` total steps, stopping early (after a checkpoint) before a stretch of
+// eval_every steps that would end past `minutes` of training in this process (judged by the last
+// stretch's time). Prints where it stopped and how to continue.
 void train_until(train::Loop& loop, const TrainFlags& t, const std::optional<KeepBest>& keep_best = {});
 
 // The weights `sample`/`eval`/`translate` use: out/best.safetensors when training kept one,
