@@ -74,20 +74,15 @@ train::Schedule lr_schedule(const TrainFlags& t) {
   return train::warmup_and_cosine_decay(std::min(t.warmup, t.steps - 1), t.steps, t.lr);
 }
 
-train::OptimizerPtr optimizer(const TrainFlags& t) {
-  auto adam = train::Adam({.learning_rate = t.lr});
-  adam->average_weights(t.ema);
-  return adam;
-}
-
 std::optional<std::string> existing_checkpoint(const std::string& out) {
   const std::string path = (std::filesystem::path(out) / "model.safetensors").string();
   if (std::filesystem::exists(path)) return path;
   return std::nullopt;
 }
 
-std::string config_json(const ModelFlags& m, const std::string& extra) {
+std::string config_json(const ModelFlags& m, const TrainFlags& t, const std::string& extra) {
   json j = json::parse(extra);
+  j["ema"] = t.ema;
   j["d_model"] = m.d_model;
   j["d_ff"] = m.d_ff;
   j["n_layers"] = m.n_layers;
@@ -134,6 +129,18 @@ std::string config_string(const std::string& out, const std::string& key) { retu
 std::int64_t config_int(const std::string& out, const std::string& key) { return get<std::int64_t>(out, key); }
 std::int64_t config_int(const std::string& out, const std::string& key, std::int64_t fallback) {
   return stored_config(out).value(key, fallback);
+}
+
+train::OptimizerPtr optimizer(TrainFlags& t) {
+  if (existing_checkpoint(t.out)) {   // resuming: the checkpoint has averages or not; keep that
+    const double stored = stored_config(t.out).value("ema", 0.0);
+    if (stored != t.ema)
+      fmt::print("resuming with the checkpoint's --ema {} (not {})\n", stored, t.ema);
+    t.ema = stored;
+  }
+  auto adam = train::Adam({.learning_rate = t.lr});
+  adam->average_weights(t.ema);
+  return adam;
 }
 
 namespace {

@@ -45,15 +45,16 @@ void apply_threads(int threads);
 // The learning-rate schedule the flags ask for: linear warm-up, then rsqrt decay (Trax's default)
 // or a cosine down to ~0 at --steps (docs/05_real_data.md compares them).
 train::Schedule lr_schedule(const TrainFlags& t);
-// Adam at --lr, averaging the weights when --ema is set.
-train::OptimizerPtr optimizer(const TrainFlags& t);
+// Adam at --lr, averaging the weights when --ema is set. A resumed run keeps the checkpoint's
+// choice (its config's "ema"; none stored: 0), and t.ema is set to it.
+train::OptimizerPtr optimizer(TrainFlags& t);
 
 // The checkpoint in `out`, if there is one.
 std::optional<std::string> existing_checkpoint(const std::string& out);
 
 // Hyper-parameters (and any example-specific settings) as JSON, stored in the checkpoint.
 // `extra` is a JSON object text merged in (e.g. {"tokenizer": "char", "vocab_size": 258}).
-std::string config_json(const ModelFlags& m, const std::string& extra = "{}");
+std::string config_json(const ModelFlags& m, const TrainFlags& t, const std::string& extra = "{}");
 // Reads them back from out/model.safetensors; a missing or foreign checkpoint is an error that
 // names the directory.
 ModelFlags model_flags_from(const std::string& out);

@@ -60,7 +60,7 @@ std::unique_ptr<data::Tokenizer> load_tokenizer(const std::string& kind, const s
   return data::SentencePieceTokenizer::load((fs::path(out) / "spm.model").string());
 }
 
-int train_command(examples::ModelFlags m, const examples::TrainFlags& t, std::string tokenizer_kind,
+int train_command(examples::ModelFlags m, examples::TrainFlags t, std::string tokenizer_kind,
                   std::int64_t sp_vocab) {
   examples::apply_threads(t.threads);
   const auto resumed = examples::existing_checkpoint(t.out);
@@ -91,11 +91,12 @@ int train_command(examples::ModelFlags m, const examples::TrainFlags& t, std::st
 
   auto model = models::TransformerLM(tok->vocab_size(), m.config(Mode::train));
   const std::int64_t n_eval = data::lm_window_batches(static_cast<std::int64_t>(valid_ids->size()), B, L);
+  const auto optimizer = examples::optimizer(t);   // before config_json: a resume sets t.ema
   train::Loop loop(
       model,
       {{.labeled_data = data::lm_random_windows(train_ids, B, L, t.seed),
         .loss_layer = layers::WeightedCategoryCrossEntropy(),
-        .optimizer = examples::optimizer(t),
+        .optimizer = optimizer,
         .lr_schedule = examples::lr_schedule(t),
         .n_steps_per_checkpoint = t.eval_every,
         .loss_name = "loss"}},
@@ -105,7 +106,7 @@ int train_command(examples::ModelFlags m, const examples::TrainFlags& t, std::st
                        .n_eval_batches = n_eval}},
        .output_dir = t.out,
        .random_seed = t.seed,
-       .config = examples::config_json(m, fmt::format(R"({{"tokenizer": "{}", "vocab_size": {}}})",
+       .config = examples::config_json(m, t, fmt::format(R"({{"tokenizer": "{}", "vocab_size": {}}})",
                                                       tok->name(), tok->vocab_size()))});
   examples::train_until(loop, t, examples::KeepBest{.metric = "loss", .higher_is_better = false});
   fmt::print("validation loss {:.4f} nats per token\n", loop.last_value("eval", "loss"));

@@ -78,7 +78,7 @@ EncodedPairs encode(const data::Tokenizer& tok, const std::vector<data::TextPair
 
 std::string spm_path(const std::string& out) { return (fs::path(out) / "spm.model").string(); }
 
-int train_command(examples::ModelFlags m, const examples::TrainFlags& t, std::int64_t vocab_size,
+int train_command(examples::ModelFlags m, examples::TrainFlags t, std::int64_t vocab_size,
                   const std::string& src, const std::string& tgt, std::int64_t limit) {
   examples::apply_threads(t.threads);
   const auto resumed = examples::existing_checkpoint(t.out);
@@ -108,12 +108,13 @@ int train_command(examples::ModelFlags m, const examples::TrainFlags& t, std::in
   const data::PadOptions pad{.max_len = m.max_len, .pad_multiple = 4};
   auto model = models::Transformer(tok->vocab_size(), std::nullopt, m.config(Mode::train));
   const auto n_val = static_cast<std::int64_t>(val_pairs.size());
+  const auto optimizer = examples::optimizer(t);   // before config_json: a resume sets t.ema
   train::Loop loop(
       model,
       {{.labeled_data = data::seq2seq_stream(train.source, train.target,
                                              {.batch_size = t.batch_size, .seed = t.seed, .bucket_size = 32}, pad),
         .loss_layer = layers::WeightedCategoryCrossEntropy(0.1),
-        .optimizer = examples::optimizer(t),
+        .optimizer = optimizer,
         .lr_schedule = examples::lr_schedule(t),
         .n_steps_per_checkpoint = t.eval_every,
         .loss_name = "loss"}},
@@ -125,7 +126,7 @@ int train_command(examples::ModelFlags m, const examples::TrainFlags& t, std::in
                        .n_eval_batches = (n_val + t.batch_size - 1) / t.batch_size}},
        .output_dir = t.out,
        .random_seed = t.seed,
-       .config = examples::config_json(m, fmt::format(R"({{"vocab_size": {}, "source": "{}", "target": "{}"}})",
+       .config = examples::config_json(m, t, fmt::format(R"({{"vocab_size": {}, "source": "{}", "target": "{}"}})",
                                                       tok->vocab_size(), src, tgt))});
   examples::train_until(loop, t, examples::KeepBest{.metric = "loss", .higher_is_better = false});
   fmt::print("validation loss {:.4f}, token accuracy {:.4f}; run `translate bleu` for BLEU\n",

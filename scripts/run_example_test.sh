@@ -66,6 +66,11 @@ sentiment)
     run=$tmp/imdb
     "$exe" train --data "$data/imdb" --out "$run" --limit 200 --vocab-size 300 --steps 3 --eval-every 3 --max-len 64 "${tiny[@]}" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "train"; }
     expect "eval  accuracy" "$tmp/log"
+    # The checkpoint holds weight averages (--ema 0.999 by default): a resume that asks for none
+    # keeps the checkpoint's choice and says so.
+    "$exe" train --data "$data/imdb" --out "$run" --limit 200 --steps 4 --eval-every 1 --ema 0 "${tiny[@]}" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "resume"; }
+    expect "resuming with the checkpoint's --ema 0.999" "$tmp/log"
+    expect "Ran 1 train steps" "$tmp/log"
     "$exe" eval --data "$data/imdb" --out "$run" --limit 40 --threads 1 >"$tmp/log" 2>/dev/null || fail "eval"
     expect "test accuracy .* of 40 reviews" "$tmp/log"
     "$exe" predict --out "$run" --threads 1 "A wonderful film." >"$tmp/log" || fail "predict"
