@@ -159,13 +159,14 @@ void forward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex&
   const std::int64_t LL = D.Lq * D.Lk;
   const KeyExtents extents(mask, D);
   for_each_slice<T>(D.N, keep ? LL : 0, [&](std::int64_t n, T* scratch) {
+    const T sc = scale, ks = keep_scale;   // locals, not captures: see backward
     T* Pn = P + n * LL;
     const T *qn = q + n * D.Lq * D.d, *kn = k + n * D.kv_rows * D.d, *vn = v + n * D.kv_rows * D.dv;
     const std::uint8_t* m = mask.data ? mask.slice(n) : nullptr;
     const std::int64_t* extent = extents.of(n);
     for (std::int64_t i0 = 0, b = 0; i0 < D.Lq; i0 += kQueryBlock, ++b) {
       const std::int64_t rows = std::min(kQueryBlock, D.Lq - i0), Le = extent[b];
-      blas::gemm(false, true, rows, Le, D.d, scale, qn + i0 * D.d, D.d, kn, D.d, T(0), Pn + i0 * D.Lk, D.Lk);
+      blas::gemm(false, true, rows, Le, D.d, sc, qn + i0 * D.d, D.d, kn, D.d, T(0), Pn + i0 * D.Lk, D.Lk);
       for (std::int64_t i = i0; i < i0 + rows; ++i) {
         T* row = Pn + i * D.Lk;
         if (m) mask.fill_masked(m, i, row, Le, T(-1e9));
@@ -182,7 +183,7 @@ void forward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex&
       }
       const T* Pd = Pn + i0 * D.Lk;
       if (keep) {
-        apply_keep(Pd, keep + n * LL + i0 * D.Lk, keep_scale, rows * D.Lk, scratch);
+        apply_keep(Pd, keep + n * LL + i0 * D.Lk, ks, rows * D.Lk, scratch);
         Pd = scratch;
       }
       blas::gemm(false, false, rows, D.dv, Le, T(1), Pd, D.Lk, vn, D.dv, T(0), out + (n * D.Lq + i0) * D.dv, D.dv);
@@ -198,13 +199,17 @@ void backward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex
   const std::int64_t LL = D.Lq * D.Lk;
   const KeyExtents extents(mask, D);
   for_each_slice<T>(D.N, 2 * LL, [&](std::int64_t n, T* scratch) {
+    // Local copies: read through the lambda's capture, the compiler must assume a store to a row
+    // could change them, reloads them per element and keeps the loops scalar (the dropout loop
+    // below ran ~8× slower so).
+    const T sc = scale, ks = keep_scale;
     const T* Pn = P + n * LL;
     const T* dOn = dout + n * D.Lq * D.dv;
     const T *qn = q + n * D.Lq * D.d, *kn = k + n * D.Lk * D.d, *vn = v + n * D.Lk * D.dv;
     T *dqn = dq + n * D.Lq * D.d, *dkn = dk + n * D.Lk * D.d, *dvn = dv + n * D.Lk * D.dv;
     T* Pd = scratch;        // P̃
     T* dS = scratch + LL;   // dP̃, then dP, then dS
-    apply_keep(Pn, keep ? keep + n * LL : nullptr, keep_scale, LL, Pd);
+    apply_keep(Pn, keep ? keep + n * LL : nullptr, ks, LL, Pd);
     std::fill_n(dkn, D.Lk * D.d, T(0));   // blocks add their share of dK and dV
     std::fill_n(dvn, D.Lk * D.dv, T(0));
     const std::uint8_t* m = mask.data ? mask.slice(n) : nullptr;
@@ -220,12 +225,12 @@ void backward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex
         const T* p = Pn + i * D.Lk;
         if (keep) {
           const std::uint8_t* ki = keep + n * LL + i * D.Lk;
-          for (std::int64_t j = 0; j < Le; ++j) row[j] = ki[j] ? row[j] * keep_scale : T(0);
+          for (std::int64_t j = 0; j < Le; ++j) row[j] = ki[j] ? row[j] * ks : T(0);
         }
         T dot = 0;
 #pragma omp simd reduction(+ : dot)
         for (std::int64_t j = 0; j < Le; ++j) dot += row[j] * p[j];
-        for (std::int64_t j = 0; j < Le; ++j) row[j] = p[j] * (row[j] - dot) * scale;
+        for (std::int64_t j = 0; j < Le; ++j) row[j] = p[j] * (row[j] - dot) * sc;
         if (m) mask.fill_masked(m, i, row, Le, T(0));
       }
       blas::gemm(false, false, rows, D.d, Le, T(1), dSb, D.Lk, kn, D.d, T(0), dqn + i0 * D.d, D.d);
