@@ -33,8 +33,7 @@ class DenseLayer final : public Layer {
     if (x.rank() < 1 || x.dim(-1) != w.dim(0))
       throw std::invalid_argument(fmt::format("Dense_{} expects inputs (..., {}), got {}",
                                               n_units_, w.dim(0), x.signature()));
-    Tensor y = matmul(x, w);
-    return {use_bias_ ? y + weights()[1] : y};
+    return {use_bias_ ? linear(x, w, weights()[1]) : matmul(x, w)};
   }
 
  private:

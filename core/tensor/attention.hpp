@@ -15,6 +15,8 @@
 // blocks of 64 that multiply only by the keys their mask lets them see: a causal block b needs
 // keys 0 … 64(b+1) − 1, so at L 256 the products do 10/16 of the square's work (forward and
 // backward), and right-padded keys are skipped too — the results are the full products'.
+// Consecutive blocks that see the same keys (all of them, without a causal mask) go through one
+// product: BLAS runs one 256-row product faster than four 64-row ones.
 //
 // BACKWARD, per slice (P the probabilities, P̃ = D(P), S the scaled scores):
 //   dV = P̃ᵀ dO        dP̃ = dO Vᵀ        dP = D(dP̃)

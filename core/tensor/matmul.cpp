@@ -2,13 +2,17 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "core/tensor/autodiff.hpp"
+#include "core/tensor/broadcast.hpp"
+#include "core/tensor/dispatch.hpp"
 #include "core/tensor/profile.hpp"
 #include "core/tensor/elementwise.hpp"
 #include "core/tensor/gemm.hpp"
 #include "core/tensor/parallel.hpp"
+#include "core/tensor/reduce.hpp"
 #include "core/tensor/shape_ops.hpp"
 
 namespace ctrax {
@@ -95,6 +99,35 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
       db = sum_to(db, b.shape());
     }
     return std::vector<Tensor>{da, db};
+  });
+}
+
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
+  if (x.rank() < 1 || w.rank() != 2 || b.rank() != 1 || x.dim(-1) != w.dim(0) || b.dim(0) != w.dim(1) ||
+      x.dtype() != w.dtype() || b.dtype() != w.dtype() || !is_floating(x.dtype()))
+    throw std::invalid_argument(fmt::format("linear expects float x (..., K), w (K, N), b (N) of one dtype, "
+                                            "got x {}, w {}, b {}", x.signature(), w.signature(), b.signature()));
+  const std::int64_t K = w.dim(0), N = w.dim(1), M = x.numel() / std::max<std::int64_t>(K, 1);
+  Shape out_shape(x.shape().begin(), x.shape().end() - 1);
+  out_shape.push_back(N);
+  if (x.is_meta() || w.is_meta() || b.is_meta()) return Tensor::meta(out_shape, x.dtype());
+  Tensor out = Tensor::empty(out_shape, x.dtype());
+  {
+    profile::Scope profile_scope(profile::Family::gemm);
+    dispatch_float(x.dtype(), [&]<class T>(T) {
+      const T* pb = b.data<T>();
+      T* po = out.data<T>();
+#pragma omp parallel for schedule(static) if (M * N >= kParallelElements)
+      for (std::int64_t r = 0; r < M; ++r) std::copy_n(pb, N, po + r * N);
+      if (M > 0 && N > 0 && K > 0) blas::parallel_gemm(false, false, M, N, K, T(1), x.data<T>(), w.data<T>(), T(1), po);
+    }, "linear");
+  }
+  return record("linear", out, {x, w, b}, [x, w, K, N, b_grad = b.requires_grad()](const Tensor& g) {
+    profile::Scope profile_scope(profile::Family::gemm);
+    const Tensor g2 = reshape(g, {-1, N});
+    return std::vector<Tensor>{x.requires_grad() ? matmul(g, w, false, true) : Tensor(),
+                               w.requires_grad() ? matmul(reshape(x, {-1, K}), g2, true, false) : Tensor(),
+                               b_grad ? sum(g2, {0}) : Tensor()};
   });
 }
 

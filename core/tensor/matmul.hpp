@@ -20,4 +20,14 @@ namespace ctrax {
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false,
               bool transpose_b = false);
 
+// A dense layer's affine map in one op:
+//
+//   linear(x, w, b) = x·w + b          x (..., K), w (K, N), b (N)  -> (..., N)
+//
+// equal to matmul(x, w) + b, faster: each output row starts as a copy of b and the GEMM adds x·w
+// to it (BLAS's beta = 1). matmul then add would zero the output (BLAS's beta = 0 pass), write the
+// product, then read it again to write the sum — two more passes over the (B·L, N) activations.
+// Gradients: dx = g·wᵀ, dw = xᵀ·g (the leading axes folded into rows), db = Σ_rows g.
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b);
+
 }  // namespace ctrax

@@ -58,7 +58,7 @@ TEST_CASE("a wrong dtype") {
   model->init(ShapeDtype{{1, 2}});
   const std::string msg = error_of([&] { (*model)(Tensor::zeros({1, 2}, DType::float64)); });
   CHECK(msg.find("Serial/Dense_2[0]") != std::string::npos);
-  CHECK(msg.find("matmul needs two float tensors of one dtype, got f64[1,2] and f32[2,2]") != std::string::npos);
+  CHECK(msg.find("linear expects float x (..., K), w (K, N), b (N) of one dtype, got x f64[1,2], w f32[2,2], b f32[2]") != std::string::npos);
 }
 
 TEST_CASE("a deep path carries an index at every level") {

@@ -102,3 +102,20 @@ TEST_CASE("gradients of every matmul form") {
   expect_gradients([](const V& v) { return matmul(v[0], v[1], true, false); }, {randn({2, 4, 3}, 17), y});
   expect_gradients([](const V& v) { return matmul(v[0], v[1], true, false); }, {randn({2, 4, 3}, 18), b});
 }
+
+TEST_CASE("linear(x, w, b) equals matmul(x, w) + b, with its gradients, and names bad operands") {
+  const Tensor x = tensor({1.f, 2.f, 3.f, 4.f}, {2, 2}), w = tensor({1.f, 0.f, 2.f, 0.f, 1.f, 3.f}, {2, 3}),
+               b = tensor({0.5f, -1.f, 2.f}, {3});
+  expect_tensor(linear(x, w, b), {2, 3}, {1.5, 1, 10, 3.5, 3, 20});
+  for (DType dtype : {DType::float64, DType::float32}) {
+    const Tensor xs = randn({2, 5, 4}, 21).to(dtype), ws = randn({4, 3}, 22).to(dtype), bs = randn({3}, 23).to(dtype);
+    expect_close(linear(xs, ws, bs), matmul(xs, ws) + bs, dtype == DType::float64 ? 1e-12 : 1e-5);
+  }
+  // Large enough for the parallel fill and the threads' row blocks.
+  const Tensor xl = randn({300, 40}, 24), wl = randn({40, 70}, 25), bl = randn({70}, 26);
+  expect_close(linear(xl, wl, bl), matmul(xl, wl) + bl, 1e-12);
+  expect_gradients([](const V& v) { return linear(v[0], v[1], v[2]); },
+                   {randn({2, 3, 4}, 27), randn({4, 5}, 28), randn({5}, 29)});
+  CHECK_THROWS_WITH(linear(x, w, randn({2}, 30).to(DType::float32)),
+                    doctest::Contains("linear expects float x (..., K), w (K, N), b (N) of one dtype"));
+}
