@@ -113,9 +113,13 @@ Tensor layer_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, doub
 #pragma omp parallel for schedule(static) if (rows * d >= kParallelElements)
     for (std::int64_t r = 0; r < rows; ++r) {
       const T* xr = px + r * d;
+      // omp simd: the sums may run in vector lanes (in double, so the order hardly matters);
+      // without it every element waits for the previous add — a quarter of the speed.
       double mu = 0, var = 0;
+#pragma omp simd reduction(+ : mu)
       for (std::int64_t j = 0; j < d; ++j) mu += xr[j];
       mu /= static_cast<double>(d);
+#pragma omp simd reduction(+ : var)
       for (std::int64_t j = 0; j < d; ++j) var += (xr[j] - mu) * (xr[j] - mu);
       var /= static_cast<double>(d);
       const double rs = 1.0 / std::sqrt(var + epsilon);
@@ -144,6 +148,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, doub
         for (std::int64_t r = rows * t / n_threads; r < rows * (t + 1) / n_threads; ++r) {
           const T *gr = pg + r * d, *hr = ph + r * d;
           double mean_gh = 0, mean_ghx = 0;  // mean(ĝ), mean(ĝ·x̂) with ĝ = g·scale
+#pragma omp simd reduction(+ : mean_gh, mean_ghx)
           for (std::int64_t j = 0; j < d; ++j) {
             const double gh = gr[j] * ps[j];
             mean_gh += gh;

@@ -76,15 +76,20 @@ Tensor Rng::bernoulli(const Shape& shape, double p) const {
   profile::Scope profile_scope(profile::Family::random);
   Tensor t = Tensor::empty(shape, DType::bool_);
   std::uint8_t* d = t.data<std::uint8_t>();
-  // unit(b) < p  ⇔  (b >> 11) < p·2⁵³  ⇔  (b >> 11) < ⌈p·2⁵³⌉ — the same draw as uniform() < p,
-  // in integers (vectorises); element i depends on i alone, so threads may split the range.
-  const double scaled = std::clamp(p, 0.0, 1.0) * 0x1.0p53;
-  const auto threshold = static_cast<std::uint64_t>(std::ceil(scaled));
-  const std::int64_t n = t.numel();
+  // Each 64-bit draw decides two elements: element i compares half (i mod 2) of bits(i / 2) with
+  // ⌈p·2³²⌉, so p is resolved to 2⁻³² (a float32 uniform resolves 2⁻²⁴) and the hashing costs half
+  // of one 53-bit uniform per element — dropout masks are the largest draws of a training
+  // step. Element i still depends on (key, i) alone, so threads may split the range.
+  const auto threshold = static_cast<std::uint64_t>(std::ceil(std::clamp(p, 0.0, 1.0) * 0x1.0p32));
+  const std::int64_t n = t.numel(), pairs = n / 2;
   const std::uint64_t key = key_;
 #pragma omp parallel for schedule(static) if (n > (1 << 16) && num_threads() > 1)
-  for (std::int64_t i = 0; i < n; ++i)
-    d[i] = (mix(key + mix(static_cast<std::uint64_t>(i))) >> 11) < threshold ? 1 : 0;
+  for (std::int64_t j = 0; j < pairs; ++j) {
+    const std::uint64_t r = mix(key + mix(static_cast<std::uint64_t>(j)));
+    d[2 * j] = (r & 0xffffffffULL) < threshold ? 1 : 0;
+    d[2 * j + 1] = (r >> 32) < threshold ? 1 : 0;
+  }
+  if (n % 2) d[n - 1] = (mix(key + mix(static_cast<std::uint64_t>(pairs))) & 0xffffffffULL) < threshold ? 1 : 0;
   return t;
 }
 

@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "tests/helpers.hpp"
@@ -69,4 +70,14 @@ TEST_CASE("dropout with shared axes makes one decision along them") {
 TEST_CASE("dropout is differentiable: the gradient is the mask") {
   const Rng r(10);
   expect_gradients([r](const std::vector<Tensor>& v) { return dropout(v[0], 0.5, r); }, {randn({3, 4})});
+}
+
+TEST_CASE("bernoulli: p 0 and 1 are exact; element i depends on (key, i) alone, odd lengths included") {
+  const auto all = Rng(7).bernoulli({1001}, 1.0).to_doubles(), none = Rng(7).bernoulli({1001}, 0.0).to_doubles();
+  CHECK(std::count(all.begin(), all.end(), 1.0) == 1001);
+  CHECK(std::count(none.begin(), none.end(), 0.0) == 1001);
+  const auto a = Rng(8).bernoulli({7}, 0.5).to_doubles(), b = Rng(8).bernoulli({2, 4}, 0.5).to_doubles();
+  for (std::size_t i = 0; i < a.size(); ++i) CHECK(a[i] == b[i]);
+  const auto c = Rng(9).bernoulli({100000}, 0.9).to(DType::float64);
+  CHECK(std::abs(mean(c).item() - 0.9) < 0.005);
 }
