@@ -13,6 +13,7 @@
 #include "core/tensor/broadcast.hpp"
 #include "core/tensor/dispatch.hpp"
 #include "core/tensor/elementwise.hpp"
+#include "core/tensor/parallel.hpp"
 
 namespace ctrax {
 
@@ -84,18 +85,32 @@ Tensor transpose(const Tensor& x, const std::vector<int>& perm) {
       if (n) po[0] = px[0];
       return;
     }
-    const std::int64_t inner = shape[r - 1], si = st[r - 1];
-    std::vector<std::int64_t> idx(r, 0);
-    std::int64_t off = 0;
-    for (std::int64_t base = 0; base < n; base += inner) {
-      for (std::int64_t i = 0; i < inner; ++i) po[base + i] = px[off + i * si];
+    const std::int64_t inner = shape[r - 1], si = st[r - 1], rows = n / inner;
+    // The output's rows split over threads (attention's head splits and merges are large); each
+    // thread finds its first row's input offset from the row's index, then steps like an odometer.
+    const int n_threads = n >= kParallelElements ? num_threads() : 1;
+#pragma omp parallel for schedule(static) num_threads(n_threads) if (n_threads > 1)
+    for (int t = 0; t < n_threads; ++t) {
+      const std::int64_t r0 = rows * t / n_threads, r1 = rows * (t + 1) / n_threads;
+      std::vector<std::int64_t> idx(r, 0);
+      std::int64_t off = 0;
+      std::int64_t rest = r0;
       for (int d = r - 2; d >= 0; --d) {
-        if (++idx[d] < shape[d]) {
-          off += st[d];
-          break;
+        idx[d] = rest % shape[d];
+        rest /= shape[d];
+        off += idx[d] * st[d];
+      }
+      for (std::int64_t row = r0; row < r1; ++row) {
+        T* o = po + row * inner;
+        for (std::int64_t i = 0; i < inner; ++i) o[i] = px[off + i * si];
+        for (int d = r - 2; d >= 0; --d) {
+          if (++idx[d] < shape[d]) {
+            off += st[d];
+            break;
+          }
+          off -= st[d] * (shape[d] - 1);
+          idx[d] = 0;
         }
-        off -= st[d] * (shape[d] - 1);
-        idx[d] = 0;
       }
     }
   });

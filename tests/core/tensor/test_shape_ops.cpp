@@ -26,6 +26,21 @@ TEST_CASE("transpose permutes axes") {
   expect_tensor(swapaxes(x, 0, 1), {3, 2}, {1, 4, 2, 5, 3, 6});
 }
 
+TEST_CASE("a large transpose (split over threads) moves every element where the index map says") {
+  // Attention's head split: (B, L, H, d) -> (B, H, L, d), 3·50·4·60 = 36,000 elements, above
+  // the parallel threshold, with row counts that do not divide evenly between threads.
+  const std::int64_t B = 3, L = 50, H = 4, d = 60;
+  const Tensor x = Tensor::arange(B * L * H * d).to(DType::float32);
+  const auto t = transpose(reshape(x, {B, L, H, d}), {0, 2, 1, 3}).to_doubles();
+  std::int64_t wrong = 0;
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t h = 0; h < H; ++h)
+      for (std::int64_t l = 0; l < L; ++l)
+        for (std::int64_t j = 0; j < d; ++j)
+          wrong += t[static_cast<std::size_t>(((b * H + h) * L + l) * d + j)] != static_cast<double>(((b * L + l) * H + h) * d + j);
+  CHECK(wrong == 0);
+}
+
 TEST_CASE("slice, concatenate, split, stack") {
   const Tensor x = tensor({1, 2, 3, 4, 5, 6}, {2, 3});
   expect_tensor(slice(x, 1, 1, 3), {2, 2}, {2, 3, 5, 6});
