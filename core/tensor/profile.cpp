@@ -2,13 +2,12 @@
 
 #include <fmt/format.h>
 
-#include <string_view>
-
 #include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 namespace ctrax::profile {
 
