@@ -131,13 +131,13 @@ std::int64_t config_int(const std::string& out, const std::string& key, std::int
   return stored_config(out).value(key, fallback);
 }
 
-train::OptimizerPtr optimizer(TrainFlags& t) {
-  if (existing_checkpoint(t.out)) {   // resuming: the checkpoint has averages or not; keep that
-    const double stored = stored_config(t.out).value("ema", 0.0);
-    if (stored != t.ema)
-      fmt::print("resuming with the checkpoint's --ema {} (not {})\n", stored, t.ema);
-    t.ema = stored;
-  }
+void keep_stored_ema(TrainFlags& t) {
+  const double stored = stored_config(t.out).value("ema", 0.0);
+  if (stored != t.ema) fmt::print("resuming with the checkpoint's --ema {} (not {})\n", stored, t.ema);
+  t.ema = stored;
+}
+
+train::OptimizerPtr optimizer(const TrainFlags& t) {
   auto adam = train::Adam({.learning_rate = t.lr});
   adam->average_weights(t.ema);
   return adam;

@@ -45,9 +45,8 @@ void apply_threads(int threads);
 // The learning-rate schedule the flags ask for: linear warm-up, then rsqrt decay (Trax's default)
 // or a cosine down to ~0 at --steps (docs/05_real_data.md compares them).
 train::Schedule lr_schedule(const TrainFlags& t);
-// Adam at --lr, averaging the weights when --ema is set. A resumed run keeps the checkpoint's
-// choice (its config's "ema"; none stored: 0), and t.ema is set to it.
-train::OptimizerPtr optimizer(TrainFlags& t);
+// Adam at --lr, averaging the weights when --ema is set.
+train::OptimizerPtr optimizer(const TrainFlags& t);
 
 // The checkpoint in `out`, if there is one.
 std::optional<std::string> existing_checkpoint(const std::string& out);
@@ -58,6 +57,9 @@ std::string config_json(const ModelFlags& m, const TrainFlags& t, const std::str
 // Reads them back from out/model.safetensors; a missing or foreign checkpoint is an error that
 // names the directory.
 ModelFlags model_flags_from(const std::string& out);
+// A resumed run keeps the checkpoint's --ema (its config's "ema"; none stored: 0) — the
+// checkpoint holds averages or not — and says so when the flag asked for another.
+void keep_stored_ema(TrainFlags& t);
 std::string config_string(const std::string& out, const std::string& key);
 std::int64_t config_int(const std::string& out, const std::string& key);
 // The same, `fallback` when the checkpoint predates the key.

@@ -66,6 +66,7 @@ int train_command(examples::ModelFlags m, examples::TrainFlags t, std::string to
   const auto resumed = examples::existing_checkpoint(t.out);
   if (resumed) {
     m = examples::model_flags_from(t.out);
+    examples::keep_stored_ema(t);
     tokenizer_kind = examples::config_string(t.out, "tokenizer");
     fmt::print("resuming {}: model flags and tokenizer come from its checkpoint\n", *resumed);
   }
@@ -91,12 +92,11 @@ int train_command(examples::ModelFlags m, examples::TrainFlags t, std::string to
 
   auto model = models::TransformerLM(tok->vocab_size(), m.config(Mode::train));
   const std::int64_t n_eval = data::lm_window_batches(static_cast<std::int64_t>(valid_ids->size()), B, L);
-  const auto optimizer = examples::optimizer(t);   // before config_json: a resume sets t.ema
   train::Loop loop(
       model,
       {{.labeled_data = data::lm_random_windows(train_ids, B, L, t.seed),
         .loss_layer = layers::WeightedCategoryCrossEntropy(),
-        .optimizer = optimizer,
+        .optimizer = examples::optimizer(t),
         .lr_schedule = examples::lr_schedule(t),
         .n_steps_per_checkpoint = t.eval_every,
         .loss_name = "loss"}},

@@ -87,6 +87,7 @@ int train_command(examples::ModelFlags m, examples::TrainFlags t, std::int64_t v
   const auto resumed = examples::existing_checkpoint(t.out);
   if (resumed) {
     m = examples::model_flags_from(t.out);
+    examples::keep_stored_ema(t);
     fmt::print("resuming {}: model flags come from its checkpoint\n", *resumed);
   }
   fs::create_directories(t.out);
@@ -132,12 +133,11 @@ int train_command(examples::ModelFlags m, examples::TrainFlags t, std::int64_t v
              100 * data::padding_share(train_stream, probe),
              100 * data::padding_share(data::classification_stream(train.tokens, train.labels, unbucketed, pad), probe));
   auto model = models::TransformerEncoder(tok->vocab_size(), 2, m.config(Mode::train));
-  const auto optimizer = examples::optimizer(t);   // before config_json: a resume sets t.ema
   train::Loop loop(
       model,
       {{.labeled_data = train_stream,
         .loss_layer = layers::WeightedCategoryCrossEntropy(),
-        .optimizer = optimizer,
+        .optimizer = examples::optimizer(t),
         .lr_schedule = examples::lr_schedule(t),
         .n_steps_per_checkpoint = t.eval_every,
         .loss_name = "loss"}},

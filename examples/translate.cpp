@@ -84,6 +84,7 @@ int train_command(examples::ModelFlags m, examples::TrainFlags t, std::int64_t v
   const auto resumed = examples::existing_checkpoint(t.out);
   if (resumed) {
     m = examples::model_flags_from(t.out);
+    examples::keep_stored_ema(t);
     fmt::print("resuming {}: model flags come from its checkpoint\n", *resumed);
   }
   fs::create_directories(t.out);
@@ -108,13 +109,12 @@ int train_command(examples::ModelFlags m, examples::TrainFlags t, std::int64_t v
   const data::PadOptions pad{.max_len = m.max_len, .pad_multiple = 4};
   auto model = models::Transformer(tok->vocab_size(), std::nullopt, m.config(Mode::train));
   const auto n_val = static_cast<std::int64_t>(val_pairs.size());
-  const auto optimizer = examples::optimizer(t);   // before config_json: a resume sets t.ema
   train::Loop loop(
       model,
       {{.labeled_data = data::seq2seq_stream(train.source, train.target,
                                              {.batch_size = t.batch_size, .seed = t.seed, .bucket_size = 32}, pad),
         .loss_layer = layers::WeightedCategoryCrossEntropy(0.1),
-        .optimizer = optimizer,
+        .optimizer = examples::optimizer(t),
         .lr_schedule = examples::lr_schedule(t),
         .n_steps_per_checkpoint = t.eval_every,
         .loss_name = "loss"}},
