@@ -20,6 +20,7 @@
 // Batches are bucketed by length so little compute is padding.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -41,12 +42,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-
-
 struct Encoded {
   std::shared_ptr<data::Sequences> tokens = std::make_shared<data::Sequences>();
   std::shared_ptr<std::vector<std::int32_t>> labels = std::make_shared<std::vector<std::int32_t>>();
   std::int64_t n_tokens = 0, n_long = 0;  // before cutting: all tokens; reviews longer than max_len
+  std::int64_t n_empty = 0;               // reviews with no text (classified as the empty sequence)
 };
 
 Encoded encode(const data::Tokenizer& tok, const std::vector<data::LabeledText>& ex,
@@ -54,9 +54,8 @@ Encoded encode(const data::Tokenizer& tok, const std::vector<data::LabeledText>&
   Encoded e;
   for (auto i : which) {
     const auto& x = ex[static_cast<std::size_t>(i)];
-    if (x.label > 1)
-      throw std::runtime_error(fmt::format("review {}: expected label 0 or 1, got {}", i + 1, x.label));
     auto ids = tok.encode(x.text);
+    e.n_empty += ids.empty();
     e.n_tokens += static_cast<std::int64_t>(ids.size());
     e.n_long += static_cast<std::int64_t>(ids.size()) > max_len;
     data::keep_head_and_tail(ids, max_len, head);
@@ -76,7 +75,7 @@ std::string spm_path(const std::string& out) { return (fs::path(out) / "spm.mode
 
 // The first `limit` examples of a split (0: all) — balanced, since the TSV alternates labels.
 std::vector<data::LabeledText> load_split(const std::string& dir, const std::string& split, std::int64_t limit) {
-  auto ex = data::load_labeled_split(dir, split);
+  auto ex = data::load_labeled_split(dir, split, 2);
   if (limit > 0 && limit < static_cast<std::int64_t>(ex.size())) ex.resize(static_cast<std::size_t>(limit));
   return ex;
 }
@@ -186,6 +185,7 @@ int eval_command(const std::string& data_dir, const std::string& out, int thread
       {.max_len = c.m.max_len, .pad_multiple = 16});
   const std::int64_t n_batches = (static_cast<std::int64_t>(test.size()) + batch_size - 1) / batch_size;
   NoGrad no_grad;
+  const bool terminal = ::isatty(STDERR_FILENO);
   std::int64_t correct = 0;
   double loss = 0;
   for (std::int64_t i = 0; i < n_batches; ++i) {
@@ -199,9 +199,14 @@ int eval_command(const std::string& data_dir, const std::string& out, int thread
       correct += predicted[r] == y[r];
       loss -= lpv[r * 2 + static_cast<std::size_t>(y[r])];
     }
-    if (i % 50 == 0) std::cerr << fmt::format("\r{} / {} batches", i + 1, n_batches) << std::flush;
+    // On a terminal a counter redrawn in place; in a log one line per 50 batches.
+    if (terminal && i % 10 == 0) std::cerr << fmt::format("\r{} / {} batches", i + 1, n_batches) << std::flush;
+    if (!terminal && (i + 1) % 50 == 0) std::cerr << fmt::format("{} / {} batches\n", i + 1, n_batches);
   }
-  std::cerr << "\r";
+  if (terminal) std::cerr << "\r\033[K" << std::flush;
+  if (e.n_empty > 0)
+    fmt::print("{} of the {} reviews have no text; each was classified as the empty sequence\n", e.n_empty,
+               test.size());
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   fmt::print("test accuracy {:.4f} ({} of {} reviews), loss {:.4f}, in {:.0f} s\n",
              static_cast<double>(correct) / static_cast<double>(test.size()), correct, test.size(),

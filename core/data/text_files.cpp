@@ -71,6 +71,13 @@ std::string read_file(const std::string& path) {
     if (n == 0) break;
     out.append(buf.data(), static_cast<std::size_t>(n));
   }
+  // A truncated .gz reads like a short file until its end; zlib reports it only here
+  // (Z_BUF_ERROR, "unexpected end of file"), so partial data is never taken for the whole.
+  int err = Z_OK;
+  const char* what = gzerror(f.get(), &err);
+  if (err != Z_OK)
+    throw std::runtime_error(fmt::format("{}: truncated or corrupted compressed file after {} bytes ({})", path,
+                                         out.size(), what));
   return out;
 }
 
@@ -90,7 +97,7 @@ std::vector<std::string> split_lines(const std::string& all) {
   return lines;
 }
 
-std::vector<LabeledText> read_labeled_tsv(const std::string& path) {
+std::vector<LabeledText> read_labeled_tsv(const std::string& path, std::int32_t n_classes) {
   const auto lines = read_lines(path);
   std::vector<LabeledText> out;
   out.reserve(lines.size());
@@ -103,8 +110,9 @@ std::vector<LabeledText> read_labeled_tsv(const std::string& path) {
     if (!parse_label(line.substr(0, tab), ex.label))
       fail_at(path, i + 1, fmt::format("expected a non-negative integer label before the TAB, got `{}`",
                                        excerpt(line.substr(0, tab))));
-    ex.text = line.substr(tab + 1);
-    if (ex.text.empty()) fail_at(path, i + 1, "expected text after the TAB, got an empty text");
+    if (ex.label >= n_classes)
+      fail_at(path, i + 1, fmt::format("expected a label from 0 to {}, got {}", n_classes - 1, ex.label));
+    ex.text = line.substr(tab + 1);   // may be empty: a review with no text is still an input
     out.push_back(std::move(ex));
   }
   if (out.empty()) throw std::runtime_error(fmt::format("{}: no examples", path));
@@ -153,18 +161,16 @@ std::vector<LabeledText> read_aclimdb(const std::string& dir, const std::string&
   for (std::size_t i = 0; i < n; ++i)
     for (int label = 0; label < 2; ++label)
       if (i < files[label].size()) {
-        std::string text = clean_review(read_file(files[label][i].string()));
-        if (text.empty()) throw std::runtime_error(fmt::format("{}: empty review", files[label][i].string()));
-        out.push_back({label, std::move(text)});
+        out.push_back({label, clean_review(read_file(files[label][i].string()))});
       }
   if (out.empty()) throw std::runtime_error(fmt::format("{}: no reviews", root.string()));
   return out;
 }
 
-std::vector<LabeledText> load_labeled_split(const std::string& dir, const std::string& split) {
+std::vector<LabeledText> load_labeled_split(const std::string& dir, const std::string& split, std::int32_t n_classes) {
   const fs::path d(dir);
   for (const char* ext : {".tsv.gz", ".tsv"})
-    if (fs::is_regular_file(d / (split + ext))) return read_labeled_tsv((d / (split + ext)).string());
+    if (fs::is_regular_file(d / (split + ext))) return read_labeled_tsv((d / (split + ext)).string(), n_classes);
   if (fs::is_directory(d / split / "pos")) return read_aclimdb(dir, split);
   if (fs::is_directory(d / "aclImdb" / split / "pos")) return read_aclimdb((d / "aclImdb").string(), split);
   throw std::runtime_error(fmt::format(

@@ -18,6 +18,7 @@
 // A missing file names the path; a directory without data says which layouts were looked for.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -36,8 +37,10 @@ struct LabeledText {
   std::string text = "";
 };
 
-// `label<TAB>text` per line; empty lines are errors too (a TSV has no blank records).
-std::vector<LabeledText> read_labeled_tsv(const std::string& path);
+// `label<TAB>text` per line, label in 0 .. n_classes-1. The text may be empty (real test sets hold
+// a few reviews with no text: they are inputs like any other); an empty line is an error (a TSV
+// has no blank records), and so is a label out of range — both with file:line, before any work.
+std::vector<LabeledText> read_labeled_tsv(const std::string& path, std::int32_t n_classes = INT32_MAX);
 
 // One split ("train" or "test") of the aclImdb layout under `dir` (which holds train/ and test/).
 // Labels: neg → 0, pos → 1; reviews in (id, label) order, alternating neg/pos as the TSV does.
@@ -45,7 +48,9 @@ std::vector<LabeledText> read_aclimdb(const std::string& dir, const std::string&
 
 // A split of a sentiment dataset directory, whichever layout it has, looked for in this order:
 // DIR/<split>.tsv.gz, DIR/<split>.tsv, DIR/<split>/{neg,pos}, DIR/aclImdb/<split>/{neg,pos}.
-std::vector<LabeledText> load_labeled_split(const std::string& dir, const std::string& split);
+// Labels are checked against n_classes in the TSV layouts (aclImdb's are 0 and 1 by construction).
+std::vector<LabeledText> load_labeled_split(const std::string& dir, const std::string& split,
+                                            std::int32_t n_classes = INT32_MAX);
 
 // A corpus: one file, or every regular file of a directory (recursively, in path order) joined.
 std::string read_text(const std::string& path);

@@ -67,11 +67,33 @@ TEST_CASE("read_labeled_tsv: a malformed line gives file:line and what was wrong
   write(dir / "b.tsv", "0\tfine\n1\tok\npositive\tnice\n");
   CHECK(error_of([&] { read_labeled_tsv(dir / "b.tsv"); }) ==
         dir / "b.tsv" + ":3: expected a non-negative integer label before the TAB, got `positive`");
-  write(dir / "c.tsv", "1\t\n");
-  CHECK(error_of([&] { read_labeled_tsv(dir / "c.tsv"); }) ==
-        dir / "c.tsv" + ":1: expected text after the TAB, got an empty text");
+  write(dir / "c.tsv", "0\tfine\n2\tthree classes?\n");
+  CHECK(error_of([&] { read_labeled_tsv(dir / "c.tsv", 2); }) == dir / "c.tsv" + ":2: expected a label from 0 to 1, got 2");
   write(dir / "d.tsv", "0\tfine\n\n");
   CHECK(error_of([&] { read_labeled_tsv(dir / "d.tsv"); }).find(":2: expected `label<TAB>text`") != std::string::npos);
+}
+
+TEST_CASE("read_labeled_tsv: an empty text is an input, not an error") {
+  TempDir dir;
+  write(dir / "a.tsv", "1\t\n0\tfine\n");
+  const auto ex = read_labeled_tsv(dir / "a.tsv", 2);
+  REQUIRE(ex.size() == 2);
+  CHECK(ex[0].label == 1);
+  CHECK(ex[0].text.empty());
+}
+
+TEST_CASE("a truncated .gz is an error naming the file, never partial data") {
+  TempDir dir;
+  std::string text;
+  for (int i = 0; i < 20000; ++i) text += std::to_string(i * 7919 % 10007) + " words\n";
+  write_gz(dir / "a.txt.gz", text);
+  CHECK(read_file(dir / "a.txt.gz") == text);
+  std::ifstream in(dir / "a.txt.gz", std::ios::binary);
+  const std::string gz((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  write(dir / "cut.txt.gz", gz.substr(0, gz.size() / 2));
+  const std::string e = error_of([&] { read_file(dir / "cut.txt.gz"); });
+  CHECK(e.rfind(dir / "cut.txt.gz" + ": truncated or corrupted compressed file", 0) == 0);
+  CHECK(error_of([&] { read_lines(dir / "cut.txt.gz"); }) == e);
 }
 
 TEST_CASE("clean_review does what the shipped IMDB TSV did") {
