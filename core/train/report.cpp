@@ -1,13 +1,18 @@
 #include "core/train/report.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <cstdio>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <nlohmann/json.hpp>
+
+#include "core/io/atomic_file.hpp"
 
 namespace ctrax::train {
 
@@ -35,8 +40,11 @@ std::vector<MetricRecord> read_metrics(const std::string& path) {
     if (text.empty()) continue;
     try {
       const auto j = nlohmann::json::parse(text);
+      // JSON has no NaN or infinity: a non-finite value was written as null.
+      const auto& v = j.at("value");
       records.push_back({j.at("step").get<std::int64_t>(), j.at("split").get<std::string>(),
-                         j.at("name").get<std::string>(), j.at("value").get<double>()});
+                         j.at("name").get<std::string>(),
+                         v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>()});
     } catch (const std::exception& e) {
       throw std::runtime_error(fmt::format("{}:{}: not a metrics record ({})", path, line, e.what()));
     }
@@ -47,11 +55,13 @@ std::vector<MetricRecord> read_metrics(const std::string& path) {
 void Reporter::truncate_after(std::int64_t step) {
   if (metrics_path_.empty() || !std::filesystem::exists(metrics_path_)) return;
   std::string kept;
-  for (const MetricRecord& r : read_metrics(metrics_path_))
+  bool dropped = false;
+  for (const MetricRecord& r : read_metrics(metrics_path_)) {
     if (r.step <= step) kept += to_json_line(r) + "\n";
-  const std::string tmp = metrics_path_ + ".tmp";
-  std::ofstream(tmp) << kept;
-  std::filesystem::rename(tmp, metrics_path_);
+    dropped = dropped || r.step > step;
+  }
+  // Rewritten whole or not at all: a full disk here fails the resume and loses no history.
+  if (dropped) io::write_atomically(metrics_path_, kept);
 }
 
 void Reporter::line(std::int64_t step, const std::string& text) {
@@ -61,7 +71,20 @@ void Reporter::line(std::int64_t step, const std::string& text) {
 
 void Reporter::log(const MetricRecord& r) {
   if (metrics_path_.empty()) return;
-  std::ofstream(metrics_path_, std::ios::app) << to_json_line(r) << "\n";
+  // One write of the whole line; if it fails (a full disk) the file is cut back to where it was,
+  // so it never ends in half a record.
+  const std::string line = to_json_line(r) + "\n";
+  const int fd = ::open(metrics_path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error(fmt::format("{}: cannot open for appending: {}", metrics_path_, std::strerror(errno)));
+  const off_t size = ::lseek(fd, 0, SEEK_END);
+  const ssize_t n = ::write(fd, line.data(), line.size());
+  const int err = n < 0 ? errno : ENOSPC;
+  if (n != static_cast<ssize_t>(line.size())) {
+    if (size >= 0 && ::ftruncate(fd, size) != 0) {}  // best effort: the record is lost either way
+    ::close(fd);
+    throw std::runtime_error(fmt::format("{}: cannot append a record: {}", metrics_path_, std::strerror(err)));
+  }
+  ::close(fd);
 }
 
 void Reporter::metric(const MetricRecord& r, std::size_t name_width) {

@@ -1,16 +1,17 @@
 #include "core/train/safetensors.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
 #include <zlib.h>
 
-#include <cstdio>
+#include <algorithm>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
+#include <string_view>
+
+#include "core/io/atomic_file.hpp"
 
 namespace ctrax::train {
 namespace {
@@ -48,6 +49,15 @@ std::uint32_t crc_of(const char* data, std::size_t n, std::uint32_t crc = 0) {
   return crc;
 }
 
+// The CRC of the header as it reads without its own "header_crc32" entry. nlohmann's dump of an
+// object is canonical (keys sorted, integers and strings printed one way), so the reader recomputes
+// it from the parsed header: a flipped digit in "step" or an offset no longer matches.
+std::uint32_t header_crc(json header) {
+  header["__metadata__"].erase("header_crc32");
+  const std::string text = header.dump();
+  return crc_of(text.data(), text.size());
+}
+
 [[noreturn]] void fail(const std::string& path, const std::string& what) {
   throw std::runtime_error(fmt::format("{}: {}", path, what));
 }
@@ -75,28 +85,15 @@ void write_safetensors(const std::string& path, const NamedTensors& tensors,
   for (const auto& [k, v] : metadata) meta[k] = v;
   meta["crc32"] = std::to_string(crc);
   header["__metadata__"] = meta;
+  header["__metadata__"]["header_crc32"] = std::to_string(header_crc(header));
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // the format allows padding to align the data
 
-  const std::string tmp = path + ".tmp";
-  try {
-    std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (!f) fail(tmp, fmt::format("cannot open for writing: {}", std::strerror(errno)));
-    std::uint64_t n = text.size();
-    unsigned char len[8];
-    for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(n >> (8 * i));
-    bool ok = std::fwrite(len, 1, 8, f) == 8 && std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    for (const auto& [name, t] : tensors)
-      ok = ok && std::fwrite(t.raw_data(), 1, nbytes(t), f) == nbytes(t);
-    ok = ok && std::fflush(f) == 0 && ::fsync(fileno(f)) == 0;
-    ok = (std::fclose(f) == 0) && ok;
-    if (!ok) fail(tmp, fmt::format("write failed: {}", std::strerror(errno)));
-    std::filesystem::rename(tmp, path);
-  } catch (...) {
-    std::error_code ignored;
-    std::filesystem::remove(tmp, ignored);
-    throw;
-  }
+  unsigned char len[8];
+  for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(std::uint64_t{text.size()} >> (8 * i));
+  std::vector<std::string_view> parts = {{reinterpret_cast<const char*>(len), 8}, text};
+  for (const auto& [name, t] : tensors) parts.emplace_back(static_cast<const char*>(t.raw_data()), nbytes(t));
+  io::write_atomically(path, parts);
 }
 
 SafetensorsFile read_safetensors(const std::string& path) {
@@ -122,57 +119,92 @@ SafetensorsFile read_safetensors(const std::string& path) {
     fail(path, fmt::format("not a safetensors file, or its header is corrupted ({})", e.what()));
   }
   if (!header.is_object()) fail(path, "not a safetensors file: the header is not a JSON object");
-
   const std::uint64_t data_size = size - 8 - n;
-  std::vector<char> data(data_size);
-  in.read(data.data(), static_cast<std::streamsize>(data_size));
+
+  // Every entry is checked before any memory is allocated for it: a known dtype, a shape of
+  // non-negative extents whose byte size fits (overflow-safe), and offsets that tile the data
+  // section exactly — in order, no gaps, no overlaps (two weights never load the same bytes).
+  struct Entry {
+    std::uint64_t begin, end;
+    std::string name;
+    DType dtype;
+    Shape shape;
+  };
+  std::vector<Entry> entries;
   SafetensorsFile out;
-  std::uint64_t end_of_data = 0;
-  // Tensors in file order (by begin offset), as they were written.
-  std::vector<std::pair<std::uint64_t, std::string>> order;
   try {
     for (auto& [name, entry] : header.items()) {
       if (name == "__metadata__") {
         for (auto& [k, v] : entry.items()) out.metadata[k] = v.get<std::string>();
         continue;
       }
+      Entry e{0, 0, name, DType::float32, {}};
+      const std::string code = entry.at("dtype").get<std::string>();
+      if (!dtype_from_code(code, e.dtype))
+        fail(path, fmt::format("tensor '{}' has dtype {}, which ctrax does not read", name, code));
       const auto offsets = entry.at("data_offsets").get<std::vector<std::uint64_t>>();
       if (offsets.size() != 2 || offsets[0] > offsets[1])
         fail(path, fmt::format("tensor '{}' has bad data_offsets", name));
-      order.emplace_back(offsets[0], name);
+      e.begin = offsets[0];
+      e.end = offsets[1];
+      std::uint64_t bytes = itemsize(e.dtype);
+      if (!entry.at("shape").is_array()) fail(path, fmt::format("tensor '{}' has a shape that is not a list", name));
+      for (const auto& d : entry.at("shape")) {
+        const std::int64_t extent = d.get<std::int64_t>();
+        if (extent < 0) fail(path, fmt::format("tensor '{}' has a negative extent {} in its shape", name, extent));
+        const auto u = static_cast<std::uint64_t>(extent);
+        if (u != 0 && bytes > data_size / u)
+          fail(path, fmt::format("tensor '{}' has shape {} (more bytes than the {}-byte data section holds)", name,
+                                 entry.at("shape").dump(), data_size));
+        bytes *= u;
+        e.shape.push_back(extent);
+      }
+      if (e.end - e.begin != bytes)
+        fail(path, fmt::format("tensor '{}' is {} {} ({} bytes) but its data_offsets span {} bytes", name,
+                               to_string(e.dtype), to_string(e.shape), bytes, e.end - e.begin));
+      entries.push_back(std::move(e));
     }
   } catch (const json::exception& e) {
     fail(path, fmt::format("corrupted header ({})", e.what()));
   }
-  std::sort(order.begin(), order.end());
-  for (const auto& [begin, name] : order) {
-    const json& entry = header[name];
-    DType dtype{};
-    const std::string code = entry.at("dtype").get<std::string>();
-    if (!dtype_from_code(code, dtype))
-      fail(path, fmt::format("tensor '{}' has dtype {}, which ctrax does not read", name, code));
-    const Shape shape = entry.at("shape").get<Shape>();
-    const auto offsets = entry.at("data_offsets").get<std::vector<std::uint64_t>>();
-    Tensor t = Tensor::empty(shape, dtype);
-    if (offsets[1] - offsets[0] != nbytes(t))
-      fail(path, fmt::format("tensor '{}' is {} but holds {} bytes", name, t.signature(),
-                             offsets[1] - offsets[0]));
-    if (offsets[1] > data_size)
-      fail(path, fmt::format("truncated: tensor '{}' ends at byte {} of a {}-byte data section",
-                             name, offsets[1], data_size));
-    std::memcpy(t.raw_data(), data.data() + offsets[0], nbytes(t));
-    end_of_data = std::max(end_of_data, offsets[1]);
-    out.tensors.emplace_back(name, t);
+  if (auto it = out.metadata.find("header_crc32"); it != out.metadata.end()) {
+    const std::string actual = std::to_string(header_crc(header));
+    if (it->second != actual)
+      fail(path, fmt::format("corrupted: header checksum {} does not match the stored {}", actual, it->second));
+    out.metadata.erase(it);
   }
-  if (end_of_data != data_size)
+  // In file order (by begin offset), as they were written.
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  std::uint64_t expected_begin = 0;
+  for (const Entry& e : entries) {
+    if (e.begin != expected_begin)
+      fail(path, fmt::format("tensor '{}' starts at byte {} of the data section, expected {} ({})", e.name, e.begin,
+                             expected_begin, e.begin < expected_begin ? "it overlaps the tensor before it" : "a gap"));
+    if (e.end > data_size)
+      fail(path, fmt::format("truncated: tensor '{}' ends at byte {} of a {}-byte data section", e.name, e.end,
+                             data_size));
+    expected_begin = e.end;
+  }
+  if (expected_begin != data_size)
     fail(path, fmt::format("{} bytes after the last tensor: corrupted, or not written by safetensors",
-                           data_size - end_of_data));
+                           data_size - expected_begin));
+
+  std::vector<char> data(data_size);
+  in.read(data.data(), static_cast<std::streamsize>(data_size));
+  if (static_cast<std::uint64_t>(in.gcount()) != data_size) fail(path, "read error (the file changed while being read?)");
   if (auto it = out.metadata.find("crc32"); it != out.metadata.end()) {
     const std::string actual = std::to_string(crc_of(data.data(), data.size()));
     if (it->second != actual)
       fail(path, fmt::format("corrupted: data checksum {} does not match the stored {}", actual,
                              it->second));
     out.metadata.erase(it);
+  }
+  for (const Entry& e : entries) {
+    Tensor t = Tensor::empty(e.shape, e.dtype);
+    if (e.end > e.begin) std::memcpy(t.raw_data(), data.data() + e.begin, e.end - e.begin);
+    out.tensors.emplace_back(e.name, t);
   }
   return out;
 }

@@ -5,6 +5,7 @@
 
 #include "core/train/safetensors.hpp"
 #include "tests/core/train/temp_dir.hpp"
+#include "tests/file_size_limit.hpp"
 #include "tests/helpers.hpp"
 
 using namespace ctrax;
@@ -104,4 +105,65 @@ TEST_CASE("a failed write leaves the previous file intact and no temporary behin
   CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
   CHECK_THROWS_AS(write_safetensors(path, {{"x", tensor({2.f}, {1})}, {"x", tensor({2.f}, {1})}}),
                   std::runtime_error);
+  {
+    ctrax::testing::FileSizeLimit full_disk(64);
+    CHECK_THROWS_WITH_AS(write_safetensors(path, {{"x", Tensor::ones({1000})}}),
+                         doctest::Contains((path + ".tmp: writing failed").c_str()), std::runtime_error);
+  }
+  CHECK(read_bytes(path) == before);
+  CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
+}
+
+namespace {
+
+// A safetensors file made by hand: `header` JSON, then `data`.
+void handmade(const std::string& path, const std::string& header, const std::string& data) {
+  std::string bytes(8, '\0');
+  for (int i = 0; i < 8; ++i) bytes[static_cast<std::size_t>(i)] = static_cast<char>(std::uint64_t{header.size()} >> (8 * i));
+  write_bytes(path, bytes + header + data);
+}
+
+}  // namespace
+
+TEST_CASE("the header is covered by a checksum too: a flipped digit in the metadata is caught") {
+  TempDir dir;
+  const std::string path = dir / "t.safetensors";
+  write_safetensors(path, {{"x", Tensor::ones({4})}}, {{"step", "1500"}});
+  std::string bytes = read_bytes(path);
+  const auto at = bytes.find("1500");
+  REQUIRE(at != std::string::npos);
+  bytes[at + 1] = '9';   // step 1900
+  write_bytes(path, bytes);
+  CHECK_THROWS_WITH_AS(read_safetensors(path), doctest::Contains((path + ": corrupted: header checksum").c_str()),
+                       std::runtime_error);
+}
+
+TEST_CASE("data_offsets must tile the data section: overlaps and gaps are errors") {
+  TempDir dir;
+  const std::string path = dir / "t.safetensors";
+  const std::string eight(8, '\1');
+  handmade(path, R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", eight);
+  CHECK_THROWS_WITH_AS(read_safetensors(path), doctest::Contains("starts at byte 0 of the data section, expected 8 (it overlaps"),
+                       std::runtime_error);
+  handmade(path, R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", eight);
+  CHECK_THROWS_WITH_AS(read_safetensors(path), doctest::Contains("tensor 'a' starts at byte 4 of the data section, expected 0 (a gap)"),
+                       std::runtime_error);
+  handmade(path, R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", eight);
+  CHECK(read_safetensors(path).tensors.size() == 1);   // the same file, tiled: fine
+}
+
+TEST_CASE("a huge or negative shape is an error before anything is allocated") {
+  TempDir dir;
+  const std::string path = dir / "t.safetensors";
+  handmade(path, R"({"a":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,8]}})", std::string(8, '\0'));
+  CHECK_THROWS_WITH_AS(read_safetensors(path),
+                       doctest::Contains("tensor 'a' has shape [4611686018427387904,4] (more bytes than the 8-byte data section holds)"),
+                       std::runtime_error);
+  handmade(path, R"({"a":{"dtype":"F32","shape":[-2,-1],"data_offsets":[0,8]}})", std::string(8, '\0'));
+  CHECK_THROWS_WITH_AS(read_safetensors(path), doctest::Contains("tensor 'a' has a negative extent -2"), std::runtime_error);
+  handmade(path, R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,8]}})", std::string(8, '\0'));
+  CHECK_THROWS_WITH_AS(read_safetensors(path), doctest::Contains("tensor 'a' is float32 (1,) (4 bytes) but its data_offsets span 8 bytes"),
+                       std::runtime_error);
+  handmade(path, R"({"a":{"dtype":"F32","shape":"big","data_offsets":[0,8]}})", std::string(8, '\0'));
+  CHECK_THROWS_WITH_AS(read_safetensors(path), doctest::Contains("shape that is not a list"), std::runtime_error);
 }

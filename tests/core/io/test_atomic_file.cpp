@@ -1,0 +1,72 @@
+// Atomic writes: the new content or the old, never half; a full disk is an error naming the file.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/io/atomic_file.hpp"
+#include "tests/core/train/temp_dir.hpp"
+#include "tests/file_size_limit.hpp"
+
+using namespace ctrax;
+using ctrax::testing::FileSizeLimit;
+using ctrax::testing::TempDir;
+
+namespace {
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::string error_of(auto&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST_CASE("write_atomically writes the parts back to back and leaves no temporary") {
+  TempDir dir;
+  const std::string path = dir / "a.txt";
+  const std::string_view parts[] = {"one ", "two ", "three"};
+  io::write_atomically(path, parts);
+  CHECK(read_bytes(path) == "one two three");
+  io::write_atomically(path, "again");
+  CHECK(read_bytes(path) == "again");
+  CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
+}
+
+TEST_CASE("a full disk fails the write with the system's reason and keeps the old file") {
+  TempDir dir;
+  const std::string path = dir / "metrics.jsonl";
+  io::write_atomically(path, "the history\n");
+  const std::string big(1 << 16, 'x');
+  {
+    FileSizeLimit full(1000);
+    const std::string e = error_of([&] { io::write_atomically(path, big); });
+    CHECK(e == path + ".tmp: writing failed: File too large");
+  }
+  CHECK(read_bytes(path) == "the history\n");
+  CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
+}
+
+TEST_CASE("an unwritable directory is an error naming the file") {
+  CHECK(error_of([] { io::write_atomically("/nonexistent-dir/x", "y"); }) ==
+        "/nonexistent-dir/x.tmp: opening for writing failed: No such file or directory");
+}
+
+TEST_CASE("copy_atomically copies byte for byte") {
+  TempDir dir;
+  std::string bytes;
+  for (int i = 0; i < 3000000; ++i) bytes.push_back(static_cast<char>(i * 31));
+  io::write_atomically(dir / "a", bytes);
+  io::copy_atomically(dir / "a", dir / "b");
+  CHECK(read_bytes(dir / "b") == bytes);
+  CHECK(error_of([&] { io::copy_atomically(dir / "absent", dir / "c"); }) ==
+        dir / "absent" + ": opening for reading failed: No such file or directory");
+}
