@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
@@ -153,9 +154,8 @@ SafetensorsFile read_safetensors(const std::string& path) {
         const std::int64_t extent = d.get<std::int64_t>();
         if (extent < 0) fail(path, fmt::format("tensor '{}' has a negative extent {} in its shape", name, extent));
         const auto u = static_cast<std::uint64_t>(extent);
-        if (u != 0 && bytes > data_size / u)
-          fail(path, fmt::format("tensor '{}' has shape {} (more bytes than the {}-byte data section holds)", name,
-                                 entry.at("shape").dump(), data_size));
+        if (u != 0 && bytes > std::numeric_limits<std::uint64_t>::max() / u)
+          fail(path, fmt::format("tensor '{}' has shape {}, too large to exist", name, entry.at("shape").dump()));
         bytes *= u;
         e.shape.push_back(extent);
       }

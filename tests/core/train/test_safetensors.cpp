@@ -157,7 +157,7 @@ TEST_CASE("a huge or negative shape is an error before anything is allocated") {
   const std::string path = dir / "t.safetensors";
   handmade(path, R"({"a":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,8]}})", std::string(8, '\0'));
   CHECK_THROWS_WITH_AS(read_safetensors(path),
-                       doctest::Contains("tensor 'a' has shape [4611686018427387904,4] (more bytes than the 8-byte data section holds)"),
+                       doctest::Contains("tensor 'a' has shape [4611686018427387904,4], too large to exist"),
                        std::runtime_error);
   handmade(path, R"({"a":{"dtype":"F32","shape":[-2,-1],"data_offsets":[0,8]}})", std::string(8, '\0'));
   CHECK_THROWS_WITH_AS(read_safetensors(path), doctest::Contains("tensor 'a' has a negative extent -2"), std::runtime_error);
