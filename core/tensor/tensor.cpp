@@ -37,18 +37,38 @@ void keep_freed_memory() {
   (void)once;
 }
 
-// 64-byte aligned blocks: whole cache lines, and AVX-512 loads never straddle them.
-std::shared_ptr<std::byte> allocate(std::size_t bytes) {
-  keep_freed_memory();
-  const std::size_t rounded = ((bytes + 63) / 64) * 64;
-  void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
-  if (!p) throw std::bad_alloc();
-  return {static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); }};
-}
+// std::bad_alloc that says what could not be allocated (callers that catch bad_alloc still do).
+class OutOfMemory : public std::bad_alloc {
+ public:
+  explicit OutOfMemory(std::string what) : what_(std::move(what)) {}
+  const char* what() const noexcept override { return what_.c_str(); }
 
-void check_shape(const Shape& shape) {
+ private:
+  std::string what_;
+};
+
+// The byte size of a tensor, after checking its shape: extents >= 0, size within 63 bits.
+std::size_t checked_bytes(const Shape& shape, DType dtype) {
+  std::int64_t bytes = static_cast<std::int64_t>(itemsize(dtype));
   for (auto d : shape)
     if (d < 0) throw std::invalid_argument("negative extent in shape " + to_string(shape));
+  for (auto d : shape)
+    if (__builtin_mul_overflow(bytes, d, &bytes))
+      throw std::length_error(fmt::format("a {} {} tensor is too large: its size overflows 64 bits",
+                                          to_string(dtype), to_string(shape)));
+  return static_cast<std::size_t>(bytes);
+}
+
+// 64-byte aligned blocks: whole cache lines, and AVX-512 loads never straddle them.
+std::shared_ptr<std::byte> allocate(const Shape& shape, DType dtype) {
+  keep_freed_memory();
+  const std::size_t bytes = checked_bytes(shape, dtype);
+  const std::size_t rounded = ((bytes + 63) / 64) * 64;
+  void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+  if (!p)
+    throw OutOfMemory(fmt::format("out of memory: cannot allocate {:.3g} GB for a {} {} tensor",
+                                  static_cast<double>(bytes) / 1e9, to_string(dtype), to_string(shape)));
+  return {static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); }};
 }
 
 }  // namespace
@@ -59,16 +79,15 @@ const TensorImpl& Tensor::impl() const {
 }
 
 Tensor Tensor::empty(const Shape& shape, DType dtype) {
-  check_shape(shape);
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = allocate(static_cast<std::size_t>(ctrax::numel(shape)) * itemsize(dtype));
+  impl->storage = allocate(shape, dtype);
   impl->shape = shape;
   impl->dtype = dtype;
   return Tensor(std::move(impl));
 }
 
 Tensor Tensor::meta(const Shape& shape, DType dtype) {
-  check_shape(shape);
+  checked_bytes(shape, dtype);
   auto impl = std::make_shared<TensorImpl>();
   impl->shape = shape;
   impl->dtype = dtype;

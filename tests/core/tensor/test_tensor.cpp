@@ -71,3 +71,17 @@ TEST_CASE("broadcast_shapes follows NumPy") {
   CHECK_THROWS_WITH_AS(broadcast_shapes({2, 3}, {4}),
                        "shapes (2, 3) and (4,) cannot be broadcast together", std::invalid_argument);
 }
+
+TEST_CASE("an impossible shape is a clear error, never an overflow or a bare bad_alloc") {
+  CHECK_THROWS_WITH_AS(Tensor::empty({-258, 32}), "negative extent in shape (-258, 32)", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(Tensor::empty({std::int64_t{1} << 62, 4}),
+                       "a float32 (4611686018427387904, 4) tensor is too large: its size overflows 64 bits",
+                       std::length_error);
+  CHECK_THROWS_WITH_AS(Tensor::meta({std::int64_t{1} << 40, std::int64_t{1} << 40}),
+                       doctest::Contains("too large"), std::length_error);
+#if !defined(__SANITIZE_ADDRESS__)   // ASan aborts on a failed allocation unless told otherwise
+  CHECK_THROWS_WITH_AS(Tensor::empty({std::int64_t{1} << 50}),
+                       "out of memory: cannot allocate 4.5e+06 GB for a float32 (1125899906842624,) tensor",
+                       std::bad_alloc);
+#endif
+}
