@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <charconv>
+#include <climits>
+#include <cmath>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -70,18 +73,24 @@ CheckpointInfo info_from(const std::string& path, const Metadata& m) {
     throw std::runtime_error(fmt::format(
         "{}: a safetensors file, but not a ctrax checkpoint (no format = ctrax-checkpoint in its "
         "metadata); load_weights cannot tell which tensors to use", path));
-  const int version = std::stoi(get("format_version"));
+  // Whole non-negative integers only (std::stoll would read "12abc" as 12 and throw "stoll").
+  auto integer = [&](const char* key) -> std::uint64_t {
+    const std::string text = get(key);
+    std::uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size() ||
+        (std::string_view(key) != "seed" && v > static_cast<std::uint64_t>(INT64_MAX)))
+      throw std::runtime_error(fmt::format("{}: corrupted checkpoint metadata: {} is '{}'", path, key, text));
+    return v;
+  };
+  const std::uint64_t version = integer("format_version");
   if (version > checkpoint_format_version)
     throw std::runtime_error(fmt::format("{}: checkpoint format version {} is newer than this "
                                          "ctrax reads ({})", path, version,
                                          checkpoint_format_version));
   CheckpointInfo info;
-  try {
-    info.step = std::stoll(get("step"));
-    info.seed = std::stoull(get("seed"));
-  } catch (const std::invalid_argument&) {
-    throw std::runtime_error(fmt::format("{}: corrupted checkpoint metadata (step, seed)", path));
-  }
+  info.step = static_cast<std::int64_t>(integer("step"));
+  info.seed = integer("seed");
   info.config = get("config");
   info.model = get("model");
   return info;
@@ -130,6 +139,12 @@ CheckpointInfo restore(const std::string& path, Layer& model,
       msg += fmt::format("\n  mis-shaped ({}):{}", misshaped.size(), list(misshaped));
     throw std::runtime_error(msg);
   }
+  // Training never writes non-finite values (Loop::check_finite_weights), so they mean a file
+  // from elsewhere or from before that check: refused, rather than sampling from NaN.
+  for (const auto& [name, t] : expected)
+    if (is_floating(t.dtype()) && !std::isfinite(sum_of_squares({found.at(name)})))
+      throw std::runtime_error(fmt::format("{}: '{}' holds NaN or infinite values (saved by a run that "
+                                           "diverged?); use an earlier checkpoint", path, name));
   for (const auto& [name, t] : expected) {
     Tensor target = t;
     target.copy_from(found.at(name));

@@ -151,16 +151,10 @@ void Loop::train_step() {
   const std::vector<Tensor> weights = mwl->all_weights();
   const Tensor loss = (*mwl)(batch)[0];
   const double value = loss.item();
-  auto kept = [&] {
-    const std::string path = checkpoint_path();
-    if (path.empty() || !std::filesystem::exists(path)) return std::string("no checkpoint was written yet");
-    return fmt::format("the last checkpoint, {} (step {}), is kept", path,
-                       read_checkpoint_info(path).step);
-  };
   if (!std::isfinite(value))
     throw TrainingDiverged(fmt::format(
         "Step {}: train {} is {}; training stopped. The weights are those after step {}; {}.", s,
-        task.loss_name, value, step_, kept()));
+        task.loss_name, value, step_, last_checkpoint_kept()));
   const std::vector<Tensor> grads = grad(loss, weights);
   UpdateStats stats;
   try {
@@ -168,7 +162,7 @@ void Loop::train_step() {
   } catch (const std::domain_error&) {
     throw TrainingDiverged(fmt::format(
         "Step {}: the gradient of train {} is not finite (the loss was {}); training stopped. The "
-        "weights are those after step {}; {}.", s, task.loss_name, value, step_, kept()));
+        "weights are those after step {}; {}.", s, task.loss_name, value, step_, last_checkpoint_kept()));
   }
   step_ = s;
   loss_sum_ += value;
@@ -192,7 +186,27 @@ void Loop::run(std::int64_t n_steps) {
   reporter_.clear_progress();
 }
 
+std::string Loop::last_checkpoint_kept() const {
+  const std::string path = checkpoint_path();
+  if (path.empty() || !std::filesystem::exists(path)) return "no checkpoint was written yet";
+  return fmt::format("the last checkpoint, {} (step {}), is kept", path, read_checkpoint_info(path).step);
+}
+
+void Loop::check_finite_weights() const {
+  // A finite loss and gradient can still give non-finite weights: a learning rate of 1e30
+  // overflows them in one update. Checked here, once per checkpoint, so that nothing non-finite
+  // is ever written: the directory stays resumable from its last good checkpoint.
+  const Optimizer& opt = *tasks_[0].optimizer;
+  const bool ok = std::isfinite(sum_of_squares(model_->all_weights())) &&
+                  (!opt.initialized() || std::isfinite(sum_of_squares(opt.averages())));
+  if (!ok)
+    throw TrainingDiverged(fmt::format(
+        "Step {}: the weights are not finite after the update (learning rate {:g}); training stopped "
+        "before writing metrics or a checkpoint; {}.", step_, last_lr_, last_checkpoint_kept()));
+}
+
 void Loop::report_and_checkpoint() {
+  check_finite_weights();
   auto record = [&](const MetricRecord& r, bool print, std::size_t width = 0) {
     history_.push_back(r);
     if (print) reporter_.metric(r, width);

@@ -32,6 +32,8 @@
 //
 // DIVERGENCE. A loss (or gradient) that is NaN or infinite stops training with TrainingDiverged:
 // the weights stay those of the last good step and the last checkpoint on disk is untouched.
+// Weights that an update made non-finite (a learning rate far too large) stop it too, before any
+// metrics or checkpoint of that step are written; the message names the last good checkpoint.
 #pragma once
 
 #include <cstdint>
@@ -87,6 +89,8 @@ class Loop {
   void train_step();
   void evaluate();
   std::int64_t batch_index(std::size_t task, std::int64_t step) const;
+  std::string last_checkpoint_kept() const;   // for divergence messages
+  void check_finite_weights() const;          // else TrainingDiverged
 
   LayerPtr model_;
   std::vector<TrainTask> tasks_;

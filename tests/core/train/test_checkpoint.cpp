@@ -164,3 +164,33 @@ TEST_CASE("saving an uninitialised model is an error, not an empty checkpoint") 
   CHECK_THROWS_AS(save_checkpoint(dir / "m.safetensors", *Serial(Dense(3)), {}, {}),
                   std::logic_error);
 }
+
+TEST_CASE("a checkpoint holding NaN weights is refused by name, and the model stays unchanged") {
+  TempDir dir;
+  auto model = mlp(3, 1);
+  model->all_weights()[1].data<float>()[0] = std::nanf("");
+  save_checkpoint(dir / "model.safetensors", *model, {}, {});
+  auto other = mlp(3, 2);
+  const auto before = other->all_weights()[0].to_doubles();
+  CHECK_THROWS_WITH_AS(load_weights(dir / "model.safetensors", *other),
+                       (dir / "model.safetensors" + ": '" + other->named_weights()[1].first +
+                        "' holds NaN or infinite values (saved by a run that diverged?); use an earlier checkpoint").c_str(),
+                       std::runtime_error);
+  CHECK(other->all_weights()[0].to_doubles() == before);
+}
+
+TEST_CASE("corrupted metadata names the file and the field") {
+  TempDir dir;
+  auto model = mlp(3, 1);
+  const std::string path = dir / "model.safetensors";
+  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"step", "x12"}, {"step", "-3"}, {"seed", "ten"}, {"format_version", "v1"}, {"step", "99999999999999999999999"}}) {
+    Metadata m = {{"format", "ctrax-checkpoint"}, {"format_version", "1"}, {"step", "1"}, {"seed", "0"},
+                  {"config", "{}"}, {"model", ""}};
+    m[key] = value;
+    write_safetensors(path, model->named_weights(), m);
+    CHECK_THROWS_WITH_AS(read_checkpoint_info(path),
+                         (path + ": corrupted checkpoint metadata: " + key + " is '" + value + "'").c_str(),
+                         std::runtime_error);
+  }
+}

@@ -2,7 +2,10 @@
 // divergence. The data is made here: 4 features, class 1 iff x0 + x1 > 0.
 #include <doctest/doctest.h>
 
+#include <fmt/format.h>
+
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <sstream>
 
@@ -15,6 +18,7 @@
 #include "layers/dropout.hpp"
 #include "layers/metrics.hpp"
 #include "tests/core/train/temp_dir.hpp"
+#include "tests/file_size_limit.hpp"
 #include "tests/helpers.hpp"
 
 using namespace ctrax;
@@ -205,6 +209,67 @@ TEST_CASE("a NaN loss stops training with a clear message and keeps the last che
   CHECK(read_checkpoint_info(checkpoint).step == 4);
   for (const Tensor& w : model->all_weights())
     for (double x : w.to_doubles()) REQUIRE(std::isfinite(x));
+}
+
+TEST_CASE("an update that makes the weights non-finite never reaches a checkpoint or metrics.jsonl") {
+  TempDir dir;
+  std::ostringstream out;
+  TrainTask t = task(default_batch, 2);
+  t.lr_schedule = [](std::int64_t step) { return step == 4 ? 1e300 : 0.01; };  // far too large at step 4
+  const auto checkpoint = dir / "model.safetensors";
+  {
+    Loop loop(classifier(), {t}, {.output_dir = dir.str(), .out = &out});
+    CHECK_THROWS_WITH_AS(loop.run(6),
+                         ("Step 4: the weights are not finite after the update (learning rate 1e+300); training "
+                          "stopped before writing metrics or a checkpoint; the last checkpoint, " + checkpoint +
+                          " (step 2), is kept.").c_str(),
+                         TrainingDiverged);
+  }
+  CHECK(read_checkpoint_info(checkpoint).step == 2);
+  for (const auto& r : read_metrics(dir / "metrics.jsonl")) CHECK(r.step <= 2);
+  // The directory resumes from step 2 with a saner rate.
+  t.lr_schedule = nullptr;
+  Loop resumed(classifier(), {t}, {.output_dir = dir.str(), .out = &out});
+  CHECK(resumed.step() == 2);
+  resumed.run(2);
+  CHECK(std::isfinite(resumed.last_value("train", "WeightedCategoryCrossEntropy")));
+}
+
+TEST_CASE("a NaN in metrics.jsonl (JSON null) reads back as NaN, and a resume still truncates") {
+  TempDir dir;
+  std::ostringstream out;
+  {
+    std::ofstream f(dir / "metrics.jsonl");
+    f << R"({"step": 1, "split": "eval", "name": "loss", "value": null})" << "\n"
+      << R"({"step": 9, "split": "eval", "name": "loss", "value": 2.5})" << "\n";
+  }
+  const auto records = read_metrics(dir / "metrics.jsonl");
+  REQUIRE(records.size() == 2);
+  CHECK(std::isnan(records[0].value));
+  Reporter reporter(out, dir / "metrics.jsonl", Progress::off);
+  reporter.truncate_after(5);
+  REQUIRE(read_metrics(dir / "metrics.jsonl").size() == 1);
+}
+
+TEST_CASE("a full disk while resuming fails the resume and keeps metrics.jsonl whole") {
+  TempDir dir;
+  std::ostringstream out;
+  std::string history;
+  for (int step = 1; step <= 200; ++step)
+    history += fmt::format(R"({{"step": {}, "split": "eval", "name": "loss", "value": 2.5}})", step) + "\n";
+  {
+    std::ofstream(dir / "metrics.jsonl") << history;
+  }
+  Reporter reporter(out, dir / "metrics.jsonl", Progress::off);
+  {
+    ctrax::testing::FileSizeLimit full_disk(100);
+    CHECK_THROWS_WITH_AS(reporter.truncate_after(150), doctest::Contains("metrics.jsonl.tmp: writing failed"),
+                         std::runtime_error);
+    CHECK_THROWS_WITH_AS(reporter.log({1, "eval", "loss", 1.0}), doctest::Contains("cannot append a record"),
+                         std::runtime_error);
+  }
+  std::ifstream in(dir / "metrics.jsonl");
+  CHECK(std::string(std::istreambuf_iterator<char>(in), {}) == history);
 }
 
 TEST_CASE("a non-finite gradient stops training before any weight changes") {
