@@ -5,10 +5,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <set>
 #include <stdexcept>
+#include <type_traits>
 
+#include "core/io/atomic_file.hpp"
 #include "core/tensor/parallel.hpp"
 #include "core/train/adam.hpp"
 #include "core/train/checkpoint.hpp"
@@ -24,14 +30,52 @@ models::TransformerConfig ModelFlags::config(Mode mode) const {
           .mode = mode};
 }
 
+CLI::Validator number_in(double lo, double hi, bool lo_open) {
+  auto show = [](double x) {   // integers as integers (1048576, not 1.04858e+06)
+    return x == std::floor(x) && std::abs(x) < 1e15 ? fmt::format("{}", static_cast<std::int64_t>(x)) : fmt::format("{:g}", x);
+  };
+  const std::string range = lo_open ? fmt::format("a number above {} and at most {}", show(lo), show(hi))
+                                    : fmt::format("a number from {} to {}", show(lo), show(hi));
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        const bool number = !text.empty() && end == text.c_str() + text.size();
+        if (number && std::isfinite(v) && (lo_open ? v > lo : v >= lo) && v <= hi) return "";
+        return fmt::format("expected {}, got {}", range, text.size() > 40 ? text.substr(0, 37) + "..." : text);
+      },
+      range);
+}
+
+namespace {
+
+// The model flags' checks, by flag: the command line's values and a checkpoint's stored ones
+// pass the same ones. max_len >= 2: the language model's context holds a start token and one more.
+const std::vector<std::pair<std::string, CLI::Validator>>& model_flag_checks() {
+  static const std::vector<std::pair<std::string, CLI::Validator>> checks = {
+      {"--d-model", number_in(1, 1 << 16)}, {"--d-ff", number_in(1, 1 << 20)},
+      {"--n-layers", number_in(1, 1000)},   {"--n-heads", number_in(1, 1024)},
+      {"--max-len", number_in(2, 1 << 20)}, {"--dropout", number_in(0, 0.99)}};
+  return checks;
+}
+
+CLI::Validator model_check(const std::string& flag) {
+  for (const auto& [f, v] : model_flag_checks())
+    if (f == flag) return v;
+  throw std::logic_error("no check for " + flag);
+}
+
+}  // namespace
+
 void add_model_flags(CLI::App& app, ModelFlags& m) {
-  app.add_option("--d-model", m.d_model, "model width")->capture_default_str();
-  app.add_option("--d-ff", m.d_ff, "feed-forward width")->capture_default_str();
+  app.add_option("--d-model", m.d_model, "model width")->capture_default_str()->check(model_check("--d-model"));
+  app.add_option("--d-ff", m.d_ff, "feed-forward width")->capture_default_str()->check(model_check("--d-ff"));
   app.add_option("--n-layers", m.n_layers, "blocks (Transformer: encoder and decoder each)")
-      ->capture_default_str();
-  app.add_option("--n-heads", m.n_heads, "attention heads")->capture_default_str();
-  app.add_option("--max-len", m.max_len, "longest sequence (tokens)")->capture_default_str();
-  app.add_option("--dropout", m.dropout, "dropout rate")->capture_default_str()->check(CLI::Range(0.0, 0.99));
+      ->capture_default_str()->check(model_check("--n-layers"));
+  app.add_option("--n-heads", m.n_heads, "attention heads (must divide --d-model)")->capture_default_str()
+      ->check(model_check("--n-heads"));
+  app.add_option("--max-len", m.max_len, "longest sequence (tokens)")->capture_default_str()->check(model_check("--max-len"));
+  app.add_option("--dropout", m.dropout, "dropout rate")->capture_default_str()->check(model_check("--dropout"));
 }
 
 void add_train_flags(CLI::App& app, TrainFlags& t, bool data_required) {
@@ -39,29 +83,31 @@ void add_train_flags(CLI::App& app, TrainFlags& t, bool data_required) {
   if (data_required) data->required();
   app.add_option("--out", t.out, "run directory: checkpoint, metrics.jsonl, vocabulary (resumed if it exists)")
       ->capture_default_str();
-  app.add_option("--batch-size", t.batch_size, "sequences per step")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--batch-size", t.batch_size, "sequences per step")->capture_default_str()->check(number_in(1, 1 << 20));
   app.add_option("--steps", t.steps, "total training steps (a resumed run continues to this)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(number_in(1, 1e12));
   app.add_option("--minutes", t.minutes, "train at most this many minutes: stop at the last checkpoint that fits (0: no limit)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--lr", t.lr, "peak learning rate (Adam)")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--warmup", t.warmup, "learning-rate warm-up steps")->capture_default_str();
+      ->capture_default_str()->check(number_in(0, 1e7));
+  app.add_option("--lr", t.lr, "peak learning rate (Adam)")->capture_default_str()->check(number_in(0, 10, true));
+  app.add_option("--warmup", t.warmup, "learning-rate warm-up steps")->capture_default_str()->check(number_in(0, 1e12));
   app.add_option("--schedule", t.schedule,
                  "after warm-up: cosine (down to ~0 at --steps) or rsqrt (Trax's 1/sqrt(step) decay)")
       ->capture_default_str()->check(CLI::IsMember({"cosine", "rsqrt"}));
   app.add_option("--ema", t.ema,
                  "average the weights over training (exponential moving average with this decay, e.g. 0.999; "
                  "0: off); evaluation, best.safetensors and inference then use the average")
-      ->capture_default_str()->check(CLI::Range(0.0, 0.99999));
+      ->capture_default_str()->check(number_in(0, 0.99999));
   app.add_option("--eval-every", t.eval_every, "steps between evaluations and checkpoints")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(number_in(1, 1e12));
   app.add_option("--seed", t.seed, "random seed (weights, data order, dropout)")->capture_default_str();
-  app.add_option("--threads", t.threads, "threads (0: CTRAX_NUM_THREADS or all cores)")->capture_default_str();
+  app.add_option("--threads", t.threads, "threads (0: CTRAX_NUM_THREADS or all cores)")->capture_default_str()
+      ->check(number_in(0, 256));
 }
 
 void add_use_flags(CLI::App& app, std::string& out, int& threads) {
   app.add_option("--out", out, "run directory of a trained model")->capture_default_str();
-  app.add_option("--threads", threads, "threads (0: CTRAX_NUM_THREADS or all cores)")->capture_default_str();
+  app.add_option("--threads", threads, "threads (0: CTRAX_NUM_THREADS or all cores)")->capture_default_str()
+      ->check(number_in(0, 256));
 }
 
 void apply_threads(int threads) {
@@ -89,6 +135,7 @@ std::string config_json(const ModelFlags& m, const TrainFlags& t, const std::str
   j["n_heads"] = m.n_heads;
   j["max_len"] = m.max_len;
   j["dropout"] = m.dropout;
+  j["flags"] = json::parse(t.run_flags);
   return j.dump();
 }
 
@@ -102,39 +149,127 @@ std::string checkpoint_or_error(const std::string& out) {
 
 json stored_config(const std::string& out) {
   const std::string path = checkpoint_or_error(out);
+  const std::string config = train::read_checkpoint_info(path).config;
   try {
-    return json::parse(train::read_checkpoint_info(path).config);
+    return json::parse(config);
   } catch (const json::exception& e) {
     throw std::runtime_error(fmt::format("{}: its config is not JSON: {}", path, e.what()));
   }
 }
 
+// config[key] as a T; an absent key or a value of another type names the file and the key.
 template <class T>
-T get(const std::string& out, const std::string& key) {
-  const json j = stored_config(out);
-  if (!j.contains(key))
+T value(const json& config, const std::string& out, const std::string& key) {
+  if (!config.contains(key))
     throw std::runtime_error(fmt::format("{}/model.safetensors: config has no \"{}\" (not made by this example?)", out, key));
-  return j.at(key).get<T>();
+  try {
+    return config.at(key).get<T>();
+  } catch (const json::exception&) {
+    throw std::runtime_error(fmt::format("{}/model.safetensors: config's \"{}\" is {}, expected {}", out, key,
+                                         config.at(key).dump(), std::is_same_v<T, std::string> ? "a string" : "a number"));
+  }
 }
 
 }  // namespace
 
 ModelFlags model_flags_from(const std::string& out) {
-  return {.d_model = get<std::int64_t>(out, "d_model"), .d_ff = get<std::int64_t>(out, "d_ff"),
-          .max_len = get<std::int64_t>(out, "max_len"), .n_layers = get<int>(out, "n_layers"),
-          .n_heads = get<int>(out, "n_heads"), .dropout = get<double>(out, "dropout")};
+  const json c = stored_config(out);
+  // A stored value passes the command line's checks too (a corrupted or hand-edited config).
+  for (const auto& [flag, check] : model_flag_checks()) {
+    std::string key = flag.substr(2);
+    std::replace(key.begin(), key.end(), '-', '_');
+    std::string text = std::to_string(value<double>(c, out, key));
+    if (const std::string e = check(text); !e.empty())
+      throw std::runtime_error(fmt::format("{}/model.safetensors: config's \"{}\": {}", out, key, e));
+  }
+  return {.d_model = value<std::int64_t>(c, out, "d_model"), .d_ff = value<std::int64_t>(c, out, "d_ff"),
+          .max_len = value<std::int64_t>(c, out, "max_len"), .n_layers = value<int>(c, out, "n_layers"),
+          .n_heads = value<int>(c, out, "n_heads"), .dropout = value<double>(c, out, "dropout")};
 }
 
-std::string config_string(const std::string& out, const std::string& key) { return get<std::string>(out, key); }
-std::int64_t config_int(const std::string& out, const std::string& key) { return get<std::int64_t>(out, key); }
+std::string config_string(const std::string& out, const std::string& key) {
+  return value<std::string>(stored_config(out), out, key);
+}
+std::int64_t config_int(const std::string& out, const std::string& key) {
+  return value<std::int64_t>(stored_config(out), out, key);
+}
 std::int64_t config_int(const std::string& out, const std::string& key, std::int64_t fallback) {
-  return stored_config(out).value(key, fallback);
+  const json c = stored_config(out);
+  return c.contains(key) ? value<std::int64_t>(c, out, key) : fallback;
 }
 
-void keep_stored_ema(TrainFlags& t) {
-  const double stored = stored_config(t.out).value("ema", 0.0);
-  if (stored != t.ema) fmt::print("resuming with the checkpoint's --ema {} (not {})\n", stored, t.ema);
-  t.ema = stored;
+namespace {
+
+// The flags that do not define a run: how long, how fast, where, and how often to save. --lr may
+// change too (with a note): lowering it is how a diverged run goes on from its last checkpoint.
+bool may_change(const std::string& flag) {
+  static const std::set<std::string> flags = {"--steps", "--minutes", "--eval-every", "--threads", "--out", "--help"};
+  return flags.count(flag) > 0;
+}
+
+// A flag's value as stored: paths made absolute, so the same data from another directory matches.
+std::string flag_text(const CLI::Option& o) {
+  std::string v = o.count() > 0 ? o.as<std::string>() : o.get_default_str();
+  if (o.get_name() == "--data" && !v.empty()) v = std::filesystem::absolute(v).lexically_normal().string();
+  return v;
+}
+
+bool same_value(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  char *ea = nullptr, *eb = nullptr;
+  const double x = std::strtod(a.c_str(), &ea), y = std::strtod(b.c_str(), &eb);
+  return !a.empty() && !b.empty() && *ea == '\0' && *eb == '\0' && x == y;   // 1e-3 == 0.001
+}
+
+// The run-defining flags a checkpoint stored: its "flags", or for checkpoints older than those,
+// what its config held under the flags' names (model flags, --ema, --tokenizer, --head) and its seed.
+std::map<std::string, std::string> stored_flags(const CLI::App& cmd, const std::string& out) {
+  const json c = stored_config(out);
+  std::map<std::string, std::string> flags;
+  if (c.contains("flags") && c.at("flags").is_object()) {
+    for (const auto& [flag, v] : c.at("flags").items()) flags[flag] = v.is_string() ? v.get<std::string>() : v.dump();
+    return flags;
+  }
+  for (const auto& [key, v] : c.items()) {
+    std::string flag = "--" + key;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    if (key != "vocab_size" && cmd.get_option_no_throw(flag)) flags[flag] = v.is_string() ? v.get<std::string>() : v.dump();
+  }
+  flags["--seed"] = std::to_string(train::read_checkpoint_info(checkpoint_or_error(out)).seed);
+  return flags;
+}
+
+}  // namespace
+
+void settle_run(CLI::App& cmd, TrainFlags& t) {
+  if (const auto checkpoint = existing_checkpoint(t.out)) {
+    std::vector<std::string> differences;
+    for (const auto& [flag, stored] : stored_flags(cmd, t.out)) {
+      CLI::Option* o = cmd.get_option_no_throw(flag);
+      if (!o || may_change(flag)) continue;
+      const std::string asked = flag_text(*o);
+      if (same_value(asked, stored)) continue;
+      if (o->count() == 0) {   // not given: the checkpoint's value
+        o->clear();
+        o->add_result(stored);
+        o->run_callback();
+      } else if (flag == "--lr") {
+        fmt::print("resuming with --lr {} (the checkpoint's run used {})\n", asked, stored);
+      } else {
+        differences.push_back(fmt::format("  {} {} (the checkpoint's run: {})", flag, asked, stored.empty() ? "\"\"" : stored));
+      }
+    }
+    if (!differences.empty())
+      throw std::runtime_error(fmt::format(
+          "{} continues a run whose flags differ from the command line's:\n{}\nleave them out to resume that run "
+          "(they come from the checkpoint), or give another --out for a new run",
+          *checkpoint, fmt::join(differences, "\n")));
+    fmt::print("resuming {}: every flag not given comes from its checkpoint\n", *checkpoint);
+  }
+  json flags = json::object();
+  for (const CLI::Option* o : cmd.get_options())
+    if (!may_change(o->get_name()) && !o->get_name().empty()) flags[o->get_name()] = flag_text(*o);
+  t.run_flags = flags.dump();
 }
 
 train::OptimizerPtr optimizer(const TrainFlags& t) {
@@ -156,9 +291,8 @@ void keep_if_best(const train::Loop& loop, const TrainFlags& t, const KeepBest& 
     if (r.split == "eval" && r.name == keep.metric && r.step < loop.step() &&
         (keep.higher_is_better ? r.value >= now : r.value <= now))
       return;
-  const std::string best = best_path(t.out), tmp = best + ".tmp";
-  std::filesystem::copy_file(loop.checkpoint_path(), tmp, std::filesystem::copy_options::overwrite_existing);
-  std::filesystem::rename(tmp, best);
+  const std::string best = best_path(t.out);
+  io::copy_atomically(loop.checkpoint_path(), best);
   fmt::print("best so far: eval {} {:.4f} at step {} -> {}\n", keep.metric, now, loop.step(), best);
   std::fflush(stdout);  // shows up in a redirected log next to the Loop's lines
 }

@@ -2,9 +2,13 @@
 // `inspect` for the model), the model's hyper-parameters saved with its checkpoint, and a training
 // run that stops at a step count or a time budget and resumes where it left off.
 //
-// RESUMING. `train` with an --out that already holds model.safetensors continues that run: the
-// model is rebuilt from the hyper-parameters stored in the checkpoint (the command line's model
-// flags are ignored, with a note), and the Loop restores weights, optimizer slots and step.
+// RESUMING. `train` with an --out that already holds model.safetensors continues that run. Every
+// flag of `train` defines the run — model, data, seed, batch size, schedule, tokenizer... — except
+// those that only say how long, how fast or where to train (--steps --minutes --eval-every
+// --threads --out) and --lr, which may be lowered to go on after a divergence (with a note). All
+// are stored in the checkpoint ("flags" in its config); a resume takes every one not given from
+// there, and refuses, listing each difference, when one given differs. So the run is the same run:
+// same data order, same dropout masks, same model; the Loop restores weights, slots and step.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -17,6 +21,11 @@
 #include "models/transformer.hpp"
 
 namespace ctrax::examples {
+
+// CLI check: a finite number from lo to hi (lo itself excluded when lo_open). NaN, infinities and
+// out-of-range values are refused with the bounds as written ("--lr: expected a number above 0
+// and at most 10, got nan"), before any conversion can saturate them.
+CLI::Validator number_in(double lo, double hi, bool lo_open = false);
 
 // Model hyper-parameters: flags --d-model --d-ff --n-layers --n-heads --max-len --dropout.
 struct ModelFlags {
@@ -37,6 +46,7 @@ struct TrainFlags {
   std::uint64_t seed = 0;
   int threads = 0;                    // 0: all cores (CTRAX_NUM_THREADS)
   std::string data = "", out = "";
+  std::string run_flags = "{}";       // every run-defining flag of the command, as JSON (settle_run)
 };
 void add_train_flags(CLI::App& app, TrainFlags& t, bool data_required);
 // --threads and --out for the commands that use a trained model.
@@ -51,15 +61,19 @@ train::OptimizerPtr optimizer(const TrainFlags& t);
 // The checkpoint in `out`, if there is one.
 std::optional<std::string> existing_checkpoint(const std::string& out);
 
-// Hyper-parameters (and any example-specific settings) as JSON, stored in the checkpoint.
-// `extra` is a JSON object text merged in (e.g. {"tokenizer": "char", "vocab_size": 258}).
+// Called once `cmd` (a `train` command) is parsed, before its flags are used. When t.out holds a
+// checkpoint, adopts its stored flags for every flag not given on the command line, and throws,
+// listing every difference, when a run-defining flag was given with another value (RESUMING
+// above). Then records the run's flags in t.run_flags, for config_json to store.
+void settle_run(CLI::App& cmd, TrainFlags& t);
+
+// Hyper-parameters (and any example-specific settings) as JSON, stored in the checkpoint, with the
+// run's flags (t.run_flags) under "flags". `extra` is a JSON object text merged in (e.g.
+// {"tokenizer": "char", "vocab_size": 258}).
 std::string config_json(const ModelFlags& m, const TrainFlags& t, const std::string& extra = "{}");
 // Reads them back from out/model.safetensors; a missing or foreign checkpoint is an error that
 // names the directory.
 ModelFlags model_flags_from(const std::string& out);
-// A resumed run keeps the checkpoint's --ema (its config's "ema"; none stored: 0) — the
-// checkpoint holds averages or not — and says so when the flag asked for another.
-void keep_stored_ema(TrainFlags& t);
 std::string config_string(const std::string& out, const std::string& key);
 std::int64_t config_int(const std::string& out, const std::string& key);
 // The same, `fallback` when the checkpoint predates the key.

@@ -64,12 +64,6 @@ int train_command(examples::ModelFlags m, examples::TrainFlags t, std::string to
                   std::int64_t sp_vocab) {
   examples::apply_threads(t.threads);
   const auto resumed = examples::existing_checkpoint(t.out);
-  if (resumed) {
-    m = examples::model_flags_from(t.out);
-    examples::keep_stored_ema(t);
-    tokenizer_kind = examples::config_string(t.out, "tokenizer");
-    fmt::print("resuming {}: model flags and tokenizer come from its checkpoint\n", *resumed);
-  }
   fs::create_directories(t.out);
   const std::string text = t.data.empty() ? fortunes_corpus() : data::read_text(t.data);
   const std::size_t split = text.size() - text.size() / 10;
@@ -166,7 +160,8 @@ int main(int argc, char** argv) {
   examples::add_train_flags(*train, t, false);
   train->add_option("--tokenizer", tokenizer, "char (bytes) or sentencepiece (learned from the training text)")
       ->check(CLI::IsMember({"char", "sentencepiece"}))->capture_default_str();
-  train->add_option("--vocab-size", sp_vocab, "SentencePiece vocabulary size")->capture_default_str();
+  train->add_option("--vocab-size", sp_vocab, "SentencePiece vocabulary size")->capture_default_str()
+      ->check(examples::number_in(8, 1e6));
 
   std::string out = "runs/lm", prompt = "";
   int threads = 0;
@@ -177,15 +172,21 @@ int main(int argc, char** argv) {
   examples::add_use_flags(*sample, out, threads);
   sample->add_option("--prompt", prompt, "text to continue")->capture_default_str();
   sample->add_option("--temperature", temperature, "0: greedy; < 1 sharper, > 1 wilder")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
-  sample->add_option("--top-k", top_k, "sample among the k likeliest tokens (0: all)")->capture_default_str();
-  sample->add_option("--length", length, "tokens to generate")->capture_default_str()->check(CLI::PositiveNumber);
-  sample->add_option("--n-samples", n_samples, "how many samples")->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(examples::number_in(0, 100));
+  sample->add_option("--top-k", top_k, "sample among the k likeliest tokens (0: all)")->capture_default_str()
+      ->check(examples::number_in(0, 1e9));
+  sample->add_option("--length", length,
+                     "tokens to generate; beyond the model's --max-len the context slides (the last half is re-read)")
+      ->capture_default_str()->check(examples::number_in(1, 1e7));
+  sample->add_option("--n-samples", n_samples, "how many samples")->capture_default_str()->check(examples::number_in(1, 1e6));
   sample->add_option("--seed", seed, "sampling seed")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   try {
-    if (*train) return train_command(m, t, tokenizer, sp_vocab);
+    if (*train) {
+      examples::settle_run(*train, t);
+      return train_command(m, t, tokenizer, sp_vocab);
+    }
     return sample_command(out, threads, prompt, temperature, top_k, length, n_samples, seed);
   } catch (const std::exception& e) {
     std::cerr << "lm: " << e.what() << "\n";

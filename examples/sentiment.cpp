@@ -84,11 +84,6 @@ int train_command(examples::ModelFlags m, examples::TrainFlags t, std::int64_t v
                   std::int64_t head, std::int64_t limit) {
   examples::apply_threads(t.threads);
   const auto resumed = examples::existing_checkpoint(t.out);
-  if (resumed) {
-    m = examples::model_flags_from(t.out);
-    examples::keep_stored_ema(t);
-    fmt::print("resuming {}: model flags come from its checkpoint\n", *resumed);
-  }
   fs::create_directories(t.out);
   const auto examples_ = load_split(t.data, "train", limit);
   const auto n = static_cast<std::int64_t>(examples_.size());
@@ -110,7 +105,6 @@ int train_command(examples::ModelFlags m, examples::TrainFlags t, std::int64_t v
   const std::vector<std::int64_t> train_idx(perm.begin(), perm.end() - n_valid),
       valid_idx(perm.end() - n_valid, perm.end());
   if (head < 0) head = m.max_len / 4;
-  if (resumed) head = examples::config_int(t.out, "head", m.max_len);
   if (head > m.max_len)
     throw std::invalid_argument(fmt::format("--head {} exceeds --max-len {}", head, m.max_len));
   if (head == 0) head = m.max_len;   // the start only
@@ -251,12 +245,14 @@ int main(int argc, char** argv) {
   auto* train = app.add_subcommand("train", "train (or resume) the classifier");
   examples::add_model_flags(*train, m);
   examples::add_train_flags(*train, t, true);
-  train->add_option("--vocab-size", vocab_size, "SentencePiece vocabulary size")->capture_default_str();
+  train->add_option("--vocab-size", vocab_size, "SentencePiece vocabulary size")->capture_default_str()
+      ->check(examples::number_in(8, 1e6));
   train->add_option("--head", head,
                     "reviews longer than --max-len keep their first HEAD and last max-len - HEAD tokens "
-                    "(-1: a quarter of --max-len; 0: the first max-len only)")->capture_default_str()->check(CLI::Range(-1, 1 << 30));
+                    "(-1: a quarter of --max-len; 0: the first max-len only)")->capture_default_str()->check(examples::number_in(-1, 1 << 20));
   std::int64_t limit = 0;
-  train->add_option("--limit", limit, "use only the first N training reviews (0: all; quick trials)")->capture_default_str();
+  train->add_option("--limit", limit, "use only the first N training reviews (0: all; quick trials)")->capture_default_str()
+      ->check(examples::number_in(0, 1e12));
 
   std::string out = "runs/imdb", data_dir;
   int threads = 0;
@@ -264,8 +260,9 @@ int main(int argc, char** argv) {
   auto* eval = app.add_subcommand("eval", "accuracy on the whole test split");
   examples::add_use_flags(*eval, out, threads);
   eval->add_option("--data", data_dir, "dataset directory (its test split)")->required();
-  eval->add_option("--batch-size", eval_batch, "reviews per batch")->capture_default_str()->check(CLI::PositiveNumber);
-  eval->add_option("--limit", limit, "use only the first N test reviews (0: all)")->capture_default_str();
+  eval->add_option("--batch-size", eval_batch, "reviews per batch")->capture_default_str()->check(examples::number_in(1, 1 << 20));
+  eval->add_option("--limit", limit, "use only the first N test reviews (0: all)")->capture_default_str()
+      ->check(examples::number_in(0, 1e12));
 
   std::vector<std::string> texts;
   auto* predict = app.add_subcommand("predict", "classify reviews given on the command line");
@@ -274,7 +271,10 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
-    if (*train) return train_command(m, t, vocab_size, head, limit);
+    if (*train) {
+      examples::settle_run(*train, t);
+      return train_command(m, t, vocab_size, head, limit);
+    }
     if (*eval) return eval_command(data_dir, out, threads, eval_batch, limit);
     return predict_command(out, threads, texts);
   } catch (const std::exception& e) {

@@ -82,11 +82,6 @@ int train_command(examples::ModelFlags m, examples::TrainFlags t, std::int64_t v
                   const std::string& src, const std::string& tgt, std::int64_t limit) {
   examples::apply_threads(t.threads);
   const auto resumed = examples::existing_checkpoint(t.out);
-  if (resumed) {
-    m = examples::model_flags_from(t.out);
-    examples::keep_stored_ema(t);
-    fmt::print("resuming {}: model flags come from its checkpoint\n", *resumed);
-  }
   fs::create_directories(t.out);
   const auto train_pairs = load_pairs(t.data, "train", src, tgt, limit);
   const auto val_pairs = load_pairs(t.data, "val", src, tgt, limit);
@@ -182,6 +177,9 @@ constexpr const char* kLengthPenaltyHelp =
 
 int translate_command(const std::string& out, int threads, std::int64_t n_beams, double length_penalty,
                       const std::vector<std::string>& texts) {
+  for (std::size_t i = 0; i < texts.size(); ++i)
+    if (texts[i].find_first_not_of(" \t\r\n") == std::string::npos)
+      throw std::invalid_argument(fmt::format("TEXT {} of {} is empty: give a sentence to translate", i + 1, texts.size()));
   examples::apply_threads(threads);
   Translator translator(out);
   const auto result = translator(texts, n_beams, length_penalty);
@@ -242,10 +240,12 @@ int main(int argc, char** argv) {
   auto* train = app.add_subcommand("train", "train (or resume) the translator");
   examples::add_model_flags(*train, m);
   examples::add_train_flags(*train, t, true);
-  train->add_option("--vocab-size", vocab_size, "joint SentencePiece vocabulary size")->capture_default_str();
+  train->add_option("--vocab-size", vocab_size, "joint SentencePiece vocabulary size")->capture_default_str()
+      ->check(examples::number_in(8, 1e6));
   train->add_option("--source", src, "source language suffix")->capture_default_str();
   train->add_option("--target", tgt, "target language suffix")->capture_default_str();
-  train->add_option("--limit", limit, "use only the first N pairs of each split (0: all)")->capture_default_str();
+  train->add_option("--limit", limit, "use only the first N pairs of each split (0: all)")->capture_default_str()
+      ->check(examples::number_in(0, 1e12));
 
   std::string out = "runs/multi30k", data_dir, split = "test_2016_flickr", save;
   int threads = 0;
@@ -255,23 +255,30 @@ int main(int argc, char** argv) {
   std::vector<std::string> texts;
   auto* translate = app.add_subcommand("translate", "translate sentences given on the command line");
   examples::add_use_flags(*translate, out, threads);
-  translate->add_option("--beams", n_beams, "beam size (1: greedy)")->capture_default_str()->check(CLI::PositiveNumber);
-  translate->add_option("--length-penalty", length_penalty, kLengthPenaltyHelp)->capture_default_str();
+  translate->add_option("--beams", n_beams, "beam size (1: greedy)")->capture_default_str()->check(examples::number_in(1, 1000));
+  translate->add_option("--length-penalty", length_penalty, kLengthPenaltyHelp)->capture_default_str()
+      ->check(examples::number_in(0, 10));
   translate->add_option("TEXT", texts, "sentence(s) in the source language")->required();
 
   auto* bleu = app.add_subcommand("bleu", "corpus BLEU on a split, greedy and with beam search");
   examples::add_use_flags(*bleu, out, threads);
   bleu->add_option("--data", data_dir, "dataset directory")->required();
   bleu->add_option("--split", split, "which split")->capture_default_str();
-  bleu->add_option("--beams", beams, "beam sizes to score (1: greedy)")->capture_default_str();
-  bleu->add_option("--length-penalty", length_penalty, kLengthPenaltyHelp)->capture_default_str();
-  bleu->add_option("--batch-size", batch, "sentences decoded together")->capture_default_str()->check(CLI::PositiveNumber);
-  bleu->add_option("--limit", limit, "only the first N sentences (0: all)")->capture_default_str();
+  bleu->add_option("--beams", beams, "beam sizes to score (1: greedy)")->capture_default_str()
+      ->check(examples::number_in(1, 1000));
+  bleu->add_option("--length-penalty", length_penalty, kLengthPenaltyHelp)->capture_default_str()
+      ->check(examples::number_in(0, 10));
+  bleu->add_option("--batch-size", batch, "sentences decoded together")->capture_default_str()->check(examples::number_in(1, 1 << 20));
+  bleu->add_option("--limit", limit, "only the first N sentences (0: all)")->capture_default_str()
+      ->check(examples::number_in(0, 1e12));
   bleu->add_option("--save", save, "write the translations to SAVE.greedy / SAVE.beamN")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   try {
-    if (*train) return train_command(m, t, vocab_size, src, tgt, limit);
+    if (*train) {
+      examples::settle_run(*train, t);
+      return train_command(m, t, vocab_size, src, tgt, limit);
+    }
     if (*translate) return translate_command(out, threads, n_beams, length_penalty, texts);
     return bleu_command(data_dir, out, threads, split, batch, beams, length_penalty, limit, save);
   } catch (const std::exception& e) {

@@ -35,6 +35,19 @@ lm)
     "$exe" train --out "$tmp/fortunes" --steps 2 --eval-every 2 --max-len 16 "${tiny[@]}" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "train on fortunes"; }
     expect "/usr/share/games/fortunes:" "$tmp/log"
     expect "validation loss" "$tmp/log"
+    # A resume is the same run: 2 steps, then a resume to 4 that leaves the flags out (they come
+    # from the checkpoint: seed, batch size, data order), equals 4 steps straight, bit for bit.
+    # (rsqrt: lm's default cosine schedule is drawn over --steps, so raising --steps re-draws it.)
+    "$exe" train --out "$tmp/straight" --steps 4 --eval-every 2 --max-len 16 --seed 3 --schedule rsqrt "${tiny[@]}" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "straight run"; }
+    "$exe" train --out "$tmp/halves" --steps 2 --eval-every 2 --max-len 16 --seed 3 --schedule rsqrt "${tiny[@]}" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "first half"; }
+    "$exe" train --out "$tmp/halves" --steps 4 --threads 1 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "second half"; }
+    expect "every flag not given comes from its checkpoint" "$tmp/log"
+    [ "$(grep '"step":4' "$tmp/straight/metrics.jsonl" | grep -v steps_per_second)" = \
+      "$(grep '"step":4' "$tmp/halves/metrics.jsonl" | grep -v steps_per_second)" ] || fail "a resumed run differs from the straight one"
+    # A run-defining flag given with another value is refused, every difference listed.
+    "$exe" train --out "$tmp/halves" --steps 6 --seed 4 --batch-size 8 >"$tmp/log" 2>&1 && fail "a resume with another seed was accepted"
+    expect "  --batch-size 8 (the checkpoint's run: 4)" "$tmp/log"
+    expect "  --seed 4 (the checkpoint's run: 3)" "$tmp/log"
   else
     echo "SKIP (lm): /usr/share/games/fortunes not found (apt-get install fortunes)"
   fi
@@ -67,9 +80,10 @@ sentiment)
     "$exe" train --data "$data/imdb" --out "$run" --limit 200 --vocab-size 300 --steps 3 --eval-every 3 --max-len 64 "${tiny[@]}" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "train"; }
     expect "eval  accuracy" "$tmp/log"
     # The checkpoint holds weight averages (--ema 0.999 by default): a resume that asks for none
-    # keeps the checkpoint's choice and says so.
-    "$exe" train --data "$data/imdb" --out "$run" --limit 200 --steps 4 --eval-every 1 --ema 0 "${tiny[@]}" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "resume"; }
-    expect "resuming with the checkpoint's --ema 0.999" "$tmp/log"
+    # is refused; one that leaves --ema (and the other flags) out continues the run.
+    "$exe" train --data "$data/imdb" --out "$run" --limit 200 --steps 4 --eval-every 1 --ema 0 "${tiny[@]}" >"$tmp/log" 2>&1 && fail "a resume with another --ema was accepted"
+    expect "  --ema 0 (the checkpoint's run: 0.999)" "$tmp/log"
+    "$exe" train --data "$data/imdb" --out "$run" --steps 4 --eval-every 1 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "resume"; }
     expect "Ran 1 train steps" "$tmp/log"
     "$exe" eval --data "$data/imdb" --out "$run" --limit 40 --threads 1 >"$tmp/log" 2>/dev/null || fail "eval"
     expect "test accuracy .* of 40 reviews" "$tmp/log"

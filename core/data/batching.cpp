@@ -147,8 +147,18 @@ train::BatchStream seq2seq_stream(std::shared_ptr<const Sequences> sources,
   };
 }
 
+namespace {
+
+void check_windows(const char* what, std::int64_t B, std::int64_t L) {
+  if (B < 1 || L < 1)
+    throw std::invalid_argument(fmt::format("{}: batch size ({}) and window length ({}) must be >= 1", what, B, L));
+}
+
+}  // namespace
+
 train::BatchStream lm_random_windows(std::shared_ptr<const std::vector<std::int32_t>> tokens,
                                      std::int64_t B, std::int64_t L, std::uint64_t seed) {
+  check_windows("lm_random_windows", B, L);
   const auto n = static_cast<std::int64_t>(tokens->size());
   if (n < L + 1)
     throw std::invalid_argument(fmt::format("lm_random_windows: {} tokens are fewer than one window of {}", n, L + 1));
@@ -162,12 +172,14 @@ train::BatchStream lm_random_windows(std::shared_ptr<const std::vector<std::int3
 }
 
 std::int64_t lm_window_batches(std::int64_t n_tokens, std::int64_t B, std::int64_t L) {
+  check_windows("lm_window_batches", B, L);
   const std::int64_t windows = (n_tokens + L - 1) / L;
   return (windows + B - 1) / B;
 }
 
 train::BatchStream lm_consecutive_windows(std::shared_ptr<const std::vector<std::int32_t>> tokens,
                                           std::int64_t B, std::int64_t L) {
+  check_windows("lm_consecutive_windows", B, L);
   const auto n = static_cast<std::int64_t>(tokens->size());
   if (n == 0) throw std::invalid_argument("lm_consecutive_windows: no tokens");
   return [=](std::int64_t i) -> Stack {

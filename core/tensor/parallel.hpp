@@ -12,7 +12,9 @@
 
 namespace ctrax {
 
+inline constexpr int kMaxThreads = 1024;
+
 int num_threads();
-void set_num_threads(int n);   // OpenMP's thread count (OpenBLAS stays at one)
+void set_num_threads(int n);   // OpenMP's thread count (OpenBLAS stays at one); n <= kMaxThreads
 
 }  // namespace ctrax

@@ -135,3 +135,11 @@ TEST_CASE("LM windows: random windows are slices of the text; consecutive window
   CHECK(w[2] == 0.0);
   CHECK(w[3] == 0.0);
 }
+
+TEST_CASE("LM windows of length 0 or batches of 0 are errors, not a division by zero") {
+  auto text = std::make_shared<const std::vector<std::int32_t>>(std::vector<std::int32_t>{2, 3, 4});
+  CHECK_THROWS_WITH_AS(lm_window_batches(10, 2, 0),
+                       "lm_window_batches: batch size (2) and window length (0) must be >= 1", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(lm_consecutive_windows(text, 0, 4), doctest::Contains("batch size (0)"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(lm_random_windows(text, 2, 0, 1), doctest::Contains("window length (0)"), std::invalid_argument);
+}
