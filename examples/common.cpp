@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <csignal>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -15,6 +17,7 @@
 #include <type_traits>
 
 #include "core/io/atomic_file.hpp"
+#include "core/io/stop_signals.hpp"
 #include "core/tensor/parallel.hpp"
 #include "core/train/adam.hpp"
 #include "core/train/checkpoint.hpp"
@@ -241,7 +244,8 @@ std::map<std::string, std::string> stored_flags(const CLI::App& cmd, const std::
 
 }  // namespace
 
-void settle_run(CLI::App& cmd, TrainFlags& t) {
+std::shared_ptr<io::RunLock> settle_run(CLI::App& cmd, TrainFlags& t) {
+  auto lock = io::RunLock::acquire(t.out);
   if (const auto checkpoint = existing_checkpoint(t.out)) {
     std::vector<std::string> differences;
     for (const auto& [flag, stored] : stored_flags(cmd, t.out)) {
@@ -270,6 +274,7 @@ void settle_run(CLI::App& cmd, TrainFlags& t) {
   for (const CLI::Option* o : cmd.get_options())
     if (!may_change(o->get_name()) && !o->get_name().empty()) flags[o->get_name()] = flag_text(*o);
   t.run_flags = flags.dump();
+  return lock;
 }
 
 train::OptimizerPtr optimizer(const TrainFlags& t) {
@@ -308,6 +313,7 @@ void train_until(train::Loop& loop, const TrainFlags& t, const std::optional<Kee
     return;
   }
   double chunk_minutes = 0;   // the last chunk's duration: the estimate for the next one
+  const io::StopSignals stop_signals;
   while (loop.step() < t.steps) {
     // Up to the next checkpoint step, so a time limit always stops on a saved checkpoint; and only
     // when that chunk is expected to end within --minutes, so the limit is a budget, not a floor.
@@ -321,10 +327,30 @@ void train_until(train::Loop& loop, const TrainFlags& t, const std::optional<Kee
     const std::int64_t next = std::min(t.steps, (loop.step() / t.eval_every + 1) * t.eval_every);
     loop.run(next - loop.step());
     if (keep_best) keep_if_best(loop, t, *keep_best);
+    if (loop.stopped()) {
+      const int sig = io::StopSignals::signal();
+      throw Stopped(fmt::format("stopped by {} at step {} of {}, after writing its checkpoint {}; run the same "
+                                "command to go on", sig == SIGINT ? "Ctrl-C (SIGINT)" : "SIGTERM", loop.step(),
+                                t.steps, loop.checkpoint_path()), sig);
+    }
     chunk_minutes = minutes() - chunk_start;
   }
   fmt::print("trained {} steps in this run ({:.1f} minutes); checkpoint {}\n", loop.step(), minutes(),
              loop.checkpoint_path());
+}
+
+int run_main(const char* program, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const Stopped& e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "{}: {}\n", program, e.what());
+    return 128 + e.signal;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "{}: {}\n", program, e.what());
+    return 1;
+  }
 }
 
 std::string weights_to_use(const std::string& out) {

@@ -14,9 +14,13 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
+#include "core/io/run_lock.hpp"
 #include "core/train/loop.hpp"
 #include "models/transformer.hpp"
 
@@ -65,7 +69,9 @@ std::optional<std::string> existing_checkpoint(const std::string& out);
 // checkpoint, adopts its stored flags for every flag not given on the command line, and throws,
 // listing every difference, when a run-defining flag was given with another value (RESUMING
 // above). Then records the run's flags in t.run_flags, for config_json to store.
-void settle_run(CLI::App& cmd, TrainFlags& t);
+// The run directory's lock is taken first (a second trainer on it is refused) and returned: hold
+// it until training ends (LoopOptions::run_lock).
+std::shared_ptr<io::RunLock> settle_run(CLI::App& cmd, TrainFlags& t);
 
 // Hyper-parameters (and any example-specific settings) as JSON, stored in the checkpoint, with the
 // run's flags (t.run_flags) under "flags". `extra` is a JSON object text merged in (e.g.
@@ -92,8 +98,20 @@ struct KeepBest {
 
 // Runs the Loop to `steps` total steps, stopping early (after a checkpoint) before a stretch of
 // eval_every steps that would end past `minutes` of training in this process (judged by the last
-// stretch's time). Prints where it stopped and how to continue.
+// stretch's time). Prints where it stopped and how to continue. Meanwhile Ctrl-C or SIGTERM
+// finishes the current step, writes a checkpoint and throws Stopped (a second one ends the
+// process at once); the Loop must have been made with stop_requested = io::StopSignals::requested.
 void train_until(train::Loop& loop, const TrainFlags& t, const std::optional<KeepBest>& keep_best = {});
+
+// Training ended early by a signal, after writing its checkpoint.
+struct Stopped : std::runtime_error {
+  int signal;
+  Stopped(const std::string& what, int sig) : std::runtime_error(what), signal(sig) {}
+};
+
+// A command's main body: any exception is printed as "<program>: <what>" with exit status 1;
+// Stopped exits with 128 + the signal's number, as a shell reports a process the signal ended.
+int run_main(const char* program, const std::function<int()>& body);
 
 // The weights `sample`/`eval`/`translate` use: out/best.safetensors when training kept one,
 // else out/model.safetensors (an error naming `out` when neither exists).

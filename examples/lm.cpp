@@ -29,6 +29,7 @@
 #include "core/decode/sampling.hpp"
 #include "core/train/adam.hpp"
 #include "core/train/checkpoint.hpp"
+#include "core/io/stop_signals.hpp"
 #include "examples/common.hpp"
 #include "layers/metrics.hpp"
 
@@ -60,7 +61,7 @@ std::unique_ptr<data::Tokenizer> load_tokenizer(const std::string& kind, const s
   return data::SentencePieceTokenizer::load((fs::path(out) / "spm.model").string());
 }
 
-int train_command(examples::ModelFlags m, examples::TrainFlags t, std::string tokenizer_kind,
+int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, examples::TrainFlags t, std::string tokenizer_kind,
                   std::int64_t sp_vocab) {
   examples::apply_threads(t.threads);
   const auto resumed = examples::existing_checkpoint(t.out);
@@ -100,6 +101,8 @@ int train_command(examples::ModelFlags m, examples::TrainFlags t, std::string to
                        .n_eval_batches = n_eval}},
        .output_dir = t.out,
        .random_seed = t.seed,
+       .run_lock = std::move(lock),
+       .stop_requested = io::StopSignals::requested,
        .config = examples::config_json(m, t, fmt::format(R"({{"tokenizer": "{}", "vocab_size": {}}})",
                                                       tok->name(), tok->vocab_size()))});
   examples::train_until(loop, t, examples::KeepBest{.metric = "loss", .higher_is_better = false});
@@ -182,14 +185,11 @@ int main(int argc, char** argv) {
   sample->add_option("--seed", seed, "sampling seed")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
-  try {
+  return examples::run_main("lm", [&] {
     if (*train) {
-      examples::settle_run(*train, t);
-      return train_command(m, t, tokenizer, sp_vocab);
+      auto lock = examples::settle_run(*train, t);
+      return train_command(std::move(lock), m, t, tokenizer, sp_vocab);
     }
     return sample_command(out, threads, prompt, temperature, top_k, length, n_samples, seed);
-  } catch (const std::exception& e) {
-    std::cerr << "lm: " << e.what() << "\n";
-    return 1;
-  }
+  });
 }

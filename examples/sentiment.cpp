@@ -34,6 +34,7 @@
 #include "core/tensor/ops.hpp"
 #include "core/train/adam.hpp"
 #include "core/train/checkpoint.hpp"
+#include "core/io/stop_signals.hpp"
 #include "examples/common.hpp"
 #include "layers/metrics.hpp"
 
@@ -80,7 +81,7 @@ std::vector<data::LabeledText> load_split(const std::string& dir, const std::str
   return ex;
 }
 
-int train_command(examples::ModelFlags m, examples::TrainFlags t, std::int64_t vocab_size,
+int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, examples::TrainFlags t, std::int64_t vocab_size,
                   std::int64_t head, std::int64_t limit) {
   examples::apply_threads(t.threads);
   const auto resumed = examples::existing_checkpoint(t.out);
@@ -142,6 +143,8 @@ int train_command(examples::ModelFlags m, examples::TrainFlags t, std::int64_t v
                        .n_eval_batches = (n_valid + t.batch_size - 1) / t.batch_size}},
        .output_dir = t.out,
        .random_seed = t.seed,
+       .run_lock = std::move(lock),
+       .stop_requested = io::StopSignals::requested,
        .config = examples::config_json(m, t, fmt::format(R"({{"vocab_size": {}, "head": {}}})", tok->vocab_size(), head))});
   examples::train_until(loop, t, examples::KeepBest{.metric = "accuracy"});
   fmt::print("held-out accuracy {:.4f}; run `sentiment eval` for the test split\n", loop.last_value("eval", "accuracy"));
@@ -270,15 +273,12 @@ int main(int argc, char** argv) {
   predict->add_option("TEXT", texts, "review text(s)")->required();
   CLI11_PARSE(app, argc, argv);
 
-  try {
+  return examples::run_main("sentiment", [&] {
     if (*train) {
-      examples::settle_run(*train, t);
-      return train_command(m, t, vocab_size, head, limit);
+      auto lock = examples::settle_run(*train, t);
+      return train_command(std::move(lock), m, t, vocab_size, head, limit);
     }
     if (*eval) return eval_command(data_dir, out, threads, eval_batch, limit);
     return predict_command(out, threads, texts);
-  } catch (const std::exception& e) {
-    std::cerr << "sentiment: " << e.what() << "\n";
-    return 1;
-  }
+  });
 }

@@ -33,6 +33,7 @@
 #include "core/decode/sampling.hpp"
 #include "core/train/adam.hpp"
 #include "core/train/checkpoint.hpp"
+#include "core/io/stop_signals.hpp"
 #include "examples/common.hpp"
 #include "layers/metrics.hpp"
 
@@ -78,7 +79,7 @@ EncodedPairs encode(const data::Tokenizer& tok, const std::vector<data::TextPair
 
 std::string spm_path(const std::string& out) { return (fs::path(out) / "spm.model").string(); }
 
-int train_command(examples::ModelFlags m, examples::TrainFlags t, std::int64_t vocab_size,
+int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, examples::TrainFlags t, std::int64_t vocab_size,
                   const std::string& src, const std::string& tgt, std::int64_t limit) {
   examples::apply_threads(t.threads);
   const auto resumed = examples::existing_checkpoint(t.out);
@@ -121,6 +122,8 @@ int train_command(examples::ModelFlags m, examples::TrainFlags t, std::int64_t v
                        .n_eval_batches = (n_val + t.batch_size - 1) / t.batch_size}},
        .output_dir = t.out,
        .random_seed = t.seed,
+       .run_lock = std::move(lock),
+       .stop_requested = io::StopSignals::requested,
        .config = examples::config_json(m, t, fmt::format(R"({{"vocab_size": {}, "source": "{}", "target": "{}"}})",
                                                       tok->vocab_size(), src, tgt))});
   examples::train_until(loop, t, examples::KeepBest{.metric = "loss", .higher_is_better = false});
@@ -274,15 +277,12 @@ int main(int argc, char** argv) {
   bleu->add_option("--save", save, "write the translations to SAVE.greedy / SAVE.beamN")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
-  try {
+  return examples::run_main("translate", [&] {
     if (*train) {
-      examples::settle_run(*train, t);
-      return train_command(m, t, vocab_size, src, tgt, limit);
+      auto lock = examples::settle_run(*train, t);
+      return train_command(std::move(lock), m, t, vocab_size, src, tgt, limit);
     }
     if (*translate) return translate_command(out, threads, n_beams, length_penalty, texts);
     return bleu_command(data_dir, out, threads, split, batch, beams, length_penalty, limit, save);
-  } catch (const std::exception& e) {
-    std::cerr << "translate: " << e.what() << "\n";
-    return 1;
-  }
+  });
 }

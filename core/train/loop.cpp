@@ -84,7 +84,12 @@ Loop::Loop(LayerPtr model, std::vector<TrainTask> tasks, LoopOptions options)
     const std::int64_t every = tasks_[0].n_steps_per_checkpoint;
     options_.checkpoint_at = [every](std::int64_t s) { return s == 1 || s % every == 0; };
   }
-  if (!options_.output_dir.empty()) std::filesystem::create_directories(options_.output_dir);
+  if (!options_.output_dir.empty()) {
+    if (!options_.run_lock) options_.run_lock = io::RunLock::acquire(options_.output_dir);
+    if (!std::filesystem::equivalent(options_.run_lock->dir(), options_.output_dir))
+      throw std::invalid_argument(fmt::format("Loop: run_lock is {}'s, not output_dir {}'s",
+                                              options_.run_lock->dir(), options_.output_dir));
+  }
 
   const Rng rng(options_.random_seed);
   for (std::size_t i = 0; i < tasks_.size(); ++i) {
@@ -178,9 +183,11 @@ void Loop::train_step() {
 void Loop::run(std::int64_t n_steps) {
   run_first_ = step_ + 1;
   run_last_ = step_ + n_steps;
-  for (std::int64_t i = 0; i < n_steps; ++i) {
+  stopped_ = false;
+  for (std::int64_t i = 0; i < n_steps && !stopped_; ++i) {
     train_step();
     if (options_.checkpoint_at(step_)) report_and_checkpoint();
+    stopped_ = options_.stop_requested && options_.stop_requested() && i + 1 < n_steps;
   }
   if (last_report_step_ != step_) report_and_checkpoint();
   reporter_.clear_progress();

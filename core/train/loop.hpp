@@ -39,10 +39,12 @@
 #include <cstdint>
 #include <functional>
 #include <iostream>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "core/io/run_lock.hpp"
 #include "core/layer/layer.hpp"
 #include "core/train/report.hpp"
 #include "core/train/task.hpp"
@@ -59,6 +61,12 @@ struct LoopOptions {
   std::vector<EvalTask> eval_tasks = {};
   std::string output_dir = "";          // none: no checkpoints, no metrics file
   std::uint64_t random_seed = 0;        // weights' init and every step's randomness
+  // output_dir's lock (io/run_lock.hpp) when the caller took it before writing there itself;
+  // none: the Loop takes it. A second Loop on the same directory is refused either way.
+  std::shared_ptr<io::RunLock> run_lock = nullptr;
+  // Asked after every step; true: run() reports, evaluates and checkpoints at that step and
+  // returns early (stopped() says so). io::StopSignals::requested makes Ctrl-C do this.
+  std::function<bool()> stop_requested = nullptr;
   // When to report, evaluate and checkpoint; default: step 1 and every n_steps_per_checkpoint
   // of the first task.
   std::function<bool(std::int64_t step)> checkpoint_at = nullptr;
@@ -71,8 +79,9 @@ class Loop {
  public:
   Loop(LayerPtr model, std::vector<TrainTask> tasks, LoopOptions options = {});
 
-  // Trains n_steps more steps.
+  // Trains n_steps more steps (fewer when stop_requested says so: then stopped() is true).
   void run(std::int64_t n_steps = 1);
+  bool stopped() const { return stopped_; }
   std::int64_t step() const { return step_; }
   const LayerPtr& model() const { return model_; }
   // Every record reported so far in this process (after a resume: since the resume).
@@ -110,6 +119,7 @@ class Loop {
   std::int64_t last_report_step_ = -1;
   bool reported_weights_ = false;
   std::int64_t run_first_ = 0, run_last_ = 0;
+  bool stopped_ = false;
 };
 
 }  // namespace ctrax::train

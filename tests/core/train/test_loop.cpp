@@ -272,6 +272,29 @@ TEST_CASE("a full disk while resuming fails the resume and keeps metrics.jsonl w
   CHECK(std::string(std::istreambuf_iterator<char>(in), {}) == history);
 }
 
+TEST_CASE("a stop request ends run() after the current step, with a checkpoint of that step") {
+  TempDir dir;
+  std::ostringstream out;
+  std::int64_t asked = 0;
+  Loop loop(classifier(), {task(default_batch, 10)},
+            {.output_dir = dir.str(), .stop_requested = [&] { return ++asked == 3; }, .out = &out});
+  loop.run(10);
+  CHECK(loop.stopped());
+  CHECK(loop.step() == 3);
+  CHECK(read_checkpoint_info(dir / "model.safetensors").step == 3);
+  loop.run(2);   // asked again only from step 4 on: runs on
+  CHECK_FALSE(loop.stopped());
+  CHECK(loop.step() == 5);
+}
+
+TEST_CASE("two Loops on one output directory: the second is refused") {
+  TempDir dir;
+  std::ostringstream out;
+  Loop first(classifier(), {task()}, {.output_dir = dir.str(), .out = &out});
+  CHECK_THROWS_WITH_AS(Loop(classifier(), {task()}, {.output_dir = dir.str(), .out = &out}),
+                       doctest::Contains("is using this run directory"), std::runtime_error);
+}
+
 TEST_CASE("a non-finite gradient stops training before any weight changes") {
   // √(0 · Σ logits) is 0, but its gradient is ∞ · 0 = NaN.
   TrainTask t = task();
