@@ -44,6 +44,9 @@ class DenseLayer final : public Layer {
 }  // namespace
 
 LayerPtr Dense(std::int64_t n_units, bool use_bias, std::source_location created) {
+  if (n_units < 1)
+    throw std::invalid_argument(fmt::format("Dense (created at {}): n_units must be >= 1, got {}",
+                                            location_string(created), n_units));
   return std::make_shared<DenseLayer>(n_units, use_bias, created);
 }
 

@@ -198,12 +198,14 @@ Signature Layer::output_signature(const Signature& input_signature) {
   return signature_of((*this)(meta_inputs(input_signature)));
 }
 
+std::string Layer::short_of_inputs(int) const { return ""; }
+
 Stack Layer::operator()(const Stack& stack) {
   const char* method = t_init ? "init" : "forward";
   if (static_cast<int>(stack.size()) < n_in_)
     throw LayerError(name_, method, created_, signatures(stack),
-                     fmt::format("number of inputs ({}) to {}.forward less than n_in ({})",
-                                 stack.size(), name_, n_in_));
+                     fmt::format("number of inputs ({}) to {}.forward less than n_in ({}){}",
+                                 stack.size(), name_, n_in_, short_of_inputs(static_cast<int>(stack.size()))));
   const Stack inputs(stack.begin(), stack.begin() + n_in_);
   const std::size_t trace_event = Trace::enter(*this, stack);
   Stack outputs;

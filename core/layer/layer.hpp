@@ -151,6 +151,9 @@ class Layer : public std::enable_shared_from_this<Layer> {
   virtual Stack forward(const Stack& inputs) = 0;
   // Creates weights_/state_ from the input signature; default: none.
   virtual void init_weights_and_state(const Signature& input_signature);
+  // Called with fewer than n_in() inputs: which part of this layer needs the missing ones (a
+  // Serial names its child), appended to the error; default: nothing to add.
+  virtual std::string short_of_inputs(int n_given) const;
 
   void set_sublayers(std::vector<LayerPtr> sublayers);
   // What to_string() prints under this layer (nullptr prints "None"); default: sublayers().

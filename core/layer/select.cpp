@@ -31,13 +31,15 @@ class SelectLayer final : public Layer {
 LayerPtr Select(std::vector<int> indices, int n_in, std::source_location created) {
   int deepest = -1;
   for (int i : indices) {
-    if (i < 0) throw std::invalid_argument(fmt::format("Select: negative index {}", i));
+    if (i < 0)
+      throw std::invalid_argument(fmt::format("Select (created at {}): negative index {}; indices count from the "
+                                              "top of the stack, 0 first", location_string(created), i));
     deepest = std::max(deepest, i);
   }
   if (n_in < 0) n_in = deepest + 1;
   if (deepest >= n_in)
-    throw std::invalid_argument(fmt::format("Select: index {} is not among the top n_in = {} items",
-                                            deepest, n_in));
+    throw std::invalid_argument(fmt::format("Select (created at {}): index {} is not among the top n_in = {} items",
+                                            location_string(created), deepest, n_in));
   return std::make_shared<SelectLayer>(std::move(indices), n_in, created);
 }
 

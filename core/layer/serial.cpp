@@ -42,6 +42,18 @@ class SerialLayer final : public Layer {
     for (std::size_t i = 0; i < sublayers().size(); ++i) stack = call_sublayer(i, stack);
     return stack;
   }
+
+  std::string short_of_inputs(int n_given) const override {
+    int depth = n_given;   // the stack's depth as the layers run
+    for (std::size_t i = 0; i < sublayers().size(); ++i) {
+      const Layer& l = *sublayers()[i];
+      if (depth < l.n_in())
+        return fmt::format(": its layer [{}] {} (created at {}) takes {} inputs and finds {} on the stack", i,
+                           l.display_name(), location_string(l.created_at()), l.n_in(), depth);
+      depth += l.n_out() - l.n_in();
+    }
+    return "";
+  }
 };
 
 }  // namespace

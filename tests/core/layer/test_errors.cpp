@@ -66,3 +66,29 @@ TEST_CASE("a deep path carries an index at every level") {
   const LayerError error = layer_error_of([&] { model->init(ShapeDtype{{1, 3}}); });
   CHECK(error.path() == "Serial/Serial[1]/Branch[0]/Parallel[1]/Serial[1]/Bad[1]");
 }
+
+TEST_CASE("too few inputs: a Serial names the child that needs them") {
+  auto model = Serial(Dense(2), Dup(), Add(), Add());   // line of creation checked below
+  model->init({ShapeDtype{{1, 2}}, ShapeDtype{{1, 2}}});
+  const std::string msg = error_of([&] { (*model)(Stack{Tensor::zeros({1, 2})}); });
+  CHECK(msg.find("less than n_in (2): its layer [3] Add_in2 (created at tests/core/layer/test_errors.cpp:") !=
+        std::string::npos);
+  CHECK(msg.find(") takes 2 inputs and finds 1 on the stack") != std::string::npos);
+}
+
+TEST_CASE("bad arguments to Select and Dense name where they were created") {
+  auto what = [](auto&& f) -> std::string {
+    try {
+      f();
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  const std::string select = what([] { Select({0, -1}); });
+  CHECK(select.find("Select (created at tests/core/layer/test_errors.cpp:") == 0);
+  CHECK(select.find("): negative index -1") != std::string::npos);
+  const std::string dense = what([] { Dense(0); });
+  CHECK(dense.find("Dense (created at tests/core/layer/test_errors.cpp:") == 0);
+  CHECK(dense.find("): n_units must be >= 1, got 0") != std::string::npos);
+}
