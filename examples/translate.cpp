@@ -21,7 +21,6 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 
@@ -33,6 +32,7 @@
 #include "core/decode/sampling.hpp"
 #include "core/train/adam.hpp"
 #include "core/train/checkpoint.hpp"
+#include "core/io/atomic_file.hpp"
 #include "core/io/stop_signals.hpp"
 #include "examples/common.hpp"
 #include "layers/metrics.hpp"
@@ -216,10 +216,9 @@ int bleu_command(const std::string& data_dir, const std::string& out, int thread
                n_beams <= 1 ? std::string("greedy") : fmt::format("beam {}", n_beams), score.to_string(), seconds);
     if (!save.empty()) {
       const std::string path = fmt::format("{}.{}", save, n_beams <= 1 ? "greedy" : fmt::format("beam{}", n_beams));
-      std::ofstream f(path + ".tmp");
-      for (const auto& h : hypotheses) f << h << "\n";
-      f.close();
-      fs::rename(path + ".tmp", path);
+      std::string text;
+      for (const auto& h : hypotheses) text += h + "\n";
+      io::write_atomically(path, text);
     }
   }
   return 0;

@@ -44,6 +44,10 @@ lm)
     expect "every flag not given comes from its checkpoint" "$tmp/log"
     [ "$(grep '"step":4' "$tmp/straight/metrics.jsonl" | grep -v steps_per_second)" = \
       "$(grep '"step":4' "$tmp/halves/metrics.jsonl" | grep -v steps_per_second)" ] || fail "a resumed run differs from the straight one"
+    # Re-running a finished run says so and reports its last validation loss (from metrics.jsonl).
+    "$exe" train --out "$tmp/halves" --steps 4 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "re-running a finished run"; }
+    expect "already trained 4 of 4 steps" "$tmp/log"
+    expect "validation loss" "$tmp/log"
     # A run-defining flag given with another value is refused, every difference listed.
     "$exe" train --out "$tmp/halves" --steps 6 --seed 4 --batch-size 8 >"$tmp/log" 2>&1 && fail "a resume with another seed was accepted"
     expect "  --batch-size 8 (the checkpoint's run: 4)" "$tmp/log"

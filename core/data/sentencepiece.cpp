@@ -6,9 +6,9 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <stdexcept>
 
+#include "core/io/atomic_file.hpp"
 #include "core/tensor/random.hpp"
 
 namespace ctrax::data {
@@ -18,6 +18,8 @@ struct SentencePieceTokenizer::Impl {
 };
 
 namespace {
+
+constexpr std::size_t kMaxSentenceBytes = 100000;
 
 class VectorIterator : public sentencepiece::SentenceIterator {
  public:
@@ -44,9 +46,18 @@ SentencePieceTokenizer::~SentencePieceTokenizer() = default;
 std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::train(
     const std::vector<std::string>& sentences, const SentencePieceOptions& o,
     const std::string& model_path) {
+  // SentencePiece skips lines longer than its limit; with none left it fails deep inside
+  // ("Internal: ... [!sentences_.empty()]"). Said here, with what to do about it.
   std::vector<const std::string*> kept;
-  for (const auto& s : sentences)
-    if (!s.empty()) kept.push_back(&s);
+  std::size_t too_long = 0;
+  for (const auto& s : sentences) {
+    if (s.size() > kMaxSentenceBytes) ++too_long;
+    else if (!s.empty()) kept.push_back(&s);
+  }
+  if (kept.empty() && too_long > 0)
+    throw std::runtime_error(fmt::format(
+        "SentencePiece: all {} non-empty lines are longer than {} bytes, its limit; it learns from lines, "
+        "so break the text into lines (or sentences)", too_long, kMaxSentenceBytes));
   if (kept.empty()) throw std::runtime_error("SentencePiece: no sentences to learn a vocabulary from");
   if (static_cast<std::int64_t>(kept.size()) > o.max_sentences) {
     const auto perm = Rng(o.seed).permutation(static_cast<std::int64_t>(kept.size()));
@@ -58,19 +69,12 @@ std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::train(
   const std::string args = fmt::format(
       "--model_prefix= --vocab_size={} --model_type={} --character_coverage={} "
       "--pad_id=0 --eos_id=1 --unk_id=2 --bos_id=-1 --hard_vocab_limit=false "
-      "--max_sentence_length=100000 --minloglevel=2 --num_threads=2",
-      o.vocab_size, o.model_type, o.character_coverage);
+      "--max_sentence_length={} --minloglevel=2 --num_threads=2",
+      o.vocab_size, o.model_type, o.character_coverage, kMaxSentenceBytes);
   std::string proto;
   check(sentencepiece::SentencePieceTrainer::Train(args, &it, &proto), "training");
 
-  // Written to a temporary name and renamed: a crash never leaves half a model behind.
-  const std::string tmp = model_path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    f.write(proto.data(), static_cast<std::streamsize>(proto.size()));
-    if (!f) throw std::runtime_error(fmt::format("{}: cannot write", tmp));
-  }
-  std::filesystem::rename(tmp, model_path);
+  io::write_atomically(model_path, proto);   // a crash never leaves half a model behind
 
   auto impl = std::make_unique<Impl>();
   check(impl->processor.LoadFromSerializedProto(proto), "loading the trained model");

@@ -125,6 +125,8 @@ Loop::Loop(LayerPtr model, std::vector<TrainTask> tasks, LoopOptions options)
                                         info.seed, options_.random_seed));
     options_.random_seed = info.seed;
     reporter_.truncate_after(step_);
+    if (!options_.output_dir.empty() && std::filesystem::exists(options_.output_dir + "/metrics.jsonl"))
+      history_ = read_metrics(options_.output_dir + "/metrics.jsonl");
     reporter_.line(step_, fmt::format("Resumed from {}", path));
   }
   last_report_step_ = step_;

@@ -84,7 +84,8 @@ class Loop {
   bool stopped() const { return stopped_; }
   std::int64_t step() const { return step_; }
   const LayerPtr& model() const { return model_; }
-  // Every record reported so far in this process (after a resume: since the resume).
+  // Every record reported so far (after a resume, those of metrics.jsonl up to its step too), so
+  // last_value() answers even when a resumed run has nothing left to train.
   const std::vector<MetricRecord>& history() const { return history_; }
   // The last reported value of a metric, e.g. last_value("eval", "WeightedCategoryAccuracy").
   double last_value(const std::string& split, const std::string& name) const;

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "core/data/sentencepiece.hpp"
 #include "core/data/tokenizer.hpp"
@@ -49,4 +50,21 @@ TEST_CASE("SentencePiece: trains a vocabulary, round-trips text, saves and loads
   CHECK(loaded->decode(with_eos) == text);
   CHECK_THROWS_WITH_AS(SentencePieceTokenizer::load(dir / "none.model"),
                        doctest::Contains("none.model: no such SentencePiece model"), std::runtime_error);
+}
+
+TEST_CASE("SentencePiece: text whose every line is over its 100,000-byte limit is a clear error") {
+  TempDir dir;
+  const std::vector<std::string> lines(3, std::string(100001, 'a'));
+  CHECK_THROWS_WITH_AS(SentencePieceTokenizer::train(lines, {.vocab_size = 40}, dir / "spm.model"),
+                       "SentencePiece: all 3 non-empty lines are longer than 100000 bytes, its limit; it learns from "
+                       "lines, so break the text into lines (or sentences)",
+                       std::runtime_error);
+  CHECK_FALSE(std::filesystem::exists(dir / "spm.model"));
+}
+
+TEST_CASE("SentencePiece: a corrupted model file is an error naming it") {
+  TempDir dir;
+  std::ofstream(dir / "spm.model") << "not a model";
+  CHECK_THROWS_WITH_AS(SentencePieceTokenizer::load(dir / "spm.model"), doctest::Contains((dir / "spm.model").c_str()),
+                       std::runtime_error);
 }
