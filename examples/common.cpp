@@ -102,7 +102,8 @@ void add_train_flags(CLI::App& app, TrainFlags& t, bool data_required) {
       ->capture_default_str()->check(number_in(0, 0.99999));
   app.add_option("--eval-every", t.eval_every, "steps between evaluations and checkpoints")
       ->capture_default_str()->check(number_in(1, 1e12));
-  app.add_option("--seed", t.seed, "random seed (weights, data order, dropout)")->capture_default_str();
+  app.add_option("--seed", t.seed, "random seed (weights, data order, dropout)")->capture_default_str()
+      ->check(number_in(0, 18446744073709551615.0));
   app.add_option("--threads", t.threads, "threads (0: CTRAX_NUM_THREADS or all cores)")->capture_default_str()
       ->check(number_in(0, 256));
 }

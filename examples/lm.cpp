@@ -85,6 +85,11 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
              t.data.empty() ? std::string(kFortunes) : t.data, text.size(), train_ids->size(),
              valid_ids->size(), tok->name(), tok->vocab_size());
 
+  if (static_cast<std::int64_t>(train_ids->size()) < L + 1 || valid_ids->empty())
+    throw std::runtime_error(fmt::format(
+        "{}: too little text: {} training and {} validation tokens (the last 10%), but training needs windows of "
+        "--max-len {} + 1 tokens and validation at least one token", t.data.empty() ? std::string(kFortunes) : t.data,
+        train_ids->size(), valid_ids->size(), L));
   auto model = models::TransformerLM(tok->vocab_size(), m.config(Mode::train));
   const std::int64_t n_eval = data::lm_window_batches(static_cast<std::int64_t>(valid_ids->size()), B, L);
   train::Loop loop(
@@ -182,7 +187,8 @@ int main(int argc, char** argv) {
                      "tokens to generate; beyond the model's --max-len the context slides (the last half is re-read)")
       ->capture_default_str()->check(examples::number_in(1, 1e7));
   sample->add_option("--n-samples", n_samples, "how many samples")->capture_default_str()->check(examples::number_in(1, 1e6));
-  sample->add_option("--seed", seed, "sampling seed")->capture_default_str();
+  sample->add_option("--seed", seed, "sampling seed")->capture_default_str()
+      ->check(examples::number_in(0, 18446744073709551615.0));
   CLI11_PARSE(app, argc, argv);
 
   return examples::run_main("lm", [&] {
