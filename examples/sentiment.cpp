@@ -85,6 +85,10 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
                   std::int64_t head, std::int64_t limit) {
   examples::apply_threads(t.threads);
   const auto resumed = examples::existing_checkpoint(t.out);
+  if (head < 0) head = m.max_len / 4;
+  if (head > m.max_len)
+    throw std::invalid_argument(fmt::format("--head {} exceeds --max-len {}", head, m.max_len));
+  if (head == 0) head = m.max_len;   // the start only
   fs::create_directories(t.out);
   const auto examples_ = load_split(t.data, "train", limit);
   const auto n = static_cast<std::int64_t>(examples_.size());
@@ -105,10 +109,6 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
   const auto perm = Rng(t.seed).fold_in(12345).permutation(n);
   const std::vector<std::int64_t> train_idx(perm.begin(), perm.end() - n_valid),
       valid_idx(perm.end() - n_valid, perm.end());
-  if (head < 0) head = m.max_len / 4;
-  if (head > m.max_len)
-    throw std::invalid_argument(fmt::format("--head {} exceeds --max-len {}", head, m.max_len));
-  if (head == 0) head = m.max_len;   // the start only
   const auto train = encode(*tok, examples_, train_idx, m.max_len, head),
              valid = encode(*tok, examples_, valid_idx, m.max_len, head);
   fmt::print("{}: {} training reviews ({:.0f} tokens on average; {:.1f}% longer than {} are cut to their first {} and last {}), "
