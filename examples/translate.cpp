@@ -134,12 +134,12 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
 
 // The predict-mode model with the trained weights, and the shared tokenizer.
 struct Translator {
+  examples::ModelFlags m;   // first: a directory without a model says so before anything else
   std::unique_ptr<data::SentencePieceTokenizer> tok;
   LayerPtr model;
-  examples::ModelFlags m;
 
   explicit Translator(const std::string& out)
-      : tok(data::SentencePieceTokenizer::load(spm_path(out))), m(examples::model_flags_from(out)) {
+      : m(examples::model_flags_from(out)), tok(data::SentencePieceTokenizer::load(spm_path(out))) {
     model = models::Transformer(tok->vocab_size(), std::nullopt, m.config(Mode::predict));
     model->init({ShapeDtype{{1, 8}, DType::int32}, ShapeDtype{{1, 1}, DType::int32}});
     train::load_weights(examples::weights_to_use(out), *model);

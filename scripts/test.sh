@@ -35,6 +35,18 @@ for t in demo inspect lm_example sentiment_example translate_example; do
     failed=$((failed + 1)); cat "$log"; cat build/meson-logs/testlog.txt 2>/dev/null | tail -30
   fi
 done
+# The bad-input catalogue: each case is one test (it prints "N passed, N failed (bad-input catalogue)").
+scripts/run_bad_inputs_test.sh build >"$log" 2>&1
+line=$(grep -E '^[0-9]+ passed, [0-9]+ failed \(bad-input catalogue\)' "$log" | tail -1)
+if [ -n "$line" ]; then
+  p=${line%% passed*}; f=$(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")
+else
+  p=0; f=1
+fi
+printf '%-16s %4s passed %4s failed\n' bad_inputs "$p" "$f"
+[ "$f" -ne 0 ] && cat "$log"
+passed=$((passed + p))
+failed=$((failed + f))
 rm -f "$log"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,0 +1,233 @@
+#!/usr/bin/env bash
+# The catalogue of bad inputs: every case runs one command that must fail with a clear message
+# (a pattern that names what was wrong), a non-zero exit status and never a signal or a hang.
+#   run_bad_inputs_test.sh BUILD_DIR        (meson runs it as the `bad_inputs` test)
+# Each case is one line of `bad`: a name, the pattern expected in the output, then the command.
+# Everything it needs it makes in a temporary directory (tiny text, TSV and parallel files, tiny
+# trained models); nothing is read from ../shared/data.
+set -uo pipefail
+build=$(cd "${1:-build}" && pwd)
+lm=$build/examples/lm
+sentiment=$build/examples/sentiment
+translate=$build/examples/translate
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"
+export OPENBLAS_NUM_THREADS=1
+tiny=(--d-model 16 --d-ff 32 --n-layers 1 --n-heads 2 --batch-size 4 --threads 1)
+
+passed=0
+failed=0
+bad() {  # bad NAME PATTERN COMMAND...
+  local name=$1 pattern=$2
+  shift 2
+  timeout 120 "$@" >"$tmp/out" 2>&1
+  local status=$?
+  local why=""
+  if [ "$status" -eq 0 ]; then why="exit status 0"
+  elif [ "$status" -eq 124 ]; then why="hung (killed after 120 s)"
+  elif [ "$status" -ge 128 ]; then why="ended by signal $((status - 128))"
+  elif ! grep -qF -- "$pattern" "$tmp/out"; then why="message lacks '$pattern'"
+  fi
+  if [ -z "$why" ]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL $name: $why"
+    sed 's/^/    /' "$tmp/out" | tail -5
+  fi
+}
+must() { "$@" >"$tmp/setup.log" 2>&1 || { cat "$tmp/setup.log"; echo "setup failed: $*"; exit 1; }; }
+
+# Rewrites a checkpoint with a Python edit of its header `h`, metadata `m`, config `c` (a dict)
+# or data bytes `data`, then recomputes the data checksum and drops the header checksum, as an
+# older ctrax wrote it — so the edit itself, not a checksum, is what the reader must catch.
+edit_checkpoint() {  # edit_checkpoint FILE PYTHON
+  python3 - "$1" "$2" <<'PY'
+import json, struct, sys, zlib
+path, edit = sys.argv[1], sys.argv[2]
+b = open(path, 'rb').read()
+n = struct.unpack('<Q', b[:8])[0]
+h = json.loads(b[8:8 + n]); data = bytearray(b[8 + n:])
+m = h['__metadata__']; m.pop('header_crc32', None)
+c = json.loads(m['config'])
+weights = sorted((v['data_offsets'][0], k) for k, v in h.items()
+                 if k != '__metadata__' and not k.startswith(('opt', 'state/')))
+exec(edit)
+if c is not None: m['config'] = json.dumps(c)
+m['crc32'] = str(zlib.crc32(bytes(data)))
+t = json.dumps(h, separators=(',', ':')).encode()
+t += b' ' * ((8 - len(t) % 8) % 8)
+open(path, 'wb').write(struct.pack('<Q', len(t)) + t + bytes(data))
+PY
+}
+
+# --- fixtures -------------------------------------------------------------------------------
+python3 - <<'PY'
+import gzip, random
+random.seed(1)
+words = "the a film movie good bad great awful plot actor scene loved hated boring moving".split()
+text = "\n".join(" ".join(random.choice(words) for _ in range(12)) for _ in range(400)) + "\n"
+open("text.txt", "w").write(text)
+gz = gzip.compress(text.encode())
+open("text.txt.gz", "wb").write(gz)
+open("cut.txt.gz", "wb").write(gz[: len(gz) // 2])
+rows = [f"{i % 2}\t" + " ".join(random.choice(words) for _ in range(10)) for i in range(200)]
+import os
+os.makedirs("imdb", exist_ok=True)
+open("imdb/train.tsv", "w").write("\n".join(rows) + "\n")
+open("imdb/test.tsv", "w").write("\n".join(rows[:20]) + "\n")
+for name, body in {"label2": rows[:5] + ["2\tthree classes?"], "notab": rows[:5] + ["no tab here"],
+                   "blank": rows[:5] + [""] + rows[5:9], "word": rows[:3] + ["positive\tnice"]}.items():
+    os.makedirs(name, exist_ok=True)
+    open(f"{name}/train.tsv", "w").write("\n".join(body) + "\n")
+    open(f"{name}/test.tsv", "w").write("\n".join(body) + "\n")
+os.makedirs("cutgz", exist_ok=True)
+g = gzip.compress(("\n".join(rows) + "\n").encode())
+open("cutgz/train.tsv.gz", "wb").write(g[: len(g) // 2])
+os.makedirs("m30k", exist_ok=True)
+en = [" ".join(random.choice(words) for _ in range(6)) for _ in range(120)]
+for split in ["train", "val", "test_2016_flickr"]:
+    open(f"m30k/{split}.en", "w").write("\n".join(en) + "\n")
+    open(f"m30k/{split}.de", "w").write("\n".join(reversed(en)) + "\n")
+os.makedirs("m30k_uneven", exist_ok=True)
+open("m30k_uneven/train.en", "w").write("\n".join(en) + "\n")
+open("m30k_uneven/train.de", "w").write("\n".join(en[:-3]) + "\n")
+open("long_lines.txt", "w").write(("x" * 100001 + "\n") * 10)   # the first 90% (training): 9 whole lines
+PY
+: >empty.txt
+mkdir -p emptydir
+must "$lm" train --data text.txt --out lmrun --steps 2 --eval-every 2 --max-len 16 "${tiny[@]}"
+must "$sentiment" train --data imdb --out srun --vocab-size 60 --steps 2 --eval-every 2 --max-len 32 "${tiny[@]}"
+must "$translate" train --data m30k --out trun --vocab-size 60 --steps 2 --eval-every 2 --max-len 16 "${tiny[@]}"
+fresh() { rm -rf "$1"; cp -r lmrun "$1"; rm -f "$1/.lock"; }   # a copy of the lm run to corrupt
+
+# --- lm train: flags ------------------------------------------------------------------------
+T=("$lm" train --out new --data text.txt)
+bad lr-nan            "--lr: expected a number above 0 and at most 10, got nan" "${T[@]}" --lr nan
+bad lr-inf            "--lr: expected a number above 0" "${T[@]}" --lr inf
+bad lr-negative       "--lr: expected a number above 0" "${T[@]}" --lr -1
+bad lr-huge           "--lr: expected a number above 0 and at most 10, got 1e30" "${T[@]}" --lr 1e30
+bad lr-text           "--lr: expected a number" "${T[@]}" --lr fast
+bad max-len-0         "--max-len: expected a number from 2 to 1048576, got 0" "${T[@]}" --max-len 0
+bad max-len-1         "--max-len: expected a number from 2" "${T[@]}" --max-len 1
+bad threads-huge      "--threads: expected a number from 0 to 256, got 100000" "${T[@]}" --threads 100000
+bad threads-negative  "--threads: expected a number from 0 to 256" "${T[@]}" --threads -1
+bad batch-size-0      "--batch-size: expected a number from 1" "${T[@]}" --batch-size 0
+bad batch-size-huge   "--batch-size: expected a number from 1 to 1048576, got 1e30" "${T[@]}" --batch-size 1e30
+bad steps-0           "--steps: expected a number from 1" "${T[@]}" --steps 0
+bad steps-overflow    "--steps: expected a number from 1 to 1000000000000, got 99999999999999999999999" "${T[@]}" --steps 99999999999999999999999
+bad steps-text        "--steps" "${T[@]}" --steps many
+bad dropout-1         "--dropout: expected a number from 0 to 0.99, got 1" "${T[@]}" --dropout 1
+bad dropout-nan       "--dropout: expected a number from 0 to 0.99, got nan" "${T[@]}" --dropout nan
+bad d-model-0         "--d-model: expected a number from 1" "${T[@]}" --d-model 0
+bad d-model-huge      "--d-model: expected a number from 1 to 65536, got 1e400" "${T[@]}" --d-model 1e400
+bad d-ff-0            "--d-ff: expected a number from 1" "${T[@]}" --d-ff 0
+bad n-heads-0         "--n-heads: expected a number from 1" "${T[@]}" --n-heads 0
+bad n-heads-divide    "not a multiple of the requested number of attention heads (3)" "${T[@]}" --d-model 16 --n-heads 3 --max-len 16 --batch-size 2 --steps 1
+bad n-layers-0        "--n-layers: expected a number from 1" "${T[@]}" --n-layers 0
+bad warmup-negative   "--warmup: expected a number from 0" "${T[@]}" --warmup -5
+bad ema-1             "--ema: expected a number from 0 to 0.99999, got 1" "${T[@]}" --ema 1
+bad schedule-unknown  "--schedule: linear not in {cosine,rsqrt}" "${T[@]}" --schedule linear
+bad eval-every-0      "--eval-every: expected a number from 1" "${T[@]}" --eval-every 0
+bad minutes-negative  "--minutes: expected a number from 0" "${T[@]}" --minutes -1
+bad seed-negative     "--seed: expected a number from 0" "${T[@]}" --seed -1
+bad tokenizer-unknown "--tokenizer: bpe not in {char,sentencepiece}" "${T[@]}" --tokenizer bpe
+bad vocab-size-0      "--vocab-size: expected a number from 8" "${T[@]}" --vocab-size 0
+bad unknown-flag      "The following arguments were not expected: blue --colour" "${T[@]}" --colour blue
+bad no-subcommand     "A subcommand is required" "$lm"
+
+# --- lm train: data -------------------------------------------------------------------------
+L=("$lm" train --out new "${tiny[@]}" --max-len 16 --steps 1)
+bad data-missing      "nowhere.txt: no such file or directory" "${L[@]}" --data nowhere.txt
+bad data-empty        "empty.txt: too little text: 0 training and 0 validation tokens" "${L[@]}" --data empty.txt
+bad data-empty-dir    "emptydir: no text in this directory" "${L[@]}" --data emptydir
+bad data-truncated-gz "cut.txt.gz: truncated or corrupted compressed file" "${L[@]}" --data cut.txt.gz
+bad data-long-lines   "longer than 100000 bytes, its limit" "$lm" train --out new_sp --data long_lines.txt --tokenizer sentencepiece
+
+# --- lm train: resuming ---------------------------------------------------------------------
+R=("$lm" train --out lmrun --steps 4)
+bad resume-seed       "--seed 9 (the checkpoint's run: 0)" "${R[@]}" --seed 9
+bad resume-batch-size "--batch-size 8 (the checkpoint's run: 4)" "${R[@]}" --batch-size 8
+bad resume-model      "--d-model 32 (the checkpoint's run: 16)" "${R[@]}" --d-model 32
+bad resume-data       "--data $tmp/text.txt.gz (the checkpoint's run: $tmp/text.txt)" "${R[@]}" --data text.txt.gz
+bad resume-tokenizer  "--tokenizer sentencepiece (the checkpoint's run: char)" "${R[@]}" --tokenizer sentencepiece
+
+fresh c1; python3 -c "
+import sys; p='c1/model.safetensors'; b=bytearray(open(p,'rb').read()); b[-7]^=0x10; open(p,'wb').write(b)"
+bad checkpoint-flipped-data   "corrupted: data checksum" "$lm" train --out c1 --steps 4
+fresh c2; python3 -c "
+p='c2/model.safetensors'; b=open(p,'rb').read(); i=b.index(b'\"step\":\"2\"'); open(p,'wb').write(b[:i+8]+b'7'+b[i+9:])"
+bad checkpoint-header-digit   "corrupted: header checksum" "$lm" train --out c2 --steps 4
+fresh c3; head -c 300 lmrun/model.safetensors >c3/model.safetensors
+bad checkpoint-truncated      "not a safetensors file, or truncated" "$lm" train --out c3 --steps 4
+fresh c4; echo "not a checkpoint" >c4/model.safetensors
+bad checkpoint-text           "c4/model.safetensors: not a safetensors file" "$lm" sample --out c4
+fresh c5; edit_checkpoint c5/model.safetensors "c['max_len'] = 0"
+bad checkpoint-max-len-0      "config's \"max_len\": expected a number from 2" "$lm" sample --out c5
+fresh c6; edit_checkpoint c6/model.safetensors "m['step'] = 'x12'"
+bad checkpoint-step-text      "corrupted checkpoint metadata: step is 'x12'" "$lm" train --out c6 --steps 4
+fresh c7; edit_checkpoint c7/model.safetensors "m['format_version'] = '9'"
+bad checkpoint-newer          "checkpoint format version 9 is newer than this ctrax reads (1)" "$lm" sample --out c7
+fresh c8; edit_checkpoint c8/model.safetensors "
+k = weights[0][1]; h[k]['shape'] = [-258, 32]"
+bad checkpoint-negative-shape "has a negative extent -258 in its shape" "$lm" sample --out c8
+fresh c9; edit_checkpoint c9/model.safetensors "
+k = weights[0][1]; h[k]['shape'] = [4611686018427387904, 4]"
+bad checkpoint-huge-shape     "too large to exist" "$lm" sample --out c9
+fresh c10; edit_checkpoint c10/model.safetensors "
+a, b = weights[0][1], weights[1][1]; h[b]['data_offsets'] = h[a]['data_offsets']; h[b]['shape'] = h[a]['shape']"
+bad checkpoint-overlap        "it overlaps the tensor before it" "$lm" sample --out c10
+fresh c11; edit_checkpoint c11/model.safetensors "
+import struct; o = h[weights[0][1]]['data_offsets'][0]; data[o:o + 4] = struct.pack('<f', float('nan'))"
+rm -f c11/best.safetensors
+bad checkpoint-nan-weights    "holds NaN or infinite values" "$lm" sample --out c11
+fresh c12; edit_checkpoint c12/model.safetensors "h[weights[0][1]]['dtype'] = 'F16'"
+bad checkpoint-bad-dtype      "has dtype F16, which ctrax does not read" "$lm" sample --out c12
+fresh c13; edit_checkpoint c13/model.safetensors "m['config'] = '{not json'; c = None"
+bad checkpoint-config-not-json "its config is not JSON" "$lm" sample --out c13
+fresh c14; edit_checkpoint c14/model.safetensors "c['d_model'] = 'wide'"
+bad checkpoint-config-type    "config's \"d_model\" is \"wide\", expected a number" "$lm" sample --out c14
+
+# --- lm sample ------------------------------------------------------------------------------
+S=("$lm" sample --out lmrun)
+bad sample-no-model       "nowhere: no model.safetensors here; train a model first" "$lm" sample --out nowhere
+bad sample-temperature    "--temperature: expected a number from 0 to 100, got nan" "${S[@]}" --temperature nan
+bad sample-temp-negative  "--temperature: expected a number from 0" "${S[@]}" --temperature -1
+bad sample-length-0       "--length: expected a number from 1" "${S[@]}" --length 0
+bad sample-length-huge    "--length: expected a number from 1 to 10000000, got 100000000000" "${S[@]}" --length 100000000000
+bad sample-top-k          "--top-k: expected a number from 0" "${S[@]}" --top-k -1
+bad sample-n-samples      "--n-samples: expected a number from 1" "${S[@]}" --n-samples 0
+
+# --- sentiment ------------------------------------------------------------------------------
+ST=("$sentiment" train --out snew "${tiny[@]}" --max-len 32 --steps 1 --vocab-size 60)
+bad sentiment-no-data     "nowhere: no train split found" "${ST[@]}" --data nowhere
+bad sentiment-label-2     "label2/train.tsv:6: expected a label from 0 to 1, got 2" "${ST[@]}" --data label2
+bad sentiment-no-tab      "notab/train.tsv:6: expected \`label<TAB>text\`, got \`no tab here\` (no TAB)" "${ST[@]}" --data notab
+bad sentiment-blank-line  "blank/train.tsv:6: expected \`label<TAB>text\`" "${ST[@]}" --data blank
+bad sentiment-word-label  "word/train.tsv:4: expected a non-negative integer label before the TAB, got \`positive\`" "${ST[@]}" --data word
+bad sentiment-cut-gz      "cutgz/train.tsv.gz: truncated or corrupted compressed file" "${ST[@]}" --data cutgz
+bad sentiment-head        "--head 1000 exceeds --max-len 32" "${ST[@]}" --data imdb --head 1000
+bad sentiment-vocab       "--vocab-size: expected a number from 8" "${ST[@]}" --data imdb --vocab-size 3
+bad sentiment-limit       "--limit: expected a number from 0" "${ST[@]}" --data imdb --limit -1
+bad sentiment-too-few     "5 training reviews are too few" "${ST[@]}" --data imdb --limit 5
+bad sentiment-eval-batch  "--batch-size: expected a number from 1" "$sentiment" eval --out srun --data imdb --batch-size 0
+bad sentiment-eval-label  "label2/test.tsv:6: expected a label from 0 to 1, got 2" "$sentiment" eval --out srun --data label2
+bad sentiment-predict-empty "predict: the text is empty" "$sentiment" predict --out srun ""
+bad sentiment-no-model    "nowhere: no model.safetensors here" "$sentiment" predict --out nowhere "Fine."
+cp -r srun snospm; rm -f snospm/spm.model snospm/.lock
+bad sentiment-no-spm      "snospm/spm.model: no such SentencePiece model" "$sentiment" predict --out snospm "Fine."
+cp -r srun sbadspm; rm -f sbadspm/.lock; echo "garbage" >sbadspm/spm.model
+bad sentiment-bad-spm     "sbadspm/spm.model" "$sentiment" predict --out sbadspm "Fine."
+
+# --- translate ------------------------------------------------------------------------------
+bad translate-empty       "TEXT 2 of 2 is empty: give a sentence to translate" "$translate" translate --out trun "A dog." "  "
+bad translate-beams-0     "--beams: expected a number from 1" "$translate" translate --out trun --beams 0 "A dog."
+bad translate-penalty-nan "--length-penalty: expected a number from 0 to 10, got nan" "$translate" translate --out trun --length-penalty nan "A dog."
+bad translate-uneven      "parallel files differ in length: m30k_uneven/train.en has 120 lines, m30k_uneven/train.de has 117" "$translate" train --data m30k_uneven --out tnew "${tiny[@]}"
+bad translate-no-data     "nowhere: no train.en or train.en.gz" "$translate" train --data nowhere --out tnew
+bad translate-bleu-split  "m30k: no nosuch.en or nosuch.en.gz" "$translate" bleu --out trun --data m30k --split nosuch
+bad translate-no-model    "nowhere: no model.safetensors here" "$translate" translate --out nowhere "A dog."
+
+echo "$passed passed, $failed failed (bad-input catalogue)"
+[ "$failed" -eq 0 ]
