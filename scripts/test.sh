@@ -28,7 +28,7 @@ for exe in build/tests/test_*; do
   failed=$((failed + f))
 done
 # Scripted tests (examples' smoke tests) run through meson.
-for t in demo inspect lm_example sentiment_example translate_example; do
+for t in demo inspect lm_example sentiment_example translate_example faults; do
   if meson test -C build --no-rebuild "$t" >"$log" 2>&1; then
     passed=$((passed + 1)); printf '%-16s    1 passed    0 failed\n' "$t"
   else

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Faults a trainer meets, and what must survive them (meson runs it as the `faults` test):
+#   1. kill -9 at a random moment (even mid-checkpoint), then resume: the run ends bit for bit as
+#      one that was never killed;
+#   2. Ctrl-C: the step finishes, a checkpoint is written, exit status 130; a second trainer on
+#      the same directory meanwhile is refused; resuming ends as the straight run;
+#   3. a full disk while resuming: the resume fails with the system's reason and metrics.jsonl and
+#      best.safetensors stay as they were (a small tmpfs when this user may mount one, else a file
+#      size limit, `ulimit -f`, which fails writes the same way).
+# (Divergence is tested in tests/core/train/test_loop.cpp: the command line no longer accepts a
+# learning rate that makes this model's weights overflow.)
+#   run_fault_test.sh LM_EXECUTABLE
+set -uo pipefail
+lm=$(realpath "$1")
+tmp=$(mktemp -d)
+mounted=""
+cleanup() { [ -n "$mounted" ] && umount "$mounted" 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+cd "$tmp"
+export OPENBLAS_NUM_THREADS=1
+fail() { echo "FAIL (faults): $*"; exit 1; }
+python3 -c "
+import random; random.seed(2)
+w = 'to be or not that is the question whether tis nobler in mind suffer'.split()
+open('text.txt', 'w').write('\n'.join(' '.join(random.choice(w) for _ in range(10)) for _ in range(2000)) + '\n')"
+run=(--data text.txt --max-len 16 --d-model 16 --d-ff 32 --n-layers 1 --n-heads 2 --batch-size 4 --threads 1
+     --schedule rsqrt --dropout 0.1 --seed 7)
+final() { grep "\"step\":$2," "$1/metrics.jsonl" | grep -v steps_per_second; }   # the records of step N
+
+N=4000   # ~3 s: the kills below land mid-run
+"$lm" train --out straight --steps $N --eval-every 50 "${run[@]}" >straight.log 2>&1 || { cat straight.log; fail "straight run"; }
+[ -n "$(final straight $N)" ] || fail "no records of step $N"
+
+# 1. kill -9 at random moments, then resume (flags left out: they come from the checkpoint).
+for attempt in 1 2 3; do
+  rm -rf killed
+  "$lm" train --out killed --steps $N --eval-every 50 "${run[@]}" >killed.log 2>&1 &
+  pid=$!
+  sleep "$((RANDOM % 2)).$((RANDOM % 9 + 1))"
+  kill -9 "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  grep -q "^trained" killed.log && fail "attempt $attempt: the run ended before it was killed (too fast a machine?)"
+  "$lm" train --out killed --steps $N --eval-every 50 >resumed.log 2>&1 || { cat resumed.log; fail "resume after kill -9 (attempt $attempt)"; }
+  [ "$(final killed $N)" = "$(final straight $N)" ] || fail "killed at a random moment and resumed, attempt $attempt: the run differs"
+  [ "$(grep -c "\"step\":$N,\"split\":\"eval\",\"name\":\"loss\"" killed/metrics.jsonl)" = 1 ] || fail "duplicated metrics after resume"
+done
+
+# 2. Ctrl-C, and a second trainer meanwhile.
+rm -rf interrupted
+"$lm" train --out interrupted --steps 1000000 --eval-every 100000 "${run[@]}" >interrupted.log 2>&1 &
+pid=$!
+for _ in $(seq 50); do grep -q "Step      1: eval" interrupted.log && break; sleep 0.1; done
+"$lm" train --out interrupted --steps 10 >second.log 2>&1 && fail "a second trainer on one run directory was accepted"
+grep -q "another trainer (pid $pid) is using this run directory" second.log || { cat second.log; fail "second trainer's message"; }
+kill -INT "$pid"
+wait "$pid"
+status=$?
+[ "$status" -eq 130 ] || { cat interrupted.log; fail "Ctrl-C: exit status $status, expected 130"; }
+grep -q "stopped by Ctrl-C (SIGINT) at step [0-9]* of 1000000, after writing its checkpoint" interrupted.log || { tail -3 interrupted.log; fail "Ctrl-C message"; }
+step=$(sed -n 's/.*stopped by Ctrl-C (SIGINT) at step \([0-9]*\).*/\1/p' interrupted.log)
+[ "$step" -gt 1 ] || fail "Ctrl-C stopped at step $step"
+grep -q "\"step\":$step,\"split\":\"eval\"" interrupted/metrics.jsonl || fail "no checkpoint records at the interrupted step $step"
+# A lock left by a killed trainer is no lock: the next one starts.
+"$lm" train --out killed --steps $((N + 1)) --eval-every 50 >stale.log 2>&1 || { cat stale.log; fail "a stale lock file blocked training"; }
+
+# 3. A full disk while resuming.
+full=$tmp/full
+mkdir -p "$full"
+if [ "$(id -u)" -eq 0 ] && mount -t tmpfs -o size=4m tmpfs "$full" 2>/dev/null; then
+  mounted=$full
+  how="tmpfs"
+fi
+cp -r straight "$full/run"
+rm -f "$full/run/.lock"
+echo '{"step":999999,"split":"eval","name":"loss","value":1.0}' >>"$full/run/metrics.jsonl"   # to be dropped on resume
+cp "$full/run/metrics.jsonl" metrics.before
+cp "$full/run/best.safetensors" best.before
+if [ -n "$mounted" ]; then
+  dd if=/dev/zero of="$full/filler" bs=64k >/dev/null 2>&1   # until the disk is full
+  "$lm" train --out "$full/run" --steps $((N + 100)) >full.log 2>&1
+  status=$?
+  rm -f "$full/filler"
+else
+  how="ulimit -f"
+  (trap '' XFSZ; ulimit -f 4; exec "$lm" train --out "$full/run" --steps $((N + 100))) >full.log 2>&1
+  status=$?
+fi
+[ "$status" -ne 0 ] && [ "$status" -lt 128 ] || { cat full.log; fail "full disk ($how): exit status $status"; }
+grep -Eq "metrics.jsonl.tmp: writing failed: (No space left on device|File too large)|\.lock|cannot" full.log || { cat full.log; fail "full disk ($how): message"; }
+cmp -s metrics.before "$full/run/metrics.jsonl" || fail "full disk ($how): metrics.jsonl changed"
+cmp -s best.before "$full/run/best.safetensors" || fail "full disk ($how): best.safetensors changed"
+ls "$full/run" | grep -q '\.tmp$' && fail "full disk ($how): a temporary file was left behind"
+
+echo "faults ok ($how)"
