@@ -85,7 +85,13 @@ std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::load(const std::
   if (!std::filesystem::exists(model_path))
     throw std::runtime_error(fmt::format("{}: no such SentencePiece model", model_path));
   auto impl = std::make_unique<Impl>();
-  check(impl->processor.Load(model_path), model_path);
+  try {
+    check(impl->processor.Load(model_path), model_path);
+  } catch (const std::runtime_error&) {
+    throw;
+  } catch (const std::exception& e) {   // its trie builder throws its own type on a corrupted model (found by fuzzing)
+    throw std::runtime_error(fmt::format("{}: not a usable SentencePiece model ({})", model_path, e.what()));
+  }
   if (impl->processor.pad_id() != kPadId || impl->processor.eos_id() != kEosId)
     throw std::runtime_error(fmt::format(
         "{}: expected a model with pad id {} and EOS id {}, got pad {} and EOS {}", model_path,

@@ -100,19 +100,20 @@ void write_safetensors(const std::string& path, const NamedTensors& tensors,
 SafetensorsFile read_safetensors(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, "cannot open for reading");
-  in.seekg(0, std::ios::end);
-  const std::uint64_t size = static_cast<std::uint64_t>(in.tellg());
-  in.seekg(0);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) fail(path, "read error");
+  return parse_safetensors(bytes, path);
+}
+
+SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& path) {
+  const std::uint64_t size = bytes.size();
   if (size < 8) fail(path, fmt::format("truncated or not a safetensors file ({} bytes)", size));
-  unsigned char len[8];
-  in.read(reinterpret_cast<char*>(len), 8);
   std::uint64_t n = 0;
-  for (int i = 0; i < 8; ++i) n |= static_cast<std::uint64_t>(len[i]) << (8 * i);
+  for (int i = 0; i < 8; ++i) n |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[static_cast<std::size_t>(i)])) << (8 * i);
   if (n > size - 8 || n > (100u << 20))
     fail(path, fmt::format("not a safetensors file, or truncated: header length {} but file has {} bytes",
                            n, size));
-  std::string text(n, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(n));
+  const std::string_view text = bytes.substr(8, n);
   json header;
   try {
     header = json::parse(text);
@@ -191,9 +192,7 @@ SafetensorsFile read_safetensors(const std::string& path) {
     fail(path, fmt::format("{} bytes after the last tensor: corrupted, or not written by safetensors",
                            data_size - expected_begin));
 
-  std::vector<char> data(data_size);
-  in.read(data.data(), static_cast<std::streamsize>(data_size));
-  if (static_cast<std::uint64_t>(in.gcount()) != data_size) fail(path, "read error (the file changed while being read?)");
+  const std::string_view data = bytes.substr(8 + n);
   if (auto it = out.metadata.find("crc32"); it != out.metadata.end()) {
     const std::string actual = std::to_string(crc_of(data.data(), data.size()));
     if (it->second != actual)

@@ -19,6 +19,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -41,5 +42,7 @@ void write_safetensors(const std::string& path, const NamedTensors& tensors,
 
 // Reads and validates the whole file. Throws std::runtime_error naming the file on failure.
 SafetensorsFile read_safetensors(const std::string& path);
+// The same, of a file's bytes in memory; errors name `path` (the fuzz target's entry point).
+SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& path);
 
 }  // namespace ctrax::train

@@ -68,3 +68,19 @@ TEST_CASE("SentencePiece: a corrupted model file is an error naming it") {
   CHECK_THROWS_WITH_AS(SentencePieceTokenizer::load(dir / "spm.model"), doctest::Contains((dir / "spm.model").c_str()),
                        std::runtime_error);
 }
+
+TEST_CASE("SentencePiece: a model whose pieces break its trie builder is an error, not a crash (found by fuzzing)") {
+  TempDir dir;
+  const std::string bytes(
+      "\x0a\x0e\x0a\x05\x3c\x70\x61\x64\x3e\x15\x00\x00\x00\x00\x18\x03\x0a\x0d\x0a\x04\x3c\x2f\x73\x3e"
+      "\x15\x00\x00\x00\x00\x18\x03\x0a\x0e\x0a\x05\x3c\x75\x6e\x6b\x3e\x15\x00\x00\x00\x00\x18\x02\x0a"
+      "\x0c\x0a\x05\xe2\x96\x81\x74\x6f\x15\x63\x8c\x25\xc0\x0a\x0e\x0a\x07\xe2\x96\x81\x74\x68\x61\x74"
+      "\x15\x69\xf9\x25\xc0\x0a\x12\x0a\x0b\xe2\x96\x81\x71\x75\x65\x73\x74\x69\x30\x6e\x15\x22\xf2\x27"
+      "\xc0\x0a\x0d\x0a\x06\xe2\x96\x81\x74\x68\x65\x15\x16\xfa\x27\xc0\x0a\x10\x0a\x09\x00\x00\x00\x00"
+      "\x00\x00\x00\x00\x25\x25\xc0\x0a\x0e\xe2",
+      130);
+  std::ofstream(dir / "spm.model", std::ios::binary) << bytes;
+  CHECK_THROWS_WITH_AS(SentencePieceTokenizer::load(dir / "spm.model"),
+                       doctest::Contains((dir / "spm.model" + ": not a usable SentencePiece model").c_str()),
+                       std::runtime_error);
+}

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Coverage-guided fuzzing (clang's libFuzzer, with AddressSanitizer and UndefinedBehaviorSanitizer)
+# of everything that reads files a user may hand to ctrax:
+#   safetensors     checkpoints (core/train/safetensors.cpp)
+#   text_readers    plain/gzip text, labelled TSV, parallel text, review cleaning (core/data/text_files.cpp)
+#   tokenizer       SentencePiece model loading and use; byte tokenizer decoding
+# Usage:
+#   scripts/fuzz.sh [TARGET|all] [SECONDS]     default: all, 60 seconds each
+# Targets build into build-fuzz/ (Debian's clang and libclang-rt-14-dev, installed if missing).
+# Compiled directly rather than through meson: clang 14 with g++ 12's library has no
+# std::source_location, which the layer code uses; the readers need none of it. Each run starts
+# from tests/fuzz/corpus/<target> (one valid input of each kind, so the fuzzer starts inside the
+# format: a checkpoint, a TSV + parallel text, plain and gzipped, a SentencePiece model of 40
+# pieces) and keeps what it finds in build-fuzz/corpus/<target>.
+# A crash stops the target with its reproducer in build-fuzz/crash-*; the script exits non-zero.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+which_targets=${1:-all}
+seconds=${2:-60}
+all_targets=(safetensors text_readers tokenizer)
+[ "$which_targets" = all ] && targets=("${all_targets[@]}") || targets=("$which_targets")
+
+need=()
+for p in clang libclang-rt-14-dev libfmt-dev libsentencepiece-dev nlohmann-json3-dev zlib1g-dev libxtensor-dev libxsimd-dev; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get install -y -q --no-install-recommends "${need[@]}"
+fi
+
+out=build-fuzz
+mkdir -p "$out/obj"
+flags=(-std=c++20 -O1 -g -I. -fopenmp -fsanitize=address,undefined -fno-sanitize-recover=undefined
+       -fno-omit-frame-pointer)
+# The tensor library but attention.cpp (clang 14 cannot capture structured bindings in lambdas;
+# nothing here calls attention), and the readers.
+sources=($(ls core/tensor/*.cpp | grep -v attention.cpp) core/io/atomic_file.cpp core/train/safetensors.cpp
+         core/data/text_files.cpp core/data/tokenizer.cpp core/data/sentencepiece.cpp)
+objects=()
+for s in "${sources[@]}"; do
+  o="$out/obj/$(echo "$s" | tr / _).o"
+  if [ ! -f "$o" ] || [ "$s" -nt "$o" ]; then
+    clang++ "${flags[@]}" -fsanitize=fuzzer-no-link -c "$s" -o "$o"
+  fi
+  objects+=("$o")
+done
+
+status=0
+for t in "${targets[@]}"; do
+  src=tests/fuzz/fuzz_$t.cpp
+  [ -f "$src" ] || { echo "fuzz.sh: no target $t (have: ${all_targets[*]})"; exit 2; }
+  clang++ "${flags[@]}" -fsanitize=fuzzer "$src" "${objects[@]}" -o "$out/fuzz_$t" \
+    $(pkg-config --libs fmt sentencepiece zlib openblas) -fopenmp -lpthread
+  mkdir -p "$out/corpus/$t"
+  echo "fuzz_$t: ${seconds} s"
+  if ! ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 \
+       "$out/fuzz_$t" -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=4096 \
+       -artifact_prefix="$out/" -print_final_stats=1 "$out/corpus/$t" "tests/fuzz/corpus/$t" \
+       >"$out/fuzz_$t.log" 2>&1; then
+    status=1
+    echo "fuzz_$t: FAILED — see $out/fuzz_$t.log and $out/crash-*"
+    tail -30 "$out/fuzz_$t.log"
+  fi
+  grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$out/fuzz_$t.log" | sed "s/^/fuzz_$t: /"
+done
+exit $status
