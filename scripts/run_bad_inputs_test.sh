@@ -27,6 +27,7 @@ bad() {  # bad NAME PATTERN COMMAND...
   if [ "$status" -eq 0 ]; then why="exit status 0"
   elif [ "$status" -eq 124 ]; then why="hung (killed after 120 s)"
   elif [ "$status" -ge 128 ]; then why="ended by signal $((status - 128))"
+  elif grep -qE "ERROR: (Address|Leak)Sanitizer|runtime error:" "$tmp/out"; then why="a sanitizer report"
   elif ! grep -qF -- "$pattern" "$tmp/out"; then why="message lacks '$pattern'"
   fi
   if [ -z "$why" ]; then
