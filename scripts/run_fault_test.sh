@@ -49,7 +49,8 @@ done
 rm -rf interrupted
 "$lm" train --out interrupted --steps 1000000 --eval-every 100000 "${run[@]}" >interrupted.log 2>&1 &
 pid=$!
-for _ in $(seq 50); do grep -q "Step      1: eval" interrupted.log && break; sleep 0.1; done
+for _ in $(seq 600); do grep -q "Step      1: eval" interrupted.log && break; sleep 0.1; done
+grep -q "Step      1: eval" interrupted.log || { cat interrupted.log; fail "the trainer did not reach step 1 in 60 s"; }
 "$lm" train --out interrupted --steps 10 >second.log 2>&1 && fail "a second trainer on one run directory was accepted"
 grep -q "another trainer (pid $pid) is using this run directory" second.log || { cat second.log; fail "second trainer's message"; }
 kill -INT "$pid"

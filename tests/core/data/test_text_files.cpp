@@ -7,16 +7,14 @@
 
 #include "core/data/text_files.hpp"
 #include "tests/core/train/temp_dir.hpp"
+#include "tests/files.hpp"
 
 using namespace ctrax::data;
 using ctrax::testing::TempDir;
+using ctrax::testing::error_of;
+using ctrax::testing::write_bytes;
 
 namespace {
-
-void write(const std::string& path, const std::string& text) {
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-  std::ofstream(path, std::ios::binary) << text;
-}
 
 void write_gz(const std::string& path, const std::string& text) {
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
@@ -25,21 +23,11 @@ void write_gz(const std::string& path, const std::string& text) {
   gzclose(f);
 }
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 }  // namespace
 
 TEST_CASE("read_lines reads plain and gzipped files alike, dropping \\r\\n endings") {
   TempDir dir;
-  write(dir / "a.txt", "one\r\ntwo\nthree");
+  write_bytes(dir / "a.txt", "one\r\ntwo\nthree");
   write_gz(dir / "a.txt.gz", "one\r\ntwo\nthree");
   const std::vector<std::string> expected{"one", "two", "three"};
   CHECK(read_lines(dir / "a.txt") == expected);
@@ -61,21 +49,21 @@ TEST_CASE("read_labeled_tsv: label<TAB>text per line") {
 
 TEST_CASE("read_labeled_tsv: a malformed line gives file:line and what was wrong") {
   TempDir dir;
-  write(dir / "a.tsv", "0\tfine\nno tab here\n");
+  write_bytes(dir / "a.tsv", "0\tfine\nno tab here\n");
   CHECK(error_of([&] { read_labeled_tsv(dir / "a.tsv"); }) ==
         dir / "a.tsv" + ":2: expected `label<TAB>text`, got `no tab here` (no TAB)");
-  write(dir / "b.tsv", "0\tfine\n1\tok\npositive\tnice\n");
+  write_bytes(dir / "b.tsv", "0\tfine\n1\tok\npositive\tnice\n");
   CHECK(error_of([&] { read_labeled_tsv(dir / "b.tsv"); }) ==
         dir / "b.tsv" + ":3: expected a non-negative integer label before the TAB, got `positive`");
-  write(dir / "c.tsv", "0\tfine\n2\tthree classes?\n");
+  write_bytes(dir / "c.tsv", "0\tfine\n2\tthree classes?\n");
   CHECK(error_of([&] { read_labeled_tsv(dir / "c.tsv", 2); }) == dir / "c.tsv" + ":2: expected a label from 0 to 1, got 2");
-  write(dir / "d.tsv", "0\tfine\n\n");
+  write_bytes(dir / "d.tsv", "0\tfine\n\n");
   CHECK(error_of([&] { read_labeled_tsv(dir / "d.tsv"); }).find(":2: expected `label<TAB>text`") != std::string::npos);
 }
 
 TEST_CASE("read_labeled_tsv: an empty text is an input, not an error") {
   TempDir dir;
-  write(dir / "a.tsv", "1\t\n0\tfine\n");
+  write_bytes(dir / "a.tsv", "1\t\n0\tfine\n");
   const auto ex = read_labeled_tsv(dir / "a.tsv", 2);
   REQUIRE(ex.size() == 2);
   CHECK(ex[0].label == 1);
@@ -90,7 +78,7 @@ TEST_CASE("a truncated .gz is an error naming the file, never partial data") {
   CHECK(read_file(dir / "a.txt.gz") == text);
   std::ifstream in(dir / "a.txt.gz", std::ios::binary);
   const std::string gz((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  write(dir / "cut.txt.gz", gz.substr(0, gz.size() / 2));
+  write_bytes(dir / "cut.txt.gz", gz.substr(0, gz.size() / 2));
   const std::string e = error_of([&] { read_file(dir / "cut.txt.gz"); });
   CHECK(e.rfind(dir / "cut.txt.gz" + ": truncated or corrupted compressed file", 0) == 0);
   CHECK(error_of([&] { read_lines(dir / "cut.txt.gz"); }) == e);
@@ -103,11 +91,11 @@ TEST_CASE("clean_review does what the shipped IMDB TSV did") {
 
 TEST_CASE("aclImdb layout: neg -> 0, pos -> 1, in id order, interleaved like the TSV") {
   TempDir dir;
-  write(dir / "aclImdb/train/neg/0_3.txt", "Bad.<br />Really bad.");
-  write(dir / "aclImdb/train/neg/10_1.txt", "Awful.");
-  write(dir / "aclImdb/train/neg/2_2.txt", "Dull.");
-  write(dir / "aclImdb/train/pos/0_9.txt", "Great.");
-  write(dir / "aclImdb/train/pos/1_8.txt", "Fine.");
+  write_bytes(dir / "aclImdb/train/neg/0_3.txt", "Bad.<br />Really bad.");
+  write_bytes(dir / "aclImdb/train/neg/10_1.txt", "Awful.");
+  write_bytes(dir / "aclImdb/train/neg/2_2.txt", "Dull.");
+  write_bytes(dir / "aclImdb/train/pos/0_9.txt", "Great.");
+  write_bytes(dir / "aclImdb/train/pos/1_8.txt", "Fine.");
   const auto ex = load_labeled_split(dir.str(), "train");
   REQUIRE(ex.size() == 5);
   CHECK(ex[0].text == "Bad. Really bad.");
@@ -124,14 +112,14 @@ TEST_CASE("aclImdb layout: neg -> 0, pos -> 1, in id order, interleaved like the
 
 TEST_CASE("load_labeled_split prefers the TSV") {
   TempDir dir;
-  write(dir / "test.tsv", "1\tyes\n");
+  write_bytes(dir / "test.tsv", "1\tyes\n");
   CHECK(load_labeled_split(dir.str(), "test").size() == 1);
 }
 
 TEST_CASE("read_text: a file, or a directory's files joined in path order") {
   TempDir dir;
-  write(dir / "corpus/b.txt", "second");
-  write(dir / "corpus/a.txt", "first\n");
+  write_bytes(dir / "corpus/b.txt", "second");
+  write_bytes(dir / "corpus/a.txt", "first\n");
   write_gz(dir / "corpus/sub/c.gz", "third\n");
   CHECK(read_text(dir / "corpus") == "first\nsecond\nthird\n");
   CHECK(read_text(dir / "corpus/b.txt") == "second");
@@ -140,16 +128,16 @@ TEST_CASE("read_text: a file, or a directory's files joined in path order") {
 
 TEST_CASE("read_parallel pairs line i with line i, and rejects files of different lengths") {
   TempDir dir;
-  write(dir / "s.en", "a dog\na cat\n");
+  write_bytes(dir / "s.en", "a dog\na cat\n");
   write_gz(dir / "s.de.gz", "ein Hund\neine Katze\n");
   const auto p = read_parallel(dir / "s.en", dir / "s.de.gz");
   REQUIRE(p.size() == 2);
   CHECK(p[1].source == "a cat");
   CHECK(p[1].target == "eine Katze");
-  write(dir / "t.de", "ein Hund\n");
+  write_bytes(dir / "t.de", "ein Hund\n");
   CHECK(error_of([&] { read_parallel(dir / "s.en", dir / "t.de"); }) ==
         "parallel files differ in length: " + dir / "s.en" + " has 2 lines, " + dir / "t.de" + " has 1");
-  write(dir / "u.de", "ein Hund\n\n");
+  write_bytes(dir / "u.de", "ein Hund\n\n");
   CHECK(error_of([&] { read_parallel(dir / "s.en", dir / "u.de"); }) ==
         dir / "u.de" + ":2: expected a sentence, got an empty line (its pair is not empty)");
 }

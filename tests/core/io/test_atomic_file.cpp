@@ -7,28 +7,14 @@
 #include "core/io/atomic_file.hpp"
 #include "tests/core/train/temp_dir.hpp"
 #include "tests/file_size_limit.hpp"
+#include "tests/files.hpp"
 
 using namespace ctrax;
 using ctrax::testing::FileSizeLimit;
 using ctrax::testing::TempDir;
+using ctrax::testing::error_of;
+using ctrax::testing::read_bytes;
 
-namespace {
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-std::string error_of(auto&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-}  // namespace
 
 TEST_CASE("write_atomically writes the parts back to back and leaves no temporary") {
   TempDir dir;

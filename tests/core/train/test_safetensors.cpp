@@ -6,25 +6,15 @@
 #include "core/train/safetensors.hpp"
 #include "tests/core/train/temp_dir.hpp"
 #include "tests/file_size_limit.hpp"
+#include "tests/files.hpp"
 #include "tests/helpers.hpp"
 
 using namespace ctrax;
 using namespace ctrax::train;
 using ctrax::testing::expect_tensor;
 using ctrax::testing::TempDir;
-
-namespace {
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
-
-}  // namespace
+using ctrax::testing::read_bytes;
+using ctrax::testing::write_bytes;
 
 TEST_CASE("safetensors round trip: every dtype, shapes, names in order, metadata") {
   TempDir dir;
