@@ -89,8 +89,15 @@ sentiment)
     expect "  --ema 0 (the checkpoint's run: 0.999)" "$tmp/log"
     "$exe" train --data "$data/imdb" --out "$run" --steps 4 --eval-every 1 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "resume"; }
     expect "Ran 1 train steps" "$tmp/log"
-    "$exe" eval --data "$data/imdb" --out "$run" --limit 40 --threads 1 >"$tmp/log" 2>/dev/null || fail "eval"
+    "$exe" eval --data "$data/imdb" --out "$run" --limit 40 --threads 1 >"$tmp/log" 2>"$tmp/err" || fail "eval"
+    grep -q $'\r' "$tmp/err" && fail "eval wrote terminal progress (carriage returns) into a log"
     expect "test accuracy .* of 40 reviews" "$tmp/log"
+    # A review with no text is an input like any other: classified, and counted.
+    mkdir -p "$tmp/with_empty"
+    printf '1\t\n0\tA dull film.\n1\tGreat fun.\n' >"$tmp/with_empty/test.tsv"
+    "$exe" eval --data "$tmp/with_empty" --out "$run" --threads 1 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "eval with an empty review"; }
+    expect "1 of the 3 reviews have no text" "$tmp/log"
+    expect "test accuracy .* of 3 reviews" "$tmp/log"
     "$exe" predict --out "$run" --threads 1 "A wonderful film." >"$tmp/log" || fail "predict"
     grep -Eq "^(positive|negative) \(0\.[5-9][0-9]*|1\.000\)" "$tmp/log" || { cat "$tmp/log"; fail "predict output"; }
   fi

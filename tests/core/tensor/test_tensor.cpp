@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include "core/tensor/parallel.hpp"
 #include "tests/helpers.hpp"
 
 using namespace ctrax;
@@ -84,4 +85,11 @@ TEST_CASE("an impossible shape is a clear error, never an overflow or a bare bad
                        "out of memory: cannot allocate 4.5e+06 GB for a float32 (1125899906842624,) tensor",
                        std::bad_alloc);
 #endif
+}
+
+TEST_CASE("set_num_threads refuses more threads than OpenMP can make (100,000 crashed it)") {
+  const int before = num_threads();
+  CHECK_THROWS_WITH_AS(set_num_threads(100000), "set_num_threads(100000): at most 1024 threads",
+                       std::invalid_argument);
+  CHECK(num_threads() == before);
 }
