@@ -82,4 +82,19 @@ void copy_atomically(const std::string& from, const std::string& to) {
   write_atomically(to, bytes);
 }
 
+void append_whole(const std::string& path, std::string_view bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) fail(path, "opening for appending", errno);
+  const off_t size = ::lseek(fd, 0, SEEK_END);
+  if (!write_all(fd, bytes)) {
+    const int err = errno;
+    if (size >= 0 && ::ftruncate(fd, size) != 0) {
+      // Nothing more to do: the error below is what the caller must hear.
+    }
+    ::close(fd);
+    fail(path, "appending", err);
+  }
+  ::close(fd);
+}
+
 }  // namespace ctrax::io

@@ -24,4 +24,8 @@ void write_atomically(const std::string& path, std::string_view bytes);
 // Copies `from` to `to` the same way (a checkpoint kept as best.safetensors).
 void copy_atomically(const std::string& from, const std::string& to);
 
+// Appends `bytes` (a record: metrics.jsonl's line) whole or not at all: one write, and if it fails
+// (a full disk) the file is cut back to its old length, so it never ends in half a record.
+void append_whole(const std::string& path, std::string_view bytes);
+
 }  // namespace ctrax::io

@@ -1,11 +1,8 @@
 #include "core/train/report.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -71,20 +68,7 @@ void Reporter::line(std::int64_t step, const std::string& text) {
 
 void Reporter::log(const MetricRecord& r) {
   if (metrics_path_.empty()) return;
-  // One write of the whole line; if it fails (a full disk) the file is cut back to where it was,
-  // so it never ends in half a record.
-  const std::string line = to_json_line(r) + "\n";
-  const int fd = ::open(metrics_path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::runtime_error(fmt::format("{}: cannot open for appending: {}", metrics_path_, std::strerror(errno)));
-  const off_t size = ::lseek(fd, 0, SEEK_END);
-  const ssize_t n = ::write(fd, line.data(), line.size());
-  const int err = n < 0 ? errno : ENOSPC;
-  if (n != static_cast<ssize_t>(line.size())) {
-    if (size >= 0 && ::ftruncate(fd, size) != 0) {}  // best effort: the record is lost either way
-    ::close(fd);
-    throw std::runtime_error(fmt::format("{}: cannot append a record: {}", metrics_path_, std::strerror(err)));
-  }
-  ::close(fd);
+  io::append_whole(metrics_path_, to_json_line(r) + "\n");
 }
 
 void Reporter::metric(const MetricRecord& r, std::size_t name_width) {

@@ -56,3 +56,16 @@ TEST_CASE("copy_atomically copies byte for byte") {
   CHECK(error_of([&] { io::copy_atomically(dir / "absent", dir / "c"); }) ==
         dir / "absent" + ": opening for reading failed: No such file or directory");
 }
+
+TEST_CASE("append_whole appends a record whole, or not at all on a full disk") {
+  TempDir dir;
+  const std::string path = dir / "metrics.jsonl";
+  io::append_whole(path, "one\n");
+  io::append_whole(path, "two\n");
+  CHECK(read_bytes(path) == "one\ntwo\n");
+  {
+    FileSizeLimit full(10);   // room for 2 more bytes: a partial write, cut back
+    CHECK(error_of([&] { io::append_whole(path, "three\n"); }) == path + ": appending failed: File too large");
+  }
+  CHECK(read_bytes(path) == "one\ntwo\n");
+}

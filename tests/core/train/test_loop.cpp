@@ -265,7 +265,7 @@ TEST_CASE("a full disk while resuming fails the resume and keeps metrics.jsonl w
     ctrax::testing::FileSizeLimit full_disk(100);
     CHECK_THROWS_WITH_AS(reporter.truncate_after(150), doctest::Contains("metrics.jsonl.tmp: writing failed"),
                          std::runtime_error);
-    CHECK_THROWS_WITH_AS(reporter.log({1, "eval", "loss", 1.0}), doctest::Contains("cannot append a record"),
+    CHECK_THROWS_WITH_AS(reporter.log({1, "eval", "loss", 1.0}), doctest::Contains("metrics.jsonl: appending failed: File too large"),
                          std::runtime_error);
   }
   std::ifstream in(dir / "metrics.jsonl");
