@@ -27,9 +27,9 @@
 #include "core/data/sentencepiece.hpp"
 #include "core/data/text_files.hpp"
 #include "core/decode/sampling.hpp"
+#include "core/io/stop_signals.hpp"
 #include "core/train/adam.hpp"
 #include "core/train/checkpoint.hpp"
-#include "core/io/stop_signals.hpp"
 #include "examples/common.hpp"
 #include "layers/metrics.hpp"
 

@@ -30,11 +30,11 @@
 #include "core/data/batching.hpp"
 #include "core/data/sentencepiece.hpp"
 #include "core/data/text_files.hpp"
+#include "core/io/stop_signals.hpp"
 #include "core/tensor/autodiff.hpp"
 #include "core/tensor/ops.hpp"
 #include "core/train/adam.hpp"
 #include "core/train/checkpoint.hpp"
-#include "core/io/stop_signals.hpp"
 #include "examples/common.hpp"
 #include "layers/metrics.hpp"
 

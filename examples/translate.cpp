@@ -30,10 +30,10 @@
 #include "core/data/text_files.hpp"
 #include "core/decode/beam_search.hpp"
 #include "core/decode/sampling.hpp"
-#include "core/train/adam.hpp"
-#include "core/train/checkpoint.hpp"
 #include "core/io/atomic_file.hpp"
 #include "core/io/stop_signals.hpp"
+#include "core/train/adam.hpp"
+#include "core/train/checkpoint.hpp"
 #include "examples/common.hpp"
 #include "layers/metrics.hpp"
 
