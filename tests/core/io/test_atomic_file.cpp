@@ -15,7 +15,6 @@ using ctrax::testing::TempDir;
 using ctrax::testing::error_of;
 using ctrax::testing::read_bytes;
 
-
 TEST_CASE("write_atomically writes the parts back to back and leaves no temporary") {
   TempDir dir;
   const std::string path = dir / "a.txt";
