@@ -29,7 +29,6 @@ if ninja -C "$asan_build" $asan_targets >"$count_log" 2>&1; then
   # out-of-memory error, as without ASan) instead of aborting.
   export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1
   export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-  export LSAN_OPTIONS=suppressions=$PWD/scripts/lsan.supp:print_suppressions=0
   export OPENBLAS_NUM_THREADS=1 CTRAX_NUM_THREADS=2 OMP_NUM_THREADS=2
   for exe in "$asan_build"/tests/test_*; do
     [ -x "$exe" ] && [ -f "$exe" ] && run_suite "$exe" "ASan+UBSan"
