@@ -240,6 +240,8 @@ std::map<std::string, std::string> stored_flags(const CLI::App& cmd, const std::
     if (key != "vocab_size" && cmd.get_option_no_throw(flag)) flags[flag] = v.is_string() ? v.get<std::string>() : v.dump();
   }
   flags["--seed"] = std::to_string(train::read_checkpoint_info(checkpoint_or_error(out)).seed);
+  // sentiment checkpoints older than --head kept the start of long reviews only (--head 0).
+  if (cmd.get_option_no_throw("--head") && !c.contains("head")) flags["--head"] = "0";
   return flags;
 }
 
