@@ -8,11 +8,9 @@
 #include <stdexcept>
 #include <vector>
 
-#include "core/tensor/autodiff.hpp"
-#include "core/tensor/profile.hpp"
-#include "core/tensor/dispatch.hpp"
 #include "core/tensor/fast_exp.hpp"
 #include "core/tensor/gemm.hpp"
+#include "core/tensor/op.hpp"
 #include "core/tensor/parallel.hpp"
 
 namespace ctrax {
@@ -251,10 +249,15 @@ void backward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex
   });
 }
 
-// Checks the operands and runs the forward pass over the first L_k rows of k and v; P receives
-// the probabilities.
-Tensor checked_forward(const Tensor& q, const Tensor& k, const Tensor& v, std::int64_t L_k, const Tensor& mask,
-                       const Tensor& keep, double rate, Tensor& P, Dims& D) {
+constexpr OpDef kAttention{"attention", profile::Family::attention};
+
+// The shapes of one attention call over the first L_k rows of k and v, after checking them.
+struct Shapes {
+  Shape scores, out;
+};
+
+Shapes checked_shapes(const Tensor& q, const Tensor& k, const Tensor& v, std::int64_t L_k,
+                      const Tensor& mask, const Tensor& keep) {
   if (q.rank() < 2 || k.rank() != q.rank() || v.rank() != q.rank() || q.dim(-1) != k.dim(-1) ||
       k.dim(-2) != v.dim(-2) || q.dtype() != k.dtype() || q.dtype() != v.dtype() ||
       !is_floating(q.dtype()))
@@ -267,27 +270,33 @@ Tensor checked_forward(const Tensor& q, const Tensor& k, const Tensor& v, std::i
                                               q.signature(), k.signature(), v.signature()));
   if (L_k < 0 || L_k > k.dim(-2))
     throw std::invalid_argument(fmt::format("attention: {} key positions asked of k {}", L_k, k.signature()));
-  Shape scores(q.shape().begin(), q.shape().end() - 1);
-  scores.push_back(L_k);
-  Shape out_shape(q.shape().begin(), q.shape().end() - 1);
-  out_shape.push_back(v.dim(-1));
+  Shapes s;
+  s.scores.assign(q.shape().begin(), q.shape().end() - 1);
+  s.scores.push_back(L_k);
+  s.out.assign(q.shape().begin(), q.shape().end() - 1);
+  s.out.push_back(v.dim(-1));
   if (mask.defined() && mask.dtype() != DType::bool_)
     throw std::invalid_argument(fmt::format("attention: the mask must be bool, got {}", mask.signature()));
-  if (keep.defined() && (keep.dtype() != DType::bool_ || keep.shape() != scores))
+  if (keep.defined() && (keep.dtype() != DType::bool_ || keep.shape() != s.scores))
     throw std::invalid_argument(fmt::format("attention: the dropout keep mask must be bool {}, got {}",
-                                            to_string(scores), keep.signature()));
-  if (q.is_meta() || k.is_meta() || v.is_meta()) return Tensor::meta(out_shape, q.dtype());
+                                            to_string(s.scores), keep.signature()));
+  return s;
+}
 
+// The forward pass over the first L_k rows of k and v; P receives the probabilities.
+Tensor forward_over(const Tensor& q, const Tensor& k, const Tensor& v, std::int64_t L_k,
+                    const Tensor& mask, const Tensor& keep, double rate, const Shapes& s, Tensor& P,
+                    Dims& D) {
   D = Dims{1, q.dim(-2), L_k, q.dim(-1), v.dim(-1), k.dim(-2)};
   for (int a = 0; a < q.rank() - 2; ++a) D.N *= q.dim(a);
-  const MaskIndex index(mask, scores);
-  P = Tensor::empty(scores, q.dtype());
-  Tensor out = Tensor::empty(out_shape, q.dtype());
+  const MaskIndex index(mask, s.scores);
+  P = Tensor::empty(s.scores, q.dtype());
+  Tensor out = Tensor::empty(s.out, q.dtype());
   const std::uint8_t* keep_data = keep.defined() ? keep.data<std::uint8_t>() : nullptr;
   dispatch_float(q.dtype(), [&]<class T>(T) {
     forward<T>(D, q.data<T>(), k.data<T>(), v.data<T>(), index, keep_data,
                static_cast<T>(1.0 / (1.0 - rate)), P.data<T>(), out.data<T>());
-  }, "attention");
+  });
   return out;
 }
 
@@ -295,32 +304,34 @@ Tensor checked_forward(const Tensor& q, const Tensor& k, const Tensor& v, std::i
 
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                  const Tensor& keep, double rate) {
-  profile::Scope profile_scope(profile::Family::attention);
-  Tensor P;
-  Dims D{};
-  Tensor out = checked_forward(q, k, v, k.dim(-2), mask, keep, rate, P, D);
-  if (out.is_meta()) return out;
-  return record("attention", out, {q, k, v}, [=](const Tensor& g) {
-    profile::Scope profile_scope(profile::Family::attention);
-    Tensor dq = Tensor::empty(q.shape(), q.dtype()), dk = Tensor::empty(k.shape(), k.dtype()),
-           dv = Tensor::empty(v.shape(), v.dtype());
-    const MaskIndex index(mask, P.shape());
-    dispatch_float(q.dtype(), [&]<class T>(T) {
-      backward<T>(D, q.data<T>(), k.data<T>(), v.data<T>(), index,
-                  keep.defined() ? keep.data<std::uint8_t>() : nullptr,
-                  static_cast<T>(1.0 / (1.0 - rate)), P.data<T>(), g.data<T>(), dq.data<T>(),
-                  dk.data<T>(), dv.data<T>());
-    }, "attention backward");
-    return std::vector<Tensor>{dq, dk, dv};
+  const Shapes s = checked_shapes(q, k, v, k.dim(-2), mask, keep);
+  return define_op(kAttention, {q, k, v}, s.out, q.dtype(), [&] {
+    Tensor P;
+    Dims D{};
+    Tensor out = forward_over(q, k, v, k.dim(-2), mask, keep, rate, s, P, D);
+    return record(kAttention, out, {q, k, v}, [=](const Tensor& g) {
+      Tensor dq = Tensor::empty(q.shape(), q.dtype()), dk = Tensor::empty(k.shape(), k.dtype()),
+             dv = Tensor::empty(v.shape(), v.dtype());
+      const MaskIndex index(mask, P.shape());
+      dispatch_float(q.dtype(), [&]<class T>(T) {
+        backward<T>(D, q.data<T>(), k.data<T>(), v.data<T>(), index,
+                    keep.defined() ? keep.data<std::uint8_t>() : nullptr,
+                    static_cast<T>(1.0 / (1.0 - rate)), P.data<T>(), g.data<T>(), dq.data<T>(),
+                    dk.data<T>(), dv.data<T>());
+      });
+      return std::vector<Tensor>{dq, dk, dv};
+    });
   });
 }
 
 Tensor attention_over_prefix(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::int64_t L_k,
                              const Tensor& mask) {
-  profile::Scope profile_scope(profile::Family::attention);
-  Tensor P;
-  Dims D{};
-  return checked_forward(q, k_cache, v_cache, L_k, mask, Tensor(), 0.0, P, D);
+  const Shapes s = checked_shapes(q, k_cache, v_cache, L_k, mask, Tensor());
+  return define_op(kAttention, {q, k_cache, v_cache}, s.out, q.dtype(), [&] {
+    Tensor P;
+    Dims D{};
+    return forward_over(q, k_cache, v_cache, L_k, mask, Tensor(), 0.0, s, P, D);
+  });
 }
 
 }  // namespace ctrax

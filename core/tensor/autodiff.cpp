@@ -18,24 +18,13 @@ bool grad_enabled() { return t_grad_enabled; }
 NoGrad::NoGrad() : previous_(t_grad_enabled) { t_grad_enabled = false; }
 NoGrad::~NoGrad() { t_grad_enabled = previous_; }
 
-bool should_record(std::initializer_list<const Tensor*> inputs) {
-  if (!t_grad_enabled) return false;
-  for (const Tensor* t : inputs)
-    if (t->requires_grad()) return true;
-  return false;
-}
-
-bool should_record(const std::vector<Tensor>& inputs) {
-  if (!t_grad_enabled) return false;
-  for (const Tensor& t : inputs)
-    if (t.requires_grad()) return true;
-  return false;
-}
-
-Tensor record(const char* op, Tensor out, std::vector<Tensor> inputs, BackwardFn backward) {
-  if (!should_record(inputs) || out.is_meta()) return out;
+Tensor record(const OpDef& op, Tensor out, std::vector<Tensor> inputs, BackwardFn backward) {
+  if (!t_grad_enabled || out.is_meta()) return out;
+  bool any = false;
+  for (const Tensor& t : inputs) any = any || t.requires_grad();
+  if (!any) return out;
   auto node = std::make_shared<Node>();
-  node->op = op;
+  node->op = &op;
   node->inputs = std::move(inputs);
   node->backward = std::move(backward);
   out.set_node(std::move(node));
@@ -102,16 +91,20 @@ std::vector<Tensor> grad(const Tensor& y, const std::vector<Tensor>& xs, const T
     auto found = grads.find(node);
     if (found == grads.end()) continue;
     const Tensor g_out = found->second;
-    std::vector<Tensor> g_in = node->backward(g_out);
+    std::vector<Tensor> g_in;
+    {
+      profile::Scope profile_scope(node->op->family);
+      g_in = node->backward(g_out);
+    }
     if (g_in.size() != node->inputs.size())
       throw std::logic_error(fmt::format("backward of {} returned {} gradients for {} inputs",
-                                         node->op, g_in.size(), node->inputs.size()));
+                                         node->op->name, g_in.size(), node->inputs.size()));
     for (std::size_t i = 0; i < g_in.size(); ++i) {
       const Tensor& in = node->inputs[i];
       if (!in.requires_grad() || !g_in[i].defined()) continue;
       if (g_in[i].shape() != in.shape())
         throw std::logic_error(fmt::format("backward of {} gave gradient {} for input {}",
-                                           node->op, g_in[i].signature(), in.signature()));
+                                           node->op->name, g_in[i].signature(), in.signature()));
       Node* target = in.node().get();
       auto [slot, inserted] = grads.try_emplace(target, g_in[i]);
       if (!inserted) slot->second = add(slot->second, g_in[i]);

@@ -25,20 +25,31 @@
 #include <utility>
 #include <vector>
 
+#include "core/tensor/profile.hpp"
 #include "core/tensor/tensor.hpp"
 
 namespace ctrax {
+
+// Which dtypes an op's first operand may have (op.hpp checks them).
+enum class Accepts { floating, numeric, any };
+
+// What an op is, for the tape, the profile and error messages (op.hpp defines ops with it).
+struct OpDef {
+  const char* name;             // "matmul", "add", ...
+  profile::Family family;       // where its forward and backward time is charged
+  Accepts accepts = Accepts::floating;
+};
 
 // Given dL/d(output), returns dL/d(input_i) for each recorded input (an undefined Tensor where
 // the input needs no gradient). Each returned gradient has its input's shape.
 using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output)>;
 
 struct Node {
-  std::string op;               // "matmul", "add", ... (for error messages); empty for a leaf
+  const OpDef* op = nullptr;    // the op that made this value; null for a leaf
   std::vector<Tensor> inputs;   // the op's inputs, in the order BackwardFn returns gradients
   BackwardFn backward;          // empty for a leaf
   bool freed = false;           // set once grad() has consumed this part of the tape
-  bool is_leaf() const { return op.empty(); }
+  bool is_leaf() const { return op == nullptr; }
 };
 
 // Is the tape recording? True unless inside a NoGrad scope (thread-local).
@@ -56,12 +67,9 @@ class NoGrad {
   bool previous_;
 };
 
-// True when recording is on and at least one of `inputs` requires a gradient.
-bool should_record(std::initializer_list<const Tensor*> inputs);
-bool should_record(const std::vector<Tensor>& inputs);
-
-// Called by ops after computing `out`: attaches a Node when should_record(inputs). Returns out.
-Tensor record(const char* op, Tensor out, std::vector<Tensor> inputs, BackwardFn backward);
+// Called by ops after computing `out`: when recording is on and one of `inputs` requires a
+// gradient, attaches a Node (op must outlive the tape: ops pass their constexpr OpDef). Returns out.
+Tensor record(const OpDef& op, Tensor out, std::vector<Tensor> inputs, BackwardFn backward);
 
 // dL/dx for each x in xs, where L = y (a scalar) or L = Σ y·seed when a seed of y's shape is
 // given. An x that y does not depend on gets zeros. With retain_graph the tape is kept, so grad

@@ -5,36 +5,39 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "core/tensor/autodiff.hpp"
-#include "core/tensor/profile.hpp"
-#include "core/tensor/dispatch.hpp"
 #include "core/tensor/elementwise.hpp"
+#include "core/tensor/op.hpp"
 #include "core/tensor/shape_ops.hpp"
 
 namespace ctrax {
 
+namespace {
+constexpr OpDef kWhere{"where", profile::Family::indexing, Accepts::any};
+constexpr OpDef kEmbedding{"embedding", profile::Family::indexing};
+constexpr OpDef kOneHot{"one_hot", profile::Family::indexing, Accepts::any};
+}  // namespace
+
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
-  profile::Scope profile_scope(profile::Family::indexing);
   if (condition.dtype() != DType::bool_ || a.dtype() != b.dtype())
     throw std::invalid_argument(fmt::format("where(condition, a, b) needs a bool condition and "
                                             "a, b of one dtype, got {}, {}, {}",
                                             condition.signature(), a.signature(), b.signature()));
   const Shape shape = broadcast_shapes(broadcast_shapes(condition.shape(), a.shape()), b.shape());
-  if (condition.is_meta() || a.is_meta() || b.is_meta()) return Tensor::meta(shape, a.dtype());
-  const Tensor c = expand(condition, shape);
-  const Tensor ea = expand(a.detach(), shape), eb = expand(b.detach(), shape);
-  Tensor out = Tensor::empty(shape, a.dtype());
-  dispatch_all(a.dtype(), [&]<class T>(T) {
-    const std::uint8_t* pc = c.data<std::uint8_t>();
-    const T *pa = ea.data<T>(), *pb = eb.data<T>();
-    T* po = out.data<T>();
-    for (std::int64_t i = 0, n = out.numel(); i < n; ++i) po[i] = pc[i] ? pa[i] : pb[i];
-  });
-  return record("where", out, {a, b}, [c, a, b](const Tensor& g) {
-    profile::Scope profile_scope(profile::Family::indexing);
-    const Tensor zero = Tensor::zeros({}, g.dtype());
-    return std::vector<Tensor>{a.requires_grad() ? sum_to(where(c, g, zero), a.shape()) : Tensor(),
-                               b.requires_grad() ? sum_to(where(c, zero, g), b.shape()) : Tensor()};
+  return define_op(kWhere, {condition, a, b}, shape, a.dtype(), [&] {
+    const Tensor c = expand(condition, shape);
+    const Tensor ea = expand(a.detach(), shape), eb = expand(b.detach(), shape);
+    Tensor out = Tensor::empty(shape, a.dtype());
+    dispatch_all(a.dtype(), [&]<class T>(T) {
+      const std::uint8_t* pc = c.data<std::uint8_t>();
+      const T *pa = ea.data<T>(), *pb = eb.data<T>();
+      T* po = out.data<T>();
+      for (std::int64_t i = 0, n = out.numel(); i < n; ++i) po[i] = pc[i] ? pa[i] : pb[i];
+    });
+    return record(kWhere, out, {a, b}, [c, a, b](const Tensor& g) {
+      const Tensor zero = Tensor::zeros({}, g.dtype());
+      return std::vector<Tensor>{a.requires_grad() ? sum_to(where(c, g, zero), a.shape()) : Tensor(),
+                                 b.requires_grad() ? sum_to(where(c, zero, g), b.shape()) : Tensor()};
+    });
   });
 }
 
@@ -43,54 +46,53 @@ Tensor masked_fill(const Tensor& x, const Tensor& keep, double value) {
 }
 
 Tensor embedding(const Tensor& table, const Tensor& ids) {
-  profile::Scope profile_scope(profile::Family::indexing);
   if (table.rank() != 2 || ids.dtype() != DType::int32)
     throw std::invalid_argument(fmt::format("embedding needs a (V, d) table and int32 ids, got {} "
                                             "and {}", table.signature(), ids.signature()));
   const std::int64_t V = table.dim(0), d = table.dim(1);
   Shape shape = ids.shape();
   shape.push_back(d);
-  if (table.is_meta() || ids.is_meta()) return Tensor::meta(shape, table.dtype());
-  const std::int32_t* pi = ids.data<std::int32_t>();
-  for (std::int64_t i = 0, n = ids.numel(); i < n; ++i)
-    if (pi[i] < 0 || pi[i] >= V)
-      throw std::out_of_range(fmt::format("embedding: token id {} at position {} is outside the "
-                                          "vocabulary [0, {})", pi[i], i, V));
-  Tensor out = Tensor::empty(shape, table.dtype());
-  const std::size_t row = static_cast<std::size_t>(d) * itemsize(table.dtype());
-  const auto* src = static_cast<const std::byte*>(table.raw_data());
-  auto* dst = static_cast<std::byte*>(out.raw_data());
-  for (std::int64_t i = 0, n = ids.numel(); i < n; ++i)
-    std::memcpy(dst + i * row, src + pi[i] * row, row);
-  return record("embedding", out, {table}, [ids, V, d](const Tensor& g) {
-    profile::Scope profile_scope(profile::Family::indexing);
-    Tensor dt = Tensor::zeros({V, d}, g.dtype());
-    dispatch_float(g.dtype(), [&]<class T>(T) {
-      const std::int32_t* pi = ids.data<std::int32_t>();
-      const T* pg = g.data<T>();
-      T* pd = dt.data<T>();
-      for (std::int64_t i = 0, n = ids.numel(); i < n; ++i)
-        for (std::int64_t j = 0; j < d; ++j) pd[pi[i] * d + j] += pg[i * d + j];
+  return define_op(kEmbedding, {table, ids}, shape, table.dtype(), [&] {
+    const std::int32_t* pi = ids.data<std::int32_t>();
+    for (std::int64_t i = 0, n = ids.numel(); i < n; ++i)
+      if (pi[i] < 0 || pi[i] >= V)
+        throw std::out_of_range(fmt::format("embedding: token id {} at position {} is outside the "
+                                            "vocabulary [0, {})", pi[i], i, V));
+    Tensor out = Tensor::empty(shape, table.dtype());
+    const std::size_t row = static_cast<std::size_t>(d) * itemsize(table.dtype());
+    const auto* src = static_cast<const std::byte*>(table.raw_data());
+    auto* dst = static_cast<std::byte*>(out.raw_data());
+    for (std::int64_t i = 0, n = ids.numel(); i < n; ++i)
+      std::memcpy(dst + i * row, src + pi[i] * row, row);
+    return record(kEmbedding, out, {table}, [ids, V, d](const Tensor& g) {
+      Tensor dt = Tensor::zeros({V, d}, g.dtype());
+      dispatch_float(g.dtype(), [&]<class T>(T) {
+        const std::int32_t* pi = ids.data<std::int32_t>();
+        const T* pg = g.data<T>();
+        T* pd = dt.data<T>();
+        for (std::int64_t i = 0, n = ids.numel(); i < n; ++i)
+          for (std::int64_t j = 0; j < d; ++j) pd[pi[i] * d + j] += pg[i * d + j];
+      });
+      return std::vector<Tensor>{dt};
     });
-    return std::vector<Tensor>{dt};
   });
 }
 
 Tensor one_hot(const Tensor& ids, std::int64_t n, DType dtype) {
-  profile::Scope profile_scope(profile::Family::indexing);
   if (ids.dtype() != DType::int32)
     throw std::invalid_argument("one_hot needs int32 ids, got " + ids.signature());
   Shape shape = ids.shape();
   shape.push_back(n);
-  if (ids.is_meta()) return Tensor::meta(shape, dtype);
-  Tensor out = Tensor::zeros(shape, dtype);
-  dispatch_all(dtype, [&]<class T>(T) {
-    const std::int32_t* pi = ids.data<std::int32_t>();
-    T* po = out.data<T>();
-    for (std::int64_t i = 0, m = ids.numel(); i < m; ++i)
-      if (pi[i] >= 0 && pi[i] < n) po[i * n + pi[i]] = T(1);
+  return define_op(kOneHot, {ids}, shape, dtype, [&] {
+    Tensor out = Tensor::zeros(shape, dtype);
+    dispatch_all(dtype, [&]<class T>(T) {
+      const std::int32_t* pi = ids.data<std::int32_t>();
+      T* po = out.data<T>();
+      for (std::int64_t i = 0, m = ids.numel(); i < m; ++i)
+        if (pi[i] >= 0 && pi[i] < n) po[i * n + pi[i]] = T(1);
+    });
+    return out;
   });
-  return out;
 }
 
 }  // namespace ctrax

@@ -5,12 +5,10 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "core/tensor/autodiff.hpp"
 #include "core/tensor/broadcast.hpp"
-#include "core/tensor/dispatch.hpp"
-#include "core/tensor/profile.hpp"
 #include "core/tensor/elementwise.hpp"
 #include "core/tensor/gemm.hpp"
+#include "core/tensor/op.hpp"
 #include "core/tensor/parallel.hpp"
 #include "core/tensor/reduce.hpp"
 #include "core/tensor/shape_ops.hpp"
@@ -41,10 +39,12 @@ void batched_gemm(bool ta, bool tb, std::int64_t batch, std::int64_t M, std::int
 
 Shape batch_of(const Tensor& t) { return Shape(t.shape().begin(), t.shape().end() - 2); }
 
+constexpr OpDef kMatmul{"matmul", profile::Family::gemm};
+constexpr OpDef kLinear{"linear", profile::Family::gemm};
+
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
-  profile::Scope profile_scope(profile::Family::gemm);
   if (a.dtype() != b.dtype() || !is_floating(a.dtype()))
     throw std::invalid_argument(fmt::format("matmul needs two float tensors of one dtype, got {} "
                                             "and {}", a.signature(), b.signature()));
@@ -74,31 +74,26 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   const std::int64_t batch = numel(out_shape);
   out_shape.push_back(M);
   out_shape.push_back(N);
-  if (a.is_meta() || b.is_meta()) return Tensor::meta(out_shape, a.dtype());
-
-  Tensor out = Tensor::empty(out_shape, a.dtype());
-  const std::int64_t stride_a = ba.empty() ? 0 : M * K, stride_b = bb.empty() ? 0 : K * N;
-  if (a.dtype() == DType::float32)
-    batched_gemm(ta, tb, batch, M, N, K, a.data<float>(), stride_a, b.data<float>(), stride_b,
-                 out.data<float>());
-  else
-    batched_gemm(ta, tb, batch, M, N, K, a.data<double>(), stride_a, b.data<double>(), stride_b,
-                 out.data<double>());
-
-  return record("matmul", out, {a, b}, [a, b, ta, tb](const Tensor& g) {
-    profile::Scope profile_scope(profile::Family::gemm);
-    Tensor da, db;
-    if (a.requires_grad()) {
-      da = !ta ? (tb ? matmul(g, b) : matmul(g, b, false, true))
-               : (tb ? matmul(b, g, true, true) : matmul(b, g, false, true));
-      da = sum_to(da, a.shape());
-    }
-    if (b.requires_grad()) {
-      db = !tb ? (ta ? matmul(a, g) : matmul(a, g, true, false))
-               : (ta ? matmul(g, a, true, true) : matmul(g, a, true, false));
-      db = sum_to(db, b.shape());
-    }
-    return std::vector<Tensor>{da, db};
+  return define_op(kMatmul, {a, b}, out_shape, a.dtype(), [&] {
+    Tensor out = Tensor::empty(out_shape, a.dtype());
+    const std::int64_t stride_a = ba.empty() ? 0 : M * K, stride_b = bb.empty() ? 0 : K * N;
+    dispatch_float(a.dtype(), [&]<class T>(T) {
+      batched_gemm(ta, tb, batch, M, N, K, a.data<T>(), stride_a, b.data<T>(), stride_b, out.data<T>());
+    });
+    return record(kMatmul, out, {a, b}, [a, b, ta, tb](const Tensor& g) {
+      Tensor da, db;
+      if (a.requires_grad()) {
+        da = !ta ? (tb ? matmul(g, b) : matmul(g, b, false, true))
+                 : (tb ? matmul(b, g, true, true) : matmul(b, g, false, true));
+        da = sum_to(da, a.shape());
+      }
+      if (b.requires_grad()) {
+        db = !tb ? (ta ? matmul(a, g) : matmul(a, g, true, false))
+                 : (ta ? matmul(g, a, true, true) : matmul(g, a, true, false));
+        db = sum_to(db, b.shape());
+      }
+      return std::vector<Tensor>{da, db};
+    });
   });
 }
 
@@ -110,24 +105,21 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   const std::int64_t K = w.dim(0), N = w.dim(1), M = x.numel() / std::max<std::int64_t>(K, 1);
   Shape out_shape(x.shape().begin(), x.shape().end() - 1);
   out_shape.push_back(N);
-  if (x.is_meta() || w.is_meta() || b.is_meta()) return Tensor::meta(out_shape, x.dtype());
-  Tensor out = Tensor::empty(out_shape, x.dtype());
-  {
-    profile::Scope profile_scope(profile::Family::gemm);
+  return define_op(kLinear, {x, w, b}, out_shape, x.dtype(), [&] {
+    Tensor out = Tensor::empty(out_shape, x.dtype());
     dispatch_float(x.dtype(), [&]<class T>(T) {
       const T* pb = b.data<T>();
       T* po = out.data<T>();
 #pragma omp parallel for schedule(static) if (M * N >= kParallelElements)
       for (std::int64_t r = 0; r < M; ++r) std::copy_n(pb, N, po + r * N);
       if (M > 0 && N > 0 && K > 0) blas::parallel_gemm(false, false, M, N, K, T(1), x.data<T>(), w.data<T>(), T(1), po);
-    }, "linear");
-  }
-  return record("linear", out, {x, w, b}, [x, w, K, N, b_grad = b.requires_grad()](const Tensor& g) {
-    profile::Scope profile_scope(profile::Family::gemm);
-    const Tensor g2 = reshape(g, {-1, N});
-    return std::vector<Tensor>{x.requires_grad() ? matmul(g, w, false, true) : Tensor(),
-                               w.requires_grad() ? matmul(reshape(x, {-1, K}), g2, true, false) : Tensor(),
-                               b_grad ? sum(g2, {0}) : Tensor()};
+    });
+    return record(kLinear, out, {x, w, b}, [x, w, K, N, b_grad = b.requires_grad()](const Tensor& g) {
+      const Tensor g2 = reshape(g, {-1, N});
+      return std::vector<Tensor>{x.requires_grad() ? matmul(g, w, false, true) : Tensor(),
+                                 w.requires_grad() ? matmul(reshape(x, {-1, K}), g2, true, false) : Tensor(),
+                                 b_grad ? sum(g2, {0}) : Tensor()};
+    });
   });
 }
 

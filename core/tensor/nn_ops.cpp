@@ -7,17 +7,20 @@
 #include <stdexcept>
 #include <vector>
 
-#include "core/tensor/autodiff.hpp"
-#include "core/tensor/profile.hpp"
 #include "core/tensor/axis_view.hpp"
 #include "core/tensor/broadcast.hpp"
-#include "core/tensor/dispatch.hpp"
 #include "core/tensor/fast_exp.hpp"
+#include "core/tensor/op.hpp"
 #include "core/tensor/parallel.hpp"
 
 namespace ctrax {
 
 namespace {
+
+constexpr OpDef kSoftmax{"softmax", profile::Family::softmax};
+constexpr OpDef kLogSoftmax{"log_softmax", profile::Family::softmax};
+constexpr OpDef kLayerNorm{"layer_norm", profile::Family::layer_norm};
+constexpr OpDef kCrossEntropy{"cross_entropy_with_logits", profile::Family::softmax};
 
 // Calls row(base, stride) for every 1-D line of `v` along its axis.
 template <class F>
@@ -48,52 +51,49 @@ void softmax_line(const T* x, T* y, std::int64_t n, std::int64_t s, bool log_pro
   }
 }
 
-Tensor softmax_impl(const char* op, const Tensor& x, int axis, bool log_probs) {
-  profile::Scope profile_scope(profile::Family::softmax);
+Tensor softmax_impl(const OpDef& op, const Tensor& x, int axis, bool log_probs) {
   const int a = normalize_axis(axis, x.rank());
-  dispatch_float(x.dtype(), [](auto) {}, op);
-  if (x.is_meta()) return Tensor::meta(x.shape(), x.dtype());
-  Tensor y = Tensor::empty(x.shape(), x.dtype());
-  const AxisView v(x.shape(), a);
-  dispatch_float(x.dtype(), [&]<class T>(T) {
-    const T* px = x.data<T>();
-    T* py = y.data<T>();
-    for_each_line(v, [&](std::int64_t base, std::int64_t s) {
-      softmax_line(px + base, py + base, v.n, s, log_probs);
-    });
-  });
-  const Tensor y_saved = y.detach();
-  return record(op, y, {x}, [y_saved, v, log_probs](const Tensor& g) {
-    profile::Scope profile_scope(profile::Family::softmax);
-    Tensor dx = Tensor::empty(g.shape(), g.dtype());
-    dispatch_float(g.dtype(), [&]<class T>(T) {
-      const T* py = y_saved.data<T>();
-      const T* pg = g.data<T>();
-      T* pd = dx.data<T>();
+  return define_op(op, {x}, x.shape(), x.dtype(), [&] {
+    Tensor y = Tensor::empty(x.shape(), x.dtype());
+    const AxisView v(x.shape(), a);
+    dispatch_float(x.dtype(), [&]<class T>(T) {
+      const T* px = x.data<T>();
+      T* py = y.data<T>();
       for_each_line(v, [&](std::int64_t base, std::int64_t s) {
-        double dot = 0;  // softmax: Σ g·y;  log-softmax: Σ g
-        for (std::int64_t k = 0; k < v.n; ++k)
-          dot += log_probs ? pg[base + k * s] : pg[base + k * s] * py[base + k * s];
-        for (std::int64_t k = 0; k < v.n; ++k) {
-          const std::int64_t j = base + k * s;
-          pd[j] = log_probs ? static_cast<T>(pg[j] - std::exp(py[j]) * dot)
-                            : static_cast<T>(py[j] * (pg[j] - dot));
-        }
+        softmax_line(px + base, py + base, v.n, s, log_probs);
       });
     });
-    return std::vector<Tensor>{dx};
+    const Tensor y_saved = y.detach();
+    return record(op, y, {x}, [y_saved, v, log_probs](const Tensor& g) {
+      Tensor dx = Tensor::empty(g.shape(), g.dtype());
+      dispatch_float(g.dtype(), [&]<class T>(T) {
+        const T* py = y_saved.data<T>();
+        const T* pg = g.data<T>();
+        T* pd = dx.data<T>();
+        for_each_line(v, [&](std::int64_t base, std::int64_t s) {
+          double dot = 0;  // softmax: Σ g·y;  log-softmax: Σ g
+          for (std::int64_t k = 0; k < v.n; ++k)
+            dot += log_probs ? pg[base + k * s] : pg[base + k * s] * py[base + k * s];
+          for (std::int64_t k = 0; k < v.n; ++k) {
+            const std::int64_t j = base + k * s;
+            pd[j] = log_probs ? static_cast<T>(pg[j] - std::exp(py[j]) * dot)
+                              : static_cast<T>(py[j] * (pg[j] - dot));
+          }
+        });
+      });
+      return std::vector<Tensor>{dx};
+    });
   });
 }
 
 }  // namespace
 
-Tensor softmax(const Tensor& x, int axis) { return softmax_impl("softmax", x, axis, false); }
+Tensor softmax(const Tensor& x, int axis) { return softmax_impl(kSoftmax, x, axis, false); }
 Tensor log_softmax(const Tensor& x, int axis) {
-  return softmax_impl("log_softmax", x, axis, true);
+  return softmax_impl(kLogSoftmax, x, axis, true);
 }
 
 Tensor layer_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, double epsilon) {
-  profile::Scope profile_scope(profile::Family::layer_norm);
   if (x.rank() < 1) throw std::invalid_argument("layer_norm needs rank >= 1, got " + x.signature());
   const std::int64_t d = x.dim(-1);
   if (scale.shape() != Shape{d} || bias.shape() != Shape{d} || scale.dtype() != x.dtype() ||
@@ -101,81 +101,79 @@ Tensor layer_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, doub
     throw std::invalid_argument(fmt::format(
         "layer_norm: scale {} and bias {} must be {}[{}] to normalise {}", scale.signature(),
         bias.signature(), short_name(x.dtype()), d, x.signature()));
-  dispatch_float(x.dtype(), [](auto) {}, "layer_norm");
-  if (x.is_meta()) return Tensor::meta(x.shape(), x.dtype());
-  const std::int64_t rows = d == 0 ? 0 : x.numel() / d;
-  Tensor y = Tensor::empty(x.shape(), x.dtype());
-  Tensor xhat = Tensor::empty(x.shape(), x.dtype());   // saved for backward
-  Tensor rstd = Tensor::empty({rows}, x.dtype());
-  dispatch_float(x.dtype(), [&]<class T>(T) {
-    const T *px = x.data<T>(), *ps = scale.data<T>(), *pb = bias.data<T>();
-    T *py = y.data<T>(), *ph = xhat.data<T>(), *pr = rstd.data<T>();
-#pragma omp parallel for schedule(static) if (rows * d >= kParallelElements)
-    for (std::int64_t r = 0; r < rows; ++r) {
-      const T* xr = px + r * d;
-      // omp simd: the sums may run in vector lanes (in double, so the order hardly matters);
-      // without it every element waits for the previous add — a quarter of the speed.
-      double mu = 0, var = 0;
-#pragma omp simd reduction(+ : mu)
-      for (std::int64_t j = 0; j < d; ++j) mu += xr[j];
-      mu /= static_cast<double>(d);
-#pragma omp simd reduction(+ : var)
-      for (std::int64_t j = 0; j < d; ++j) var += (xr[j] - mu) * (xr[j] - mu);
-      var /= static_cast<double>(d);
-      const double rs = 1.0 / std::sqrt(var + epsilon);
-      pr[r] = static_cast<T>(rs);
-      for (std::int64_t j = 0; j < d; ++j) {
-        ph[r * d + j] = static_cast<T>((xr[j] - mu) * rs);
-        py[r * d + j] = ph[r * d + j] * ps[j] + pb[j];
-      }
-    }
-  });
-  return record("layer_norm", y, {x, scale, bias}, [xhat, rstd, scale, rows, d](const Tensor& g) {
-    profile::Scope profile_scope(profile::Family::layer_norm);
-    Tensor dx = Tensor::empty(g.shape(), g.dtype());
-    Tensor dscale = Tensor::zeros({d}, g.dtype()), dbias = Tensor::zeros({d}, g.dtype());
-    dispatch_float(g.dtype(), [&]<class T>(T) {
-      const T *pg = g.data<T>(), *ph = xhat.data<T>(), *pr = rstd.data<T>(),
-              *ps = scale.data<T>();
-      T *pdx = dx.data<T>(), *pds = dscale.data<T>(), *pdb = dbias.data<T>();
-      // Rows split over threads; each thread sums its own dscale, dbias, added up after.
-      const int n_threads = rows * d >= kParallelElements ? num_threads() : 1;
-      std::vector<T> partial(static_cast<std::size_t>(2 * n_threads * d), T(0));
-#pragma omp parallel for schedule(static) num_threads(n_threads)
-      for (int t = 0; t < n_threads; ++t) {
-        T* ds = partial.data() + 2 * t * d;
-        T* db = ds + d;
-        for (std::int64_t r = rows * t / n_threads; r < rows * (t + 1) / n_threads; ++r) {
-          const T *gr = pg + r * d, *hr = ph + r * d;
-          double mean_gh = 0, mean_ghx = 0;  // mean(ĝ), mean(ĝ·x̂) with ĝ = g·scale
-#pragma omp simd reduction(+ : mean_gh, mean_ghx)
-          for (std::int64_t j = 0; j < d; ++j) {
-            const double gh = gr[j] * ps[j];
-            mean_gh += gh;
-            mean_ghx += gh * hr[j];
-            ds[j] += gr[j] * hr[j];
-            db[j] += gr[j];
-          }
-          mean_gh /= static_cast<double>(d);
-          mean_ghx /= static_cast<double>(d);
-          for (std::int64_t j = 0; j < d; ++j)
-            pdx[r * d + j] =
-                static_cast<T>(pr[r] * (gr[j] * ps[j] - mean_gh - hr[j] * mean_ghx));
-        }
-      }
-      for (int t = 0; t < n_threads; ++t)
+  return define_op(kLayerNorm, {x, scale, bias}, x.shape(), x.dtype(), [&] {
+    const std::int64_t rows = d == 0 ? 0 : x.numel() / d;
+    Tensor y = Tensor::empty(x.shape(), x.dtype());
+    Tensor xhat = Tensor::empty(x.shape(), x.dtype());   // saved for backward
+    Tensor rstd = Tensor::empty({rows}, x.dtype());
+    dispatch_float(x.dtype(), [&]<class T>(T) {
+      const T *px = x.data<T>(), *ps = scale.data<T>(), *pb = bias.data<T>();
+      T *py = y.data<T>(), *ph = xhat.data<T>(), *pr = rstd.data<T>();
+  #pragma omp parallel for schedule(static) if (rows * d >= kParallelElements)
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const T* xr = px + r * d;
+        // omp simd: the sums may run in vector lanes (in double, so the order hardly matters);
+        // without it every element waits for the previous add — a quarter of the speed.
+        double mu = 0, var = 0;
+  #pragma omp simd reduction(+ : mu)
+        for (std::int64_t j = 0; j < d; ++j) mu += xr[j];
+        mu /= static_cast<double>(d);
+  #pragma omp simd reduction(+ : var)
+        for (std::int64_t j = 0; j < d; ++j) var += (xr[j] - mu) * (xr[j] - mu);
+        var /= static_cast<double>(d);
+        const double rs = 1.0 / std::sqrt(var + epsilon);
+        pr[r] = static_cast<T>(rs);
         for (std::int64_t j = 0; j < d; ++j) {
-          pds[j] += partial[static_cast<std::size_t>(2 * t * d + j)];
-          pdb[j] += partial[static_cast<std::size_t>((2 * t + 1) * d + j)];
+          ph[r * d + j] = static_cast<T>((xr[j] - mu) * rs);
+          py[r * d + j] = ph[r * d + j] * ps[j] + pb[j];
         }
+      }
     });
-    return std::vector<Tensor>{dx, dscale, dbias};
+    return record(kLayerNorm, y, {x, scale, bias}, [xhat, rstd, scale, rows, d](const Tensor& g) {
+      Tensor dx = Tensor::empty(g.shape(), g.dtype());
+      Tensor dscale = Tensor::zeros({d}, g.dtype()), dbias = Tensor::zeros({d}, g.dtype());
+      dispatch_float(g.dtype(), [&]<class T>(T) {
+        const T *pg = g.data<T>(), *ph = xhat.data<T>(), *pr = rstd.data<T>(),
+                *ps = scale.data<T>();
+        T *pdx = dx.data<T>(), *pds = dscale.data<T>(), *pdb = dbias.data<T>();
+        // Rows split over threads; each thread sums its own dscale, dbias, added up after.
+        const int n_threads = rows * d >= kParallelElements ? num_threads() : 1;
+        std::vector<T> partial(static_cast<std::size_t>(2 * n_threads * d), T(0));
+  #pragma omp parallel for schedule(static) num_threads(n_threads)
+        for (int t = 0; t < n_threads; ++t) {
+          T* ds = partial.data() + 2 * t * d;
+          T* db = ds + d;
+          for (std::int64_t r = rows * t / n_threads; r < rows * (t + 1) / n_threads; ++r) {
+            const T *gr = pg + r * d, *hr = ph + r * d;
+            double mean_gh = 0, mean_ghx = 0;  // mean(ĝ), mean(ĝ·x̂) with ĝ = g·scale
+  #pragma omp simd reduction(+ : mean_gh, mean_ghx)
+            for (std::int64_t j = 0; j < d; ++j) {
+              const double gh = gr[j] * ps[j];
+              mean_gh += gh;
+              mean_ghx += gh * hr[j];
+              ds[j] += gr[j] * hr[j];
+              db[j] += gr[j];
+            }
+            mean_gh /= static_cast<double>(d);
+            mean_ghx /= static_cast<double>(d);
+            for (std::int64_t j = 0; j < d; ++j)
+              pdx[r * d + j] =
+                  static_cast<T>(pr[r] * (gr[j] * ps[j] - mean_gh - hr[j] * mean_ghx));
+          }
+        }
+        for (int t = 0; t < n_threads; ++t)
+          for (std::int64_t j = 0; j < d; ++j) {
+            pds[j] += partial[static_cast<std::size_t>(2 * t * d + j)];
+            pdb[j] += partial[static_cast<std::size_t>((2 * t + 1) * d + j)];
+          }
+      });
+      return std::vector<Tensor>{dx, dscale, dbias};
+    });
   });
 }
 
 Tensor cross_entropy_with_logits(const Tensor& logits, const Tensor& targets,
                                  double label_smoothing) {
-  profile::Scope profile_scope(profile::Family::softmax);
   if (logits.rank() < 1 || targets.dtype() != DType::int32 ||
       Shape(logits.shape().begin(), logits.shape().end() - 1) != targets.shape())
     throw std::invalid_argument(fmt::format(
@@ -184,48 +182,47 @@ Tensor cross_entropy_with_logits(const Tensor& logits, const Tensor& targets,
   if (label_smoothing < 0 || label_smoothing > 1)
     throw std::invalid_argument(fmt::format("label_smoothing must be in [0, 1], got {}",
                                             label_smoothing));
-  dispatch_float(logits.dtype(), [](auto) {}, "cross_entropy_with_logits");
-  if (logits.is_meta() || targets.is_meta()) return Tensor::meta(targets.shape(), logits.dtype());
-  const std::int64_t C = logits.dim(-1), rows = targets.numel();
-  const double eps = label_smoothing;
-  Tensor loss = Tensor::empty(targets.shape(), logits.dtype());
-  Tensor log_probs = Tensor::empty(logits.shape(), logits.dtype());  // saved for backward
-  const std::int32_t* pt = targets.data<std::int32_t>();
-  for (std::int64_t r = 0; r < rows; ++r)  // checked first: nothing may throw inside the parallel loop
-    if (pt[r] < 0 || pt[r] >= C)
-      throw std::out_of_range(fmt::format(
-          "cross_entropy_with_logits: target {} at position {} is outside [0, {})", pt[r], r, C));
-  dispatch_float(logits.dtype(), [&]<class T>(T) {
-    const T* pz = logits.data<T>();
-    T *pl = loss.data<T>(), *pp = log_probs.data<T>();
-#pragma omp parallel for schedule(static) if (rows * C >= kParallelElements)
-    for (std::int64_t r = 0; r < rows; ++r) {
-      T* lp = pp + r * C;
-      softmax_line(pz + r * C, lp, C, 1, /*log_probs=*/true);
-      double sum_lp = 0;
-#pragma omp simd reduction(+ : sum_lp)
-      for (std::int64_t c = 0; c < C; ++c) sum_lp += lp[c];
-      pl[r] = static_cast<T>(-(1 - eps) * lp[pt[r]] - eps / static_cast<double>(C) * sum_lp);
-    }
-  });
-  return record("cross_entropy", loss, {logits}, [log_probs, targets, C, rows, eps](const Tensor& g) {
-    profile::Scope profile_scope(profile::Family::softmax);
-    Tensor dz = Tensor::empty(log_probs.shape(), log_probs.dtype());
-    dispatch_float(dz.dtype(), [&]<class T>(T) {
-      const T *pp = log_probs.data<T>(), *pg = g.data<T>();
-      const std::int32_t* pt = targets.data<std::int32_t>();
-      T* pd = dz.data<T>();
-      const T floor = static_cast<T>(eps / static_cast<double>(C)), hit = static_cast<T>(1 - eps);
-#pragma omp parallel for schedule(static) if (rows * C >= kParallelElements)
+  return define_op(kCrossEntropy, {logits, targets}, targets.shape(), logits.dtype(), [&] {
+    const std::int64_t C = logits.dim(-1), rows = targets.numel();
+    const double eps = label_smoothing;
+    Tensor loss = Tensor::empty(targets.shape(), logits.dtype());
+    Tensor log_probs = Tensor::empty(logits.shape(), logits.dtype());  // saved for backward
+    const std::int32_t* pt = targets.data<std::int32_t>();
+    for (std::int64_t r = 0; r < rows; ++r)  // checked first: nothing may throw inside the parallel loop
+      if (pt[r] < 0 || pt[r] >= C)
+        throw std::out_of_range(fmt::format(
+            "cross_entropy_with_logits: target {} at position {} is outside [0, {})", pt[r], r, C));
+    dispatch_float(logits.dtype(), [&]<class T>(T) {
+      const T* pz = logits.data<T>();
+      T *pl = loss.data<T>(), *pp = log_probs.data<T>();
+  #pragma omp parallel for schedule(static) if (rows * C >= kParallelElements)
       for (std::int64_t r = 0; r < rows; ++r) {
-        const T* lp = pp + r * C;
-        T* d = pd + r * C;
-        const T gr = pg[r];
-        for (std::int64_t c = 0; c < C; ++c) d[c] = gr * (exp_nonpositive(lp[c]) - floor);  // softmax − smoothed target
-        d[pt[r]] -= gr * hit;
+        T* lp = pp + r * C;
+        softmax_line(pz + r * C, lp, C, 1, /*log_probs=*/true);
+        double sum_lp = 0;
+  #pragma omp simd reduction(+ : sum_lp)
+        for (std::int64_t c = 0; c < C; ++c) sum_lp += lp[c];
+        pl[r] = static_cast<T>(-(1 - eps) * lp[pt[r]] - eps / static_cast<double>(C) * sum_lp);
       }
     });
-    return std::vector<Tensor>{dz};
+    return record(kCrossEntropy, loss, {logits}, [log_probs, targets, C, rows, eps](const Tensor& g) {
+      Tensor dz = Tensor::empty(log_probs.shape(), log_probs.dtype());
+      dispatch_float(dz.dtype(), [&]<class T>(T) {
+        const T *pp = log_probs.data<T>(), *pg = g.data<T>();
+        const std::int32_t* pt = targets.data<std::int32_t>();
+        T* pd = dz.data<T>();
+        const T floor = static_cast<T>(eps / static_cast<double>(C)), hit = static_cast<T>(1 - eps);
+  #pragma omp parallel for schedule(static) if (rows * C >= kParallelElements)
+        for (std::int64_t r = 0; r < rows; ++r) {
+          const T* lp = pp + r * C;
+          T* d = pd + r * C;
+          const T gr = pg[r];
+          for (std::int64_t c = 0; c < C; ++c) d[c] = gr * (exp_nonpositive(lp[c]) - floor);  // softmax − smoothed target
+          d[pt[r]] -= gr * hit;
+        }
+      });
+      return std::vector<Tensor>{dz};
+    });
   });
 }
 

@@ -31,7 +31,7 @@ std::int64_t now_ns() {
 
 constexpr const char* kNames[] = {"GEMM", "attention", "softmax / cross-entropy", "layer norm",
                                   "elementwise", "reductions", "shape ops (copies)",
-                                  "indexing (embedding)", "random (dropout masks)", "optimizer"};
+                                  "indexing (embedding)", "random (dropout)", "optimizer"};
 
 }  // namespace
 

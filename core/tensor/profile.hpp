@@ -9,7 +9,7 @@
 //
 // prints, after the timed steps, a table of milliseconds per step and share of the step for
 // GEMM, attention, softmax (and cross-entropy), layer norm, elementwise, reductions, shape ops
-// (copies), indexing (embedding, one-hot), random (dropout masks), optimizer, tape overhead.
+// (copies), indexing (embedding, one-hot), random (dropout: masks and scaling), optimizer, tape overhead.
 // Disabled (the default), a Scope costs one predictable branch.
 #pragma once
 

@@ -6,10 +6,8 @@
 #include <stdexcept>
 
 #include "core/tensor/autodiff.hpp"
-#include "core/tensor/broadcast.hpp"
 #include "core/tensor/dispatch.hpp"
 #include "core/tensor/profile.hpp"
-#include "core/tensor/elementwise.hpp"
 #include "core/tensor/parallel.hpp"
 
 namespace ctrax {
@@ -113,56 +111,6 @@ std::vector<std::int64_t> Rng::permutation(std::int64_t n) const {
     std::swap(p[i], p[j]);
   }
   return p;
-}
-
-namespace {
-
-// y = x · (keep ? s : 0), elementwise, with the same gradient: mul(x, scale) without building
-// the float scale tensor — one pass over the activations fewer each way. Products, not selects,
-// so the results are mul's bit for bit (a dropped NaN stays NaN).
-Tensor masked_scale(const Tensor& x, const Tensor& keep, double s) {
-  const auto apply = [keep, s](const Tensor& in) {   // keep by value: backward runs later
-    profile::Scope profile_scope(profile::Family::elementwise);
-    Tensor out = Tensor::empty(in.shape(), in.dtype());
-    dispatch_float(in.dtype(), [&]<class T>(T) {
-      const std::uint8_t* k = keep.data<std::uint8_t>();
-      const T* pi = in.data<T>();
-      T* po = out.data<T>();
-      const T kept = static_cast<T>(s);
-      const std::int64_t n = in.numel();
-#pragma omp parallel for schedule(static) if (n >= kParallelElements)
-      for (std::int64_t i = 0; i < n; ++i) po[i] = pi[i] * (k[i] ? kept : T(0));
-    }, "dropout");
-    return out;
-  };
-  return record("dropout", apply(x), {x}, [apply](const Tensor& g) { return std::vector<Tensor>{apply(g)}; });
-}
-
-}  // namespace
-
-void check_dropout_rate(double rate) {
-  if (rate < 0.0 || rate >= 1.0)
-    throw std::invalid_argument("dropout rate must be in [0, 1), got " + std::to_string(rate));
-}
-
-Tensor dropout(const Tensor& x, double rate, const Rng& rng, const std::vector<int>& shared_axes) {
-  check_dropout_rate(rate);
-  if (rate == 0.0 || x.is_meta()) return x;
-  Shape mask_shape = x.shape();
-  for (int a : shared_axes) mask_shape[normalize_axis(a, x.rank(), "shared axis")] = 1;
-  const Tensor keep = rng.bernoulli(mask_shape, 1.0 - rate);
-  if (mask_shape == x.shape()) return masked_scale(x, keep, 1.0 / (1.0 - rate));
-  // Shared axes: the mask broadcasts, so it becomes a float scale for mul.
-  Tensor scale = Tensor::empty(mask_shape, x.dtype());
-  dispatch_float(x.dtype(), [&]<class T>(T) {
-    const std::uint8_t* k = keep.data<std::uint8_t>();
-    T* s = scale.data<T>();
-    const T kept = static_cast<T>(1.0 / (1.0 - rate));
-    const std::int64_t n = scale.numel();
-#pragma omp parallel for schedule(static) if (n >= kParallelElements)
-    for (std::int64_t i = 0; i < n; ++i) s[i] = k[i] ? kept : T(0);
-  }, "dropout");
-  return mul(x, scale);
 }
 
 }  // namespace ctrax

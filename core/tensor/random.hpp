@@ -44,13 +44,4 @@ class Rng {
   std::uint64_t key_;
 };
 
-// Throws std::invalid_argument unless 0 <= rate < 1. Layers call it at construction so a bad
-// rate is reported where the model is built, not at the first training step.
-void check_dropout_rate(double rate);
-
-// Inverted dropout: keeps each element with probability 1 − rate and scales kept ones by
-// 1/(1 − rate), so the expected value is unchanged. The mask has extent 1 on each axis in
-// `shared_axes` (one decision broadcast along it, Trax's shared_axes). rate 0 returns x itself.
-Tensor dropout(const Tensor& x, double rate, const Rng& rng, const std::vector<int>& shared_axes = {});
-
 }  // namespace ctrax

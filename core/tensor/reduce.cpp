@@ -5,11 +5,9 @@
 #include <limits>
 #include <stdexcept>
 
-#include "core/tensor/autodiff.hpp"
-#include "core/tensor/profile.hpp"
 #include "core/tensor/axis_view.hpp"
-#include "core/tensor/dispatch.hpp"
 #include "core/tensor/elementwise.hpp"
+#include "core/tensor/op.hpp"
 #include "core/tensor/shape_ops.hpp"
 
 namespace ctrax {
@@ -42,79 +40,82 @@ Shape drop_axes(const Shape& s, const Axes& axes) {
   return out;
 }
 
+constexpr OpDef kSum{"sum", profile::Family::reduce, Accepts::numeric};
+constexpr OpDef kMax{"max", profile::Family::reduce, Accepts::numeric};
+constexpr OpDef kArgmax{"argmax", profile::Family::reduce, Accepts::numeric};
+
 // Σ over one axis, keeping it with extent 1.
 Tensor sum_axis(const Tensor& x, int axis) {
   const Shape shape = keep_shape(x.shape(), axis);
-  if (x.is_meta()) return Tensor::meta(shape, x.dtype());
-  Tensor out = Tensor::zeros(shape, x.dtype());
-  const AxisView v(x.shape(), axis);
-  dispatch_numeric(x.dtype(), [&]<class T>(T) {
-    const T* px = x.data<T>();
-    T* po = out.data<T>();
-    for (std::int64_t o = 0; o < v.outer; ++o) {
-      T* row = po + o * v.inner;
-      if (v.inner == 1) {
-        double acc = 0;  // long sums in double: float32 loses digits after ~1e4 terms
-        for (std::int64_t k = 0; k < v.n; ++k) acc += px[o * v.n + k];
-        row[0] = static_cast<T>(acc);
-        continue;
+  return define_op(kSum, {x}, shape, x.dtype(), [&] {
+    Tensor out = Tensor::zeros(shape, x.dtype());
+    const AxisView v(x.shape(), axis);
+    dispatch_numeric(x.dtype(), [&]<class T>(T) {
+      const T* px = x.data<T>();
+      T* po = out.data<T>();
+      for (std::int64_t o = 0; o < v.outer; ++o) {
+        T* row = po + o * v.inner;
+        if (v.inner == 1) {
+          double acc = 0;  // long sums in double: float32 loses digits after ~1e4 terms
+          for (std::int64_t k = 0; k < v.n; ++k) acc += px[o * v.n + k];
+          row[0] = static_cast<T>(acc);
+          continue;
+        }
+        for (std::int64_t k = 0; k < v.n; ++k) {
+          const T* src = px + (o * v.n + k) * v.inner;
+          for (std::int64_t i = 0; i < v.inner; ++i) row[i] += src[i];
+        }
       }
-      for (std::int64_t k = 0; k < v.n; ++k) {
-        const T* src = px + (o * v.n + k) * v.inner;
-        for (std::int64_t i = 0; i < v.inner; ++i) row[i] += src[i];
-      }
-    }
-  }, "sum");
-  return record("sum", out, {x}, [xs = x.shape()](const Tensor& g) {
-    profile::Scope profile_scope(profile::Family::reduce);
-    return std::vector<Tensor>{expand(g, xs)};
+    });
+    return record(kSum, out, {x}, [xs = x.shape()](const Tensor& g) {
+      return std::vector<Tensor>{expand(g, xs)};
+    });
   });
 }
 
 // max over one axis, keeping it; the gradient goes to the maxima, split equally between ties.
 Tensor max_axis(const Tensor& x, int axis) {
   const Shape shape = keep_shape(x.shape(), axis);
-  if (x.is_meta()) return Tensor::meta(shape, x.dtype());
   if (x.shape()[axis] == 0) throw std::invalid_argument("max of an empty axis");
-  Tensor out = Tensor::empty(shape, x.dtype());
-  const AxisView v(x.shape(), axis);
-  dispatch_numeric(x.dtype(), [&]<class T>(T) {
-    const T* px = x.data<T>();
-    T* po = out.data<T>();
-    for (std::int64_t o = 0; o < v.outer; ++o)
-      for (std::int64_t i = 0; i < v.inner; ++i) {
-        T m = px[o * v.n * v.inner + i];
-        for (std::int64_t k = 1; k < v.n; ++k) m = std::max(m, px[(o * v.n + k) * v.inner + i]);
-        po[o * v.inner + i] = m;
-      }
-  }, "max");
-  const Tensor y = out.detach();
-  return record("max", out, {x}, [x, y, axis](const Tensor& g) {
-    profile::Scope profile_scope(profile::Family::reduce);
-    Tensor dx = Tensor::zeros(x.shape(), x.dtype());
+  return define_op(kMax, {x}, shape, x.dtype(), [&] {
+    Tensor out = Tensor::empty(shape, x.dtype());
     const AxisView v(x.shape(), axis);
-    dispatch_float(x.dtype(), [&]<class T>(T) {
+    dispatch_numeric(x.dtype(), [&]<class T>(T) {
       const T* px = x.data<T>();
-      const T* py = y.data<T>();
-      const T* pg = g.data<T>();
-      T* pd = dx.data<T>();
+      T* po = out.data<T>();
       for (std::int64_t o = 0; o < v.outer; ++o)
         for (std::int64_t i = 0; i < v.inner; ++i) {
-          const T m = py[o * v.inner + i];
-          int ties = 0;
-          for (std::int64_t k = 0; k < v.n; ++k) ties += px[(o * v.n + k) * v.inner + i] == m;
-          const T share = pg[o * v.inner + i] / static_cast<T>(ties);
-          for (std::int64_t k = 0; k < v.n; ++k)
-            if (px[(o * v.n + k) * v.inner + i] == m) pd[(o * v.n + k) * v.inner + i] = share;
+          T m = px[o * v.n * v.inner + i];
+          for (std::int64_t k = 1; k < v.n; ++k) m = std::max(m, px[(o * v.n + k) * v.inner + i]);
+          po[o * v.inner + i] = m;
         }
     });
-    return std::vector<Tensor>{dx};
+    const Tensor y = out.detach();
+    return record(kMax, out, {x}, [x, y, axis](const Tensor& g) {
+      Tensor dx = Tensor::zeros(x.shape(), x.dtype());
+      const AxisView v(x.shape(), axis);
+      dispatch_float(x.dtype(), [&]<class T>(T) {
+        const T* px = x.data<T>();
+        const T* py = y.data<T>();
+        const T* pg = g.data<T>();
+        T* pd = dx.data<T>();
+        for (std::int64_t o = 0; o < v.outer; ++o)
+          for (std::int64_t i = 0; i < v.inner; ++i) {
+            const T m = py[o * v.inner + i];
+            int ties = 0;
+            for (std::int64_t k = 0; k < v.n; ++k) ties += px[(o * v.n + k) * v.inner + i] == m;
+            const T share = pg[o * v.inner + i] / static_cast<T>(ties);
+            for (std::int64_t k = 0; k < v.n; ++k)
+              if (px[(o * v.n + k) * v.inner + i] == m) pd[(o * v.n + k) * v.inner + i] = share;
+          }
+      });
+      return std::vector<Tensor>{dx};
+    });
   });
 }
 
 template <class OneAxis>
 Tensor reduce(const Tensor& x, const Axes& axes, bool keepdims, OneAxis one_axis) {
-  profile::Scope profile_scope(profile::Family::reduce);
   const Axes ax = normalize_axes(axes, x.rank());
   Tensor r = x;
   for (int a : ax) r = one_axis(r, a);
@@ -154,25 +155,25 @@ Tensor logsumexp(const Tensor& x, const Axes& axes, bool keepdims) {
 }
 
 Tensor argmax(const Tensor& x, int axis) {
-  profile::Scope profile_scope(profile::Family::reduce);
   const int a = normalize_axis(axis, x.rank());
   Shape shape = x.shape();
   shape.erase(shape.begin() + a);
-  if (x.is_meta()) return Tensor::meta(shape, DType::int32);
-  Tensor out = Tensor::empty(shape, DType::int32);
-  const AxisView v(x.shape(), a);
-  dispatch_numeric(x.dtype(), [&]<class T>(T) {
-    const T* px = x.data<T>();
-    std::int32_t* po = out.data<std::int32_t>();
-    for (std::int64_t o = 0; o < v.outer; ++o)
-      for (std::int64_t i = 0; i < v.inner; ++i) {
-        std::int64_t best = 0;
-        for (std::int64_t k = 1; k < v.n; ++k)
-          if (px[(o * v.n + k) * v.inner + i] > px[(o * v.n + best) * v.inner + i]) best = k;
-        po[o * v.inner + i] = static_cast<std::int32_t>(best);
-      }
-  }, "argmax");
-  return out;
+  return define_op(kArgmax, {x}, shape, DType::int32, [&] {
+    Tensor out = Tensor::empty(shape, DType::int32);
+    const AxisView v(x.shape(), a);
+    dispatch_numeric(x.dtype(), [&]<class T>(T) {
+      const T* px = x.data<T>();
+      std::int32_t* po = out.data<std::int32_t>();
+      for (std::int64_t o = 0; o < v.outer; ++o)
+        for (std::int64_t i = 0; i < v.inner; ++i) {
+          std::int64_t best = 0;
+          for (std::int64_t k = 1; k < v.n; ++k)
+            if (px[(o * v.n + k) * v.inner + i] > px[(o * v.n + best) * v.inner + i]) best = k;
+          po[o * v.inner + i] = static_cast<std::int32_t>(best);
+        }
+    });
+    return out;
+  });
 }
 
 }  // namespace ctrax

@@ -7,12 +7,10 @@
 #include <numeric>
 #include <stdexcept>
 
-#include "core/tensor/autodiff.hpp"
-#include "core/tensor/profile.hpp"
 #include "core/tensor/axis_view.hpp"
 #include "core/tensor/broadcast.hpp"
-#include "core/tensor/dispatch.hpp"
 #include "core/tensor/elementwise.hpp"
+#include "core/tensor/op.hpp"
 #include "core/tensor/parallel.hpp"
 
 namespace ctrax {
@@ -34,10 +32,15 @@ void copy_block(const Tensor& src, std::int64_t src_start, std::int64_t len, Ten
                 row);
 }
 
+constexpr OpDef kReshape{"reshape", profile::Family::shape, Accepts::any};
+constexpr OpDef kTranspose{"transpose", profile::Family::shape, Accepts::any};
+constexpr OpDef kSlice{"slice", profile::Family::shape, Accepts::any};
+constexpr OpDef kConcatenate{"concatenate", profile::Family::shape, Accepts::any};
+constexpr OpDef kExpand{"expand", profile::Family::shape, Accepts::any};
+
 }  // namespace
 
 Tensor reshape(const Tensor& x, const Shape& shape) {
-  profile::Scope profile_scope(profile::Family::shape);
   Shape s = shape;
   const auto unknown = std::count(s.begin(), s.end(), -1);
   if (unknown > 1) throw std::invalid_argument("reshape: more than one -1 in " + to_string(shape));
@@ -51,16 +54,15 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
   if (numel(s) != x.numel())
     throw std::invalid_argument(fmt::format("reshape: cannot reshape {} into shape {}",
                                             x.signature(), to_string(shape)));
-  if (x.is_meta()) return Tensor::meta(s, x.dtype());
-  if (s == x.shape() && !x.requires_grad()) return x;
-  return record("reshape", reshape_view(x, s), {x}, [xs = x.shape()](const Tensor& g) {
-    profile::Scope profile_scope(profile::Family::shape);
-    return std::vector<Tensor>{reshape(g, xs)};
+  return define_op(kReshape, {x}, s, x.dtype(), [&] {
+      if (s == x.shape() && !x.requires_grad()) return x;
+      return record(kReshape, reshape_view(x, s), {x}, [xs = x.shape()](const Tensor& g) {
+        return std::vector<Tensor>{reshape(g, xs)};
+      });
   });
 }
 
 Tensor transpose(const Tensor& x, const std::vector<int>& perm) {
-  profile::Scope profile_scope(profile::Family::shape);
   const int r = x.rank();
   if (static_cast<int>(perm.size()) != r)
     throw std::invalid_argument(fmt::format("transpose: permutation of {} axes for {}",
@@ -72,53 +74,53 @@ Tensor transpose(const Tensor& x, const std::vector<int>& perm) {
   }
   Shape shape(r);
   for (int i = 0; i < r; ++i) shape[i] = x.shape()[p[i]];
-  if (x.is_meta()) return Tensor::meta(shape, x.dtype());
-  Tensor out = Tensor::empty(shape, x.dtype());
-  const auto in_strides = contiguous_strides(x.shape());
-  std::vector<std::int64_t> st(r);  // input stride for each output axis
-  for (int i = 0; i < r; ++i) st[i] = in_strides[p[i]];
-  dispatch_all(x.dtype(), [&]<class T>(T) {
-    const T* px = x.data<T>();
-    T* po = out.data<T>();
-    const std::int64_t n = out.numel();
-    if (r == 0 || n == 0) {
-      if (n) po[0] = px[0];
-      return;
-    }
-    const std::int64_t inner = shape[r - 1], si = st[r - 1], rows = n / inner;
-    // The output's rows split over threads (attention's head splits and merges are large); each
-    // thread finds its first row's input offset from the row's index, then steps like an odometer.
-    const int n_threads = n >= kParallelElements ? num_threads() : 1;
-#pragma omp parallel for schedule(static) num_threads(n_threads) if (n_threads > 1)
-    for (int t = 0; t < n_threads; ++t) {
-      const std::int64_t r0 = rows * t / n_threads, r1 = rows * (t + 1) / n_threads;
-      std::vector<std::int64_t> idx(r, 0);
-      std::int64_t off = 0;
-      std::int64_t rest = r0;
-      for (int d = r - 2; d >= 0; --d) {
-        idx[d] = rest % shape[d];
-        rest /= shape[d];
-        off += idx[d] * st[d];
+  return define_op(kTranspose, {x}, shape, x.dtype(), [&] {
+    Tensor out = Tensor::empty(shape, x.dtype());
+    const auto in_strides = contiguous_strides(x.shape());
+    std::vector<std::int64_t> st(r);  // input stride for each output axis
+    for (int i = 0; i < r; ++i) st[i] = in_strides[p[i]];
+    dispatch_all(x.dtype(), [&]<class T>(T) {
+      const T* px = x.data<T>();
+      T* po = out.data<T>();
+      const std::int64_t n = out.numel();
+      if (r == 0 || n == 0) {
+        if (n) po[0] = px[0];
+        return;
       }
-      for (std::int64_t row = r0; row < r1; ++row) {
-        T* o = po + row * inner;
-        for (std::int64_t i = 0; i < inner; ++i) o[i] = px[off + i * si];
+      const std::int64_t inner = shape[r - 1], si = st[r - 1], rows = n / inner;
+      // The output's rows split over threads (attention's head splits and merges are large); each
+      // thread finds its first row's input offset from the row's index, then steps like an odometer.
+      const int n_threads = n >= kParallelElements ? num_threads() : 1;
+  #pragma omp parallel for schedule(static) num_threads(n_threads) if (n_threads > 1)
+      for (int t = 0; t < n_threads; ++t) {
+        const std::int64_t r0 = rows * t / n_threads, r1 = rows * (t + 1) / n_threads;
+        std::vector<std::int64_t> idx(r, 0);
+        std::int64_t off = 0;
+        std::int64_t rest = r0;
         for (int d = r - 2; d >= 0; --d) {
-          if (++idx[d] < shape[d]) {
-            off += st[d];
-            break;
+          idx[d] = rest % shape[d];
+          rest /= shape[d];
+          off += idx[d] * st[d];
+        }
+        for (std::int64_t row = r0; row < r1; ++row) {
+          T* o = po + row * inner;
+          for (std::int64_t i = 0; i < inner; ++i) o[i] = px[off + i * si];
+          for (int d = r - 2; d >= 0; --d) {
+            if (++idx[d] < shape[d]) {
+              off += st[d];
+              break;
+            }
+            off -= st[d] * (shape[d] - 1);
+            idx[d] = 0;
           }
-          off -= st[d] * (shape[d] - 1);
-          idx[d] = 0;
         }
       }
-    }
-  });
-  std::vector<int> inverse(r);
-  for (int i = 0; i < r; ++i) inverse[p[i]] = i;
-  return record("transpose", out, {x}, [inverse](const Tensor& g) {
-    profile::Scope profile_scope(profile::Family::shape);
-    return std::vector<Tensor>{transpose(g, inverse)};
+    });
+    std::vector<int> inverse(r);
+    for (int i = 0; i < r; ++i) inverse[p[i]] = i;
+    return record(kTranspose, out, {x}, [inverse](const Tensor& g) {
+      return std::vector<Tensor>{transpose(g, inverse)};
+    });
   });
 }
 
@@ -130,7 +132,6 @@ Tensor swapaxes(const Tensor& x, int a, int b) {
 }
 
 Tensor slice(const Tensor& x, int axis, std::int64_t start, std::int64_t stop) {
-  profile::Scope profile_scope(profile::Family::shape);
   const int a = normalize_axis(axis, x.rank());
   const std::int64_t n = x.shape()[a];
   if (start < 0) start += n;
@@ -140,24 +141,22 @@ Tensor slice(const Tensor& x, int axis, std::int64_t start, std::int64_t stop) {
                                             start, stop, axis, x.signature()));
   Shape shape = x.shape();
   shape[a] = stop - start;
-  if (x.is_meta()) return Tensor::meta(shape, x.dtype());
-  Tensor out = Tensor::empty(shape, x.dtype());
-  copy_block(x, start, stop - start, out, 0, a);
-  return record("slice", out, {x}, [xs = x.shape(), a, start](const Tensor& g) {
-    profile::Scope profile_scope(profile::Family::shape);
-    Tensor dx = Tensor::zeros(xs, g.dtype());
-    copy_block(g, 0, g.shape()[a], dx, start, a);
-    return std::vector<Tensor>{dx};
+  return define_op(kSlice, {x}, shape, x.dtype(), [&] {
+      Tensor out = Tensor::empty(shape, x.dtype());
+      copy_block(x, start, stop - start, out, 0, a);
+      return record(kSlice, out, {x}, [xs = x.shape(), a, start](const Tensor& g) {
+        Tensor dx = Tensor::zeros(xs, g.dtype());
+        copy_block(g, 0, g.shape()[a], dx, start, a);
+        return std::vector<Tensor>{dx};
+      });
   });
 }
 
 Tensor concatenate(const std::vector<Tensor>& xs, int axis) {
-  profile::Scope profile_scope(profile::Family::shape);
   if (xs.empty()) throw std::invalid_argument("concatenate: no tensors");
   const int a = normalize_axis(axis, xs[0].rank());
   Shape shape = xs[0].shape();
   shape[a] = 0;
-  bool meta = false;
   for (const Tensor& x : xs) {
     Shape s = x.shape();
     if (x.rank() == xs[0].rank()) s[a] = 0;
@@ -165,26 +164,25 @@ Tensor concatenate(const std::vector<Tensor>& xs, int axis) {
       throw std::invalid_argument(fmt::format(
           "concatenate along axis {}: {} does not match the others {}", axis, x.signature(),
           xs[0].signature()));
-    meta = meta || x.is_meta();
   }
   for (const Tensor& x : xs) shape[a] += x.shape()[a];
-  if (meta) return Tensor::meta(shape, xs[0].dtype());
-  Tensor out = Tensor::empty(shape, xs[0].dtype());
-  std::vector<std::int64_t> starts;
-  std::int64_t at = 0;
-  for (const Tensor& x : xs) {
-    starts.push_back(at);
-    copy_block(x, 0, x.shape()[a], out, at, a);
-    at += x.shape()[a];
-  }
-  return record("concatenate", out, xs, [xs, starts, a](const Tensor& g) {
-    profile::Scope profile_scope(profile::Family::shape);
-    std::vector<Tensor> grads;
-    for (std::size_t i = 0; i < xs.size(); ++i)
-      grads.push_back(xs[i].requires_grad()
-                          ? slice(g, a, starts[i], starts[i] + xs[i].shape()[a])
-                          : Tensor());
-    return grads;
+  return define_op(kConcatenate, xs, shape, xs[0].dtype(), [&] {
+    Tensor out = Tensor::empty(shape, xs[0].dtype());
+    std::vector<std::int64_t> starts;
+    std::int64_t at = 0;
+    for (const Tensor& x : xs) {
+      starts.push_back(at);
+      copy_block(x, 0, x.shape()[a], out, at, a);
+      at += x.shape()[a];
+    }
+    return record(kConcatenate, out, xs, [xs, starts, a](const Tensor& g) {
+      std::vector<Tensor> grads;
+      for (std::size_t i = 0; i < xs.size(); ++i)
+        grads.push_back(xs[i].requires_grad()
+                            ? slice(g, a, starts[i], starts[i] + xs[i].shape()[a])
+                            : Tensor());
+      return grads;
+    });
   });
 }
 
@@ -202,21 +200,20 @@ std::vector<Tensor> split(const Tensor& x, int n_parts, int axis) {
 }
 
 Tensor expand(const Tensor& x, const Shape& shape) {
-  profile::Scope profile_scope(profile::Family::shape);
   const Shape s = broadcast_shapes(x.shape(), shape);
   if (s != shape)
     throw std::invalid_argument(fmt::format("expand: cannot broadcast {} to {}", x.signature(),
                                             to_string(shape)));
   if (x.shape() == shape) return x;
-  if (x.is_meta()) return Tensor::meta(shape, x.dtype());
-  Tensor out = Tensor::empty(shape, x.dtype());
-  dispatch_all(x.dtype(), [&]<class T>(T) {
-    broadcast_loop(x.data<T>(), x.shape(), x.data<T>(), x.shape(), out.data<T>(), shape,
-                   [](T v, T) { return v; });
-  });
-  return record("expand", out, {x}, [xs = x.shape()](const Tensor& g) {
-    profile::Scope profile_scope(profile::Family::shape);
-    return std::vector<Tensor>{sum_to(g, xs)};
+  return define_op(kExpand, {x}, shape, x.dtype(), [&] {
+      Tensor out = Tensor::empty(shape, x.dtype());
+      dispatch_all(x.dtype(), [&]<class T>(T) {
+        broadcast_loop(x.data<T>(), x.shape(), x.data<T>(), x.shape(), out.data<T>(), shape,
+                       [](T v, T) { return v; });
+      });
+      return record(kExpand, out, {x}, [xs = x.shape()](const Tensor& g) {
+        return std::vector<Tensor>{sum_to(g, xs)};
+      });
   });
 }
 
@@ -237,7 +234,6 @@ Tensor squeeze(const Tensor& x, int axis) {
 }
 
 Tensor stack(const std::vector<Tensor>& xs, int axis) {
-  profile::Scope profile_scope(profile::Family::shape);
   if (xs.empty()) throw std::invalid_argument("stack: no tensors");
   std::vector<Tensor> parts;
   for (const Tensor& x : xs) parts.push_back(expand_dims(x, axis < 0 ? axis + x.rank() + 1 : axis));

@@ -10,8 +10,7 @@
 #include <ostream>
 #include <stdexcept>
 
-#include "core/tensor/autodiff.hpp"
-#include "core/tensor/dispatch.hpp"
+#include "core/tensor/op.hpp"
 
 namespace ctrax {
 
@@ -194,13 +193,15 @@ double Tensor::item() const {
 }
 
 Tensor Tensor::to(DType dt) const {
+  static constexpr OpDef kTo{"to", profile::Family::elementwise, Accepts::any};
   if (dt == dtype()) return *this;
-  if (is_meta()) return meta(shape(), dt);
-  Tensor out = empty(shape(), dt);
-  out.copy_from(*this);
-  if (!is_floating(dt) || !is_floating(dtype())) return out;
-  return record("to", out, {*this}, [from = dtype()](const Tensor& g) {
-    return std::vector<Tensor>{g.to(from)};
+  return define_op(kTo, {*this}, shape(), dt, [&] {
+    Tensor out = empty(shape(), dt);
+    out.copy_from(*this);
+    if (!is_floating(dt) || !is_floating(dtype())) return out;
+    return record(kTo, out, {*this}, [from = dtype()](const Tensor& g) {
+      return std::vector<Tensor>{g.to(from)};
+    });
   });
 }
 

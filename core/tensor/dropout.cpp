@@ -1,0 +1,65 @@
+#include "core/tensor/dropout.hpp"
+
+#include <string>
+
+#include "core/tensor/broadcast.hpp"
+#include "core/tensor/elementwise.hpp"
+#include "core/tensor/op.hpp"
+
+namespace ctrax {
+
+namespace {
+
+constexpr OpDef kDropout{"dropout", profile::Family::random};
+
+// y = x · (keep ? s : 0), elementwise: mul(x, scale) without building the float scale tensor —
+// one pass over the activations fewer each way. Products, not selects, so the results are mul's
+// bit for bit (a dropped NaN stays NaN).
+Tensor masked_scale(const Tensor& in, const Tensor& keep, double s) {
+  Tensor out = Tensor::empty(in.shape(), in.dtype());
+  dispatch_float(in.dtype(), [&]<class T>(T) {
+    const std::uint8_t* k = keep.data<std::uint8_t>();
+    const T* pi = in.data<T>();
+    T* po = out.data<T>();
+    const T kept = static_cast<T>(s);
+    const std::int64_t n = in.numel();
+#pragma omp parallel for schedule(static) if (n >= kParallelElements)
+    for (std::int64_t i = 0; i < n; ++i) po[i] = pi[i] * (k[i] ? kept : T(0));
+  });
+  return out;
+}
+
+}  // namespace
+
+void check_dropout_rate(double rate) {
+  if (rate < 0.0 || rate >= 1.0)
+    throw std::invalid_argument("dropout rate must be in [0, 1), got " + std::to_string(rate));
+}
+
+Tensor dropout(const Tensor& x, double rate, const Rng& rng, const std::vector<int>& shared_axes) {
+  check_dropout_rate(rate);
+  if (rate == 0.0) return x;
+  Shape mask_shape = x.shape();
+  for (int a : shared_axes) mask_shape[normalize_axis(a, x.rank(), "shared axis")] = 1;
+  const double s = 1.0 / (1.0 - rate);
+  return define_op(kDropout, {x}, x.shape(), x.dtype(), [&] {
+    const Tensor keep = rng.bernoulli(mask_shape, 1.0 - rate);
+    if (mask_shape == x.shape())
+      return record(kDropout, masked_scale(x, keep, s), {x}, [keep, s](const Tensor& g) {
+        return std::vector<Tensor>{masked_scale(g, keep, s)};
+      });
+    // Shared axes: the mask broadcasts, so it becomes a float scale for mul.
+    Tensor scale = Tensor::empty(mask_shape, x.dtype());
+    dispatch_float(x.dtype(), [&]<class T>(T) {
+      const std::uint8_t* k = keep.data<std::uint8_t>();
+      T* p = scale.data<T>();
+      const T kept = static_cast<T>(s);
+      const std::int64_t n = scale.numel();
+#pragma omp parallel for schedule(static) if (n >= kParallelElements)
+      for (std::int64_t i = 0; i < n; ++i) p[i] = k[i] ? kept : T(0);
+    });
+    return mul(x, scale);
+  });
+}
+
+}  // namespace ctrax
