@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
-
 #include "core/layer/combinators.hpp"
 #include "core/tensor/attention.hpp"
 #include "core/tensor/ops.hpp"
@@ -15,17 +13,6 @@
 namespace ctrax::layers {
 
 namespace {
-
-// Copies x (N, L, d) into rows [start, start + L) of buf (N, max_len, d), in place.
-void write_rows(Tensor& buf, const Tensor& x, std::int64_t start) {
-  const std::int64_t N = x.dim(0), L = x.dim(1), d = x.dim(2), max_len = buf.dim(1);
-  const std::size_t row_bytes = static_cast<std::size_t>(d) * itemsize(x.dtype());
-  auto* dst = static_cast<char*>(buf.raw_data());
-  const auto* src = static_cast<const char*>(x.raw_data());
-  for (std::int64_t n = 0; n < N; ++n)
-    std::memcpy(dst + (n * max_len + start) * static_cast<std::int64_t>(row_bytes),
-                src + n * L * static_cast<std::int64_t>(row_bytes), row_bytes * L);
-}
 
 class DotProductCausalAttentionLayer final : public Layer {
  public:
@@ -74,9 +61,8 @@ class DotProductCausalAttentionLayer final : public Layer {
       throw std::invalid_argument(fmt::format(
           "the KV cache holds max_inference_length = {} positions; {} are filled and {} more "
           "were given", max_len_, filled, L_q));
-    if (q.is_meta()) return Tensor::meta({q.dim(0), L_q, v.dim(2)}, q.dtype());
-    write_rows(K, k, filled);
-    write_rows(V, v, filled);
+    write_slice(K, k, 1, filled);
+    write_slice(V, v, 1, filled);
     const std::int64_t n = filled + L_q;
     state()[2] = Tensor::scalar(static_cast<double>(n), DType::int32);
     // Over the cache's first n rows in place (core/tensor/attention.hpp), no copy of the prefix.

@@ -23,8 +23,8 @@ class DenseLayer final : public Layer {
       throw std::invalid_argument("Dense needs inputs of rank >= 1, got a scalar");
     const DType dt = weight_dtype(x.dtype);
     const auto keys = rng().split(2);
-    add_weight("w", glorot_uniform({x.shape.back(), n_units_}, keys[0], dt));
-    if (use_bias_) add_weight("b", random_normal({n_units_}, 1e-6, keys[1], dt));
+    add_weight("w", {x.shape.back(), n_units_}, dt, glorot_uniform(), keys[0]);
+    if (use_bias_) add_weight("b", {n_units_}, dt, random_normal(1e-6), keys[1]);
   }
 
   Stack forward(const Stack& inputs) override {

@@ -1,6 +1,6 @@
 #include "layers/dropout.hpp"
 
-#include "core/tensor/random.hpp"
+#include "core/tensor/dropout.hpp"
 
 namespace ctrax::layers {
 

@@ -23,9 +23,8 @@ class EmbeddingLayer final : public Layer {
 
  protected:
   void init_weights_and_state(const Signature& input) override {
-    add_weight("table", scaled_uniform({vocab_size_, d_feature_}, 1.0,
-                                       static_cast<double>(d_feature_), rng(),
-                                       weight_dtype(input.at(0).dtype)));
+    add_weight("table", {vocab_size_, d_feature_}, weight_dtype(input.at(0).dtype),
+               scaled_uniform(1.0), rng());
   }
 
   Stack forward(const Stack& inputs) override {

@@ -1,24 +1,25 @@
 // ctrax/layers/initializers.hpp — Trax's weight initialisers (trax/layers/initializers.py).
 //
-// For a kernel of shape (fan_in, fan_out):
-//   glorot_uniform     U(−√(6/(fan_in+fan_out)), +√(6/(fan_in+fan_out)))   Dense kernels
-//   random_normal      N(0, stddev²)                                         Dense biases, 1e-6
-//   scaled_uniform     U(−√(3·scale/fan), +√(3·scale/fan))                   Embedding: fan = d
+// Each returns an Initializer, f(shape, rng, dtype) -> Tensor, which a layer hands to add_weight
+// (core/layer/layer.hpp) with the weight's shape and its rng; the layer base calls it only when
+// a value is needed (never under reset_state). For a kernel of shape (fan_in, fan_out):
+//   glorot_uniform()       U(−√(6/(fan_in+fan_out)), +√(6/(fan_in+fan_out)))   Dense kernels
+//   random_normal(σ)       N(0, σ²)                                             Dense biases, 1e-6
+//   scaled_uniform(scale)  U(−√(3·scale/fan), +√(3·scale/fan)), fan = last axis Embedding tables
+//                          (Trax's ScaledInitializer, mode 'fan_out', uniform)
+//   constant(c)            every element c                                      LayerNorm: 1 and 0
 // Weights take the floating dtype they are asked for (float32 normally; float64 in gradient
 // checks).
 #pragma once
 
-#include "core/tensor/random.hpp"
+#include "core/layer/layer.hpp"
 
 namespace ctrax::layers {
 
-Tensor glorot_uniform(const Shape& shape, const Rng& rng, DType dtype = DType::float32);
-Tensor random_normal(const Shape& shape, double stddev, const Rng& rng,
-                     DType dtype = DType::float32);
-// U(−√(3·scale/fan), +√(3·scale/fan)): variance scale/fan. Embedding uses fan = d (its last axis,
-// Trax's ScaledInitializer in mode 'fan_out').
-Tensor scaled_uniform(const Shape& shape, double scale, double fan, const Rng& rng,
-                      DType dtype = DType::float32);
+Initializer glorot_uniform();
+Initializer random_normal(double stddev);
+Initializer scaled_uniform(double scale);
+Initializer constant(double value);
 
 // The float dtype weights should have for inputs of `dt`: the input's if it is floating, else
 // float32 (token ids feed float32 embeddings).

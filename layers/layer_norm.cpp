@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/tensor/ops.hpp"
+#include "layers/initializers.hpp"
 
 namespace ctrax::layers {
 
@@ -19,8 +20,8 @@ class LayerNormLayer final : public Layer {
     if (x.shape.empty() || !is_floating(x.dtype))
       throw std::invalid_argument(
           fmt::format("LayerNorm needs floating inputs of rank >= 1, got {}", ctrax::to_string(input)));
-    add_weight("scale", Tensor::ones({x.shape.back()}, x.dtype));
-    add_weight("bias", Tensor::zeros({x.shape.back()}, x.dtype));
+    add_weight("scale", {x.shape.back()}, x.dtype, constant(1.0), rng());
+    add_weight("bias", {x.shape.back()}, x.dtype, constant(0.0), rng());
   }
 
   Stack forward(const Stack& inputs) override {

@@ -50,7 +50,9 @@ class PositionalEncodingLayer final : public Layer {
     if (x.shape.size() != 3)
       throw std::invalid_argument(fmt::format(
           "PositionalEncoding expects (B, L, d_feature) activations, got {}", ctrax::to_string(input)));
-    add_weight("pe", sinusoidal_table(max_len_, x.shape[2], weight_dtype(x.dtype)));
+    add_weight("pe", {max_len_, x.shape[2]}, weight_dtype(x.dtype),
+               [](const Shape& s, const Rng&, DType dt) { return sinusoidal_table(s[0], s[1], dt); },
+               rng());
     if (mode() == Mode::predict) state() = {Tensor::scalar(0, DType::int32)};
   }
 
@@ -74,7 +76,7 @@ class PositionalEncodingLayer final : public Layer {
           max_len_));
     Tensor px = slice(pe, 0, start, start + L);  // (L, d)
     if (mode() == Mode::train && dropout_ > 0.0) px = dropout(px, dropout_, rng(), broadcast_dims_);
-    if (mode() == Mode::predict && !x.is_meta())
+    if (mode() == Mode::predict)
       state()[0] = Tensor::scalar(static_cast<double>(start + L), DType::int32);
     return {x + px};
   }

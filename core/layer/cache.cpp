@@ -9,18 +9,17 @@ class CacheLayer final : public Layer {
   CacheLayer(LayerPtr layer, std::source_location created)
       : Layer("Cache", layer->n_in(), layer->n_out(), created) {
     set_sublayers({std::move(layer)});
-    set_transparent_in_weight_paths();
   }
 
  protected:
+  // A run on meta inputs (shape inference) leaves the state as it was: Layer::apply restores it.
   Stack forward(const Stack& inputs) override {
-    bool meta = false;
-    for (const Tensor& x : inputs) meta = meta || x.is_meta();
-    if (!meta && !state().empty()) return state();
-    Stack outputs = call_sublayer(0, inputs);
-    if (!meta) state() = outputs;
-    return outputs;
+    if (!state().empty()) return state();
+    state() = call_sublayer(0, inputs);
+    return state();
   }
+
+  bool transparent_in_weight_paths() const override { return true; }
 };
 
 }  // namespace

@@ -10,102 +10,27 @@
 
 namespace ctrax {
 
-// --- signatures --------------------------------------------------------------------------------
-
-std::string ShapeDtype::to_string() const {
-  std::string dims = fmt::format("{}", fmt::join(shape, ", "));
-  if (shape.size() == 1) dims += ",";
-  return fmt::format("ShapeDtype{{shape:({}), dtype:{}}}", dims, ctrax::to_string(dtype));
-}
-
-ShapeDtype signature_of(const Tensor& x) { return {x.shape(), x.dtype()}; }
-
-Signature signature_of(const std::vector<Tensor>& xs) {
-  Signature s;
-  for (const Tensor& x : xs) s.push_back(signature_of(x));
-  return s;
-}
-
-std::string to_string(const Signature& s) {
-  std::vector<std::string> parts;
-  for (const auto& sd : s)
-    parts.push_back(fmt::format("{}[{}]", short_name(sd.dtype), fmt::join(sd.shape, ",")));
-  return fmt::format("({})", fmt::join(parts, ", "));
-}
-
-std::string to_string(Mode mode) {
-  switch (mode) {
-    case Mode::train: return "train";
-    case Mode::eval: return "eval";
-    case Mode::predict: return "predict";
-  }
-  return "?";
-}
-
-std::string location_string(const std::source_location& loc) {
-  std::string file = loc.file_name();
-  while (file.rfind("../", 0) == 0) file = file.substr(3);
-  return fmt::format("{}:{}", file, loc.line());
-}
-
-// --- LayerError --------------------------------------------------------------------------------
-
-LayerError::LayerError(std::string segment, std::string method, std::source_location created,
-                       std::string inputs, std::string message)
-    : std::runtime_error(""),
-      method_(std::move(method)),
-      created_(location_string(created)),
-      inputs_(std::move(inputs)),
-      message_(std::move(message)),
-      segments_{std::move(segment)} {
-  rebuild();
-}
-
-void LayerError::mark_index(std::size_t index) {
-  segments_.front() += fmt::format("[{}]", index);
-  rebuild();
-}
-
-void LayerError::prepend(const std::string& segment) {
-  segments_.insert(segments_.begin(), segment);
-  rebuild();
-}
-
-void LayerError::rebuild() {
-  path_ = fmt::format("{}", fmt::join(segments_, "/"));
-  static_cast<std::runtime_error&>(*this) = std::runtime_error(fmt::format(
-      "LayerError: Exception passing through layer {} (in {}):\n"
-      "  layer created at {}\n"
-      "  layer input shapes: {}\n"
-      "  {}",
-      path_, method_, created_, inputs_, message_));
-}
-
 // --- the init pass -----------------------------------------------------------------------------
 
 namespace {
 
-// While init() runs, every layer met for the first time creates its weights from the meta
-// inputs it receives. A shared layer is met twice but initialised once.
+// While init() runs, every layer met for the first time creates its weights and state from the
+// meta inputs it receives. A shared layer is met twice but initialised once. reset_state() runs
+// the same pass with keep_weights: each layer gets its own weights back from add_weight.
 struct InitPass {
   std::unordered_set<const Layer*> seen;
+  bool keep_weights = false;
 };
 thread_local InitPass* t_init = nullptr;
 
 struct InitPassScope {
   InitPass pass;
   InitPass* previous;
-  InitPassScope() : previous(t_init) { t_init = &pass; }
+  explicit InitPassScope(bool keep_weights) : previous(t_init) {
+    pass.keep_weights = keep_weights;
+    t_init = &pass;
+  }
   ~InitPassScope() { t_init = previous; }
-};
-
-// While reset_state() re-runs init, every weight is about to be replaced by the one it had.
-thread_local bool t_keeping_weights = false;
-
-struct KeepingWeightsScope {
-  bool previous = t_keeping_weights;
-  KeepingWeightsScope() { t_keeping_weights = true; }
-  ~KeepingWeightsScope() { t_keeping_weights = previous; }
 };
 
 Stack meta_inputs(const Signature& sig) {
@@ -124,9 +49,6 @@ std::string indent(const std::string& s) {
 }
 
 }  // namespace
-
-bool Layer::initializing() { return t_init != nullptr; }
-bool Layer::keeping_weights() { return t_keeping_weights; }
 
 // --- Layer -------------------------------------------------------------------------------------
 
@@ -147,16 +69,31 @@ void Layer::set_arity(int n_in, int n_out) {
   n_out_ = n_out;
 }
 
-void Layer::add_weight(std::string name, Tensor value) {
-  if (is_floating(value.dtype())) value.requires_grad_();
+void Layer::add_weight(std::string name, const Shape& shape, DType dtype,
+                       const Initializer& initializer, const Rng& rng) {
+  Tensor value;
+  if (t_init && t_init->keep_weights) {
+    const std::size_t k = weights_.size();
+    if (k >= kept_weights_.size() || kept_weights_[k].shape() != shape ||
+        kept_weights_[k].dtype() != dtype)
+      throw std::logic_error(fmt::format(
+          "{}: reset_state cannot keep weight {} ({}[{}]): the layer had {}", display_name(), name,
+          short_name(dtype), fmt::join(shape, ","),
+          k < kept_weights_.size() ? kept_weights_[k].signature() : "no weight there"));
+    value = kept_weights_[k];
+  } else {
+    value = initializer(shape, rng, dtype);
+    if (value.shape() != shape || value.dtype() != dtype)
+      throw std::logic_error(fmt::format("{}: the initializer of weight {} made {}, not {}[{}]",
+                                         display_name(), name, value.signature(),
+                                         short_name(dtype), fmt::join(shape, ",")));
+    if (is_floating(dtype)) value.requires_grad_();
+  }
   weight_names_.push_back(std::move(name));
   weights_.push_back(std::move(value));
 }
 
-void Layer::clear_weights() {
-  weights_.clear();
-  weight_names_.clear();
-}
+bool Layer::transparent_in_weight_paths() const { return false; }
 
 std::string Layer::display_name() const {
   std::string s = name_;
@@ -188,7 +125,7 @@ Signature Layer::init(const ShapeDtype& input_signature, const Rng& rng) {
 
 Signature Layer::init(const Signature& input_signature, const Rng& rng) {
   set_rng(rng);
-  InitPassScope scope;
+  InitPassScope scope(/*keep_weights=*/false);
   NoGrad no_grad;
   return signature_of((*this)(meta_inputs(input_signature)));
 }
@@ -236,9 +173,14 @@ Tensor Layer::operator()(const Tensor& x) {
 
 Stack Layer::apply(const Stack& inputs) {
   if (t_init && t_init->seen.insert(this).second) {
-    clear_weights();
-    state_.clear();
-    init_weights_and_state(signature_of(inputs));
+    if (t_init->keep_weights) {
+      init_keeping_weights(signature_of(inputs));
+    } else {
+      weights_.clear();
+      weight_names_.clear();
+      state_.clear();
+      init_weights_and_state(signature_of(inputs));
+    }
     initialized_ = true;
   }
   if (!initialized_)
@@ -258,6 +200,25 @@ Stack Layer::apply(const Stack& inputs) {
     throw std::logic_error(fmt::format("{}.forward returned {} outputs but n_out is {}",
                                        name_, outputs.size(), n_out_));
   return outputs;
+}
+
+void Layer::init_keeping_weights(const Signature& input_signature) {
+  kept_weights_ = std::move(weights_);
+  std::vector<std::string> names = std::move(weight_names_);
+  weights_.clear();
+  weight_names_.clear();
+  state_.clear();
+  try {
+    init_weights_and_state(input_signature);
+    if (weights_.size() != kept_weights_.size())
+      throw std::logic_error(fmt::format("{}: reset_state made {} weights where there were {}",
+                                         display_name(), weights_.size(), kept_weights_.size()));
+  } catch (...) {  // the layer keeps what it had
+    weights_ = std::move(kept_weights_);
+    weight_names_ = std::move(names);
+    throw;
+  }
+  kept_weights_.clear();
 }
 
 Stack Layer::call_sublayer(std::size_t i, const Stack& stack) {
@@ -288,7 +249,7 @@ void Layer::visit_tensors(bool state, const std::string* path,
       continue;
     }
     Layer* sub = sublayers_[i].get();
-    while (!state && sub->transparent_in_weight_paths_ && sub->sublayers_.size() == 1 &&
+    while (!state && sub->transparent_in_weight_paths() && sub->sublayers_.size() == 1 &&
            sub->weights_.empty() && seen.insert(sub).second)
       sub = sub->sublayers_[0].get();
     const std::string child = fmt::format("{}/{}[{}]", *path, sub->name(), i);
@@ -315,12 +276,10 @@ void Layer::for_each_state(const std::function<void(Tensor&)>& f) {
 void Layer::reset_state(const Signature& input_signature) {
   if (!initialized_)
     throw std::logic_error(fmt::format("reset_state: {} is not initialised", display_name()));
-  const std::vector<Tensor> weights = all_weights();
-  {
-    KeepingWeightsScope keeping;
-    init(input_signature, rng_);
-  }
-  bind_all_weights(weights);
+  set_rng(rng_);
+  InitPassScope scope(/*keep_weights=*/true);
+  NoGrad no_grad;
+  (*this)(meta_inputs(input_signature));
 }
 
 std::vector<std::pair<std::string, Tensor>> Layer::named_weights() const {

@@ -40,6 +40,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "core/layer/layer_error.hpp"
+#include "core/layer/mode.hpp"
 #include "core/layer/signature.hpp"
 #include "core/tensor/random.hpp"
 #include "core/tensor/tensor.hpp"
@@ -48,33 +50,14 @@ namespace ctrax {
 
 using Stack = std::vector<Tensor>;
 
-// train: dropout on, records the tape.  eval: dropout off, no tape.
-// predict: eval plus stateful decoding (KV caches, position counters; ShiftRight is identity).
-enum class Mode { train, eval, predict };
-std::string to_string(Mode mode);
-
 class Layer;
 using LayerPtr = std::shared_ptr<Layer>;
 
-class LayerError : public std::runtime_error {
- public:
-  LayerError(std::string segment, std::string method, std::source_location created,
-             std::string inputs, std::string message);
-  const std::string& path() const { return path_; }      // "Serial/Dense_512[1]"
-  const std::string& method() const { return method_; }  // "forward", "init", ...
-  const std::string& message() const { return message_; }  // the original error
-  // Used by combinators while the error propagates outwards.
-  void mark_index(std::size_t index);               // innermost-unindexed segment gets [index]
-  void prepend(const std::string& segment);
+// How a weight's first value is drawn (Trax's initializers: f(shape, rng)); layers/initializers.hpp
+// has Trax's. Called only when the value is needed: reset_state keeps every weight and calls none.
+using Initializer = std::function<Tensor(const Shape& shape, const Rng& rng, DType dtype)>;
 
- private:
-  void rebuild();
-  std::string path_, method_, created_, inputs_, message_;
-  std::vector<std::string> segments_;
-  std::size_t indexed_ = 0;  // how many outer segments already carry their index
-};
-
-class Layer : public std::enable_shared_from_this<Layer> {
+class Layer {
  public:
   virtual ~Layer() = default;
   Layer(const Layer&) = delete;
@@ -128,13 +111,10 @@ class Layer : public std::enable_shared_from_this<Layer> {
   std::vector<std::pair<std::string, Tensor>> named_state() const;
   // Calls f on every state tensor (same order); f may replace it — decoding reorders beams so.
   void for_each_state(const std::function<void(Tensor&)>& f);
-  // Re-creates all state for inputs of this signature and keeps every weight: how decoding
-  // starts new sequences (empty KV caches, position 0) or changes the batch size.
+  // Re-creates all state for inputs of this signature and keeps every weight (the same tensors;
+  // no initializer runs): how decoding starts new sequences (empty KV caches, position 0) or
+  // changes the batch size.
   void reset_state(const Signature& input_signature);
-  // True while reset_state() re-runs init: the weights are about to be replaced by the kept ones,
-  // so initialisers return shape-only (meta) tensors instead of drawing random numbers (which
-  // took ~15 ms of every decoding call at 3M weights).
-  static bool keeping_weights();
   const Rng& rng() const { return rng_; }
   // Sets this layer's rng and, split one per sublayer, its sublayers' (Trax's rng setter). The
   // training loop calls it with a fresh key every step so dropout masks change.
@@ -154,24 +134,27 @@ class Layer : public std::enable_shared_from_this<Layer> {
   // Called with fewer than n_in() inputs: which part of this layer needs the missing ones (a
   // Serial names its child), appended to the error; default: nothing to add.
   virtual std::string short_of_inputs(int n_given) const;
+  // True for a wrapper (Cache) whose one sublayer's weights are named as if it sat in the
+  // wrapper's place: Serial/Cache[2]/Dense_8[0]/w is named Serial/Dense_8[2]/w, so a predict-mode
+  // model (which adds Cache wrappers) loads a train-mode checkpoint by name. Default: false.
+  virtual bool transparent_in_weight_paths() const;
 
   void set_sublayers(std::vector<LayerPtr> sublayers);
   // What to_string() prints under this layer (nullptr prints "None"); default: sublayers().
   void set_sublayers_to_print(std::vector<LayerPtr> layers);
   void set_arity(int n_in, int n_out);
-  void add_weight(std::string name, Tensor value);  // marks float weights requires_grad
-  void clear_weights();
-  // Marks a wrapper (Cache) whose one sublayer's weights are named as if it sat in the
-  // wrapper's place: Serial/Cache[2]/Dense_8[0]/w is named Serial/Dense_8[2]/w, so a predict-mode
-  // model (which adds Cache wrappers) loads a train-mode checkpoint by name.
-  void set_transparent_in_weight_paths() { transparent_in_weight_paths_ = true; }
+  // Declares a weight (in init_weights_and_state): its value is initializer(shape, rng, dtype),
+  // or, under reset_state, the weight this layer already has at that place. Float weights
+  // require a gradient.
+  void add_weight(std::string name, const Shape& shape, DType dtype, const Initializer& initializer,
+                  const Rng& rng);
   // Applies sublayer i to a stack, so that an error in it carries the index in its path.
   Stack call_sublayer(std::size_t i, const Stack& stack);
-  // True while init() runs the model on meta tensors.
-  static bool initializing();
 
  private:
   Stack apply(const Stack& inputs);
+  // init_weights_and_state under reset_state: add_weight hands back the weights this layer has.
+  void init_keeping_weights(const Signature& input_signature);
   // The one walk over weights (or, with `state`, state tensors): depth-first, own tensors first,
   // a shared layer once. `path` is null when the caller needs no names (then none are built).
   void visit_tensors(bool state, const std::string* path, std::unordered_set<const Layer*>& seen,
@@ -185,8 +168,8 @@ class Layer : public std::enable_shared_from_this<Layer> {
   std::vector<LayerPtr> sublayers_;
   std::vector<LayerPtr> sublayers_to_print_;
   bool print_override_ = false;
-  bool transparent_in_weight_paths_ = false;
   std::vector<Tensor> weights_;
+  std::vector<Tensor> kept_weights_;  // under reset_state: the weights add_weight hands back
   std::vector<std::string> weight_names_;
   std::vector<Tensor> state_;
   Rng rng_;
@@ -197,8 +180,5 @@ class Layer : public std::enable_shared_from_this<Layer> {
 // Sets a freshly built layer's mode and returns it: the one line every mode-dependent factory
 // ends with (`return with_mode(std::make_shared<DropoutLayer>(...), mode);`).
 LayerPtr with_mode(LayerPtr layer, Mode mode);
-
-// "tests/foo.cpp:12" from a source_location, with leading "../" removed.
-std::string location_string(const std::source_location& loc);
 
 }  // namespace ctrax

@@ -25,7 +25,7 @@ class ScanLayer final : public Layer {
   Stack forward(const Stack& inputs) override {
     const auto n_x = inputs.size() - static_cast<std::size_t>(n_carry_);
     Stack carry(inputs.begin() + static_cast<std::ptrdiff_t>(n_x), inputs.end());
-    if (mode() == Mode::predict && !state().empty() && !inputs[0].is_meta()) carry = state();
+    if (mode() == Mode::predict && !state().empty()) carry = state();
     const std::int64_t length = inputs[0].dim(axis_);
     const std::size_t n_y = static_cast<std::size_t>(n_out() - n_carry_);
     std::vector<Stack> ys(n_y);
@@ -48,7 +48,7 @@ class ScanLayer final : public Layer {
                                                 inputs[0].signature()));
       outputs.push_back(stack(y, axis_));
     }
-    if (mode() == Mode::predict && !inputs[0].is_meta()) state() = carry;
+    if (mode() == Mode::predict) state() = carry;
     outputs.insert(outputs.end(), carry.begin(), carry.end());
     return outputs;
   }

@@ -37,6 +37,7 @@ constexpr OpDef kTranspose{"transpose", profile::Family::shape, Accepts::any};
 constexpr OpDef kSlice{"slice", profile::Family::shape, Accepts::any};
 constexpr OpDef kConcatenate{"concatenate", profile::Family::shape, Accepts::any};
 constexpr OpDef kExpand{"expand", profile::Family::shape, Accepts::any};
+constexpr OpDef kWriteSlice{"write_slice", profile::Family::shape, Accepts::any};
 
 }  // namespace
 
@@ -231,6 +232,20 @@ Tensor squeeze(const Tensor& x, int axis) {
   Shape s = x.shape();
   s.erase(s.begin() + a);
   return reshape(x, s);
+}
+
+void write_slice(Tensor& buf, const Tensor& x, int axis, std::int64_t start) {
+  const int a = normalize_axis(axis, buf.rank());
+  Shape expected = buf.shape();
+  if (x.rank() == buf.rank()) expected[a] = x.shape()[a];
+  if (x.shape() != expected || x.dtype() != buf.dtype() || start < 0 ||
+      start + x.shape()[a] > buf.shape()[a])
+    throw std::invalid_argument(fmt::format("write_slice: cannot write {} into {} at {} on axis {}",
+                                            x.signature(), buf.signature(), start, axis));
+  define_op(kWriteSlice, {buf, x}, {}, buf.dtype(), [&] {
+    copy_block(x, 0, x.shape()[a], buf, start, a);
+    return buf;
+  });
 }
 
 Tensor stack(const std::vector<Tensor>& xs, int axis) {

@@ -9,6 +9,7 @@
 #include <new>
 #include <ostream>
 #include <stdexcept>
+#include <utility>
 
 #include "core/tensor/op.hpp"
 
@@ -147,10 +148,11 @@ std::string Tensor::signature() const {
                      is_meta() ? "?" : "");
 }
 
-void* Tensor::raw_data() const {
+const void* Tensor::raw_data() const {
   if (is_meta()) throw std::logic_error("a meta tensor " + signature() + " has no data");
   return impl().storage.get();
 }
+void* Tensor::raw_data() { return const_cast<void*>(std::as_const(*this).raw_data()); }
 
 template <class T> T* Tensor::data() {
   if (dtype_of<T>() != dtype())

@@ -69,7 +69,8 @@ class Tensor {
   template <class T> std::vector<T> to_vector() const;   // converted to T
   std::vector<double> to_doubles() const;
   // Untyped pointer to the first byte (kernels that only move bytes: copies, concatenation).
-  void* raw_data() const;
+  const void* raw_data() const;
+  void* raw_data();
 
   // --- conversions -------------------------------------------------------------------------
   Tensor to(DType dtype) const;   // converts (differentiable between float types)

@@ -91,3 +91,62 @@ TEST_CASE("calling a single-output convenience on a multi-output layer explains 
   d->init(ShapeDtype{{1}});
   CHECK_THROWS_WITH_AS((*d)(v({1})), doctest::Contains("leaves 2 items on the stack"), LayerError);
 }
+
+namespace {
+
+// A layer with one weight whose initializer counts its calls, and one state tensor (a counter).
+class CountingLayer final : public Layer {
+ public:
+  explicit CountingLayer(int* draws) : Layer("Counting", 1, 1, std::source_location::current()), draws_(draws) {}
+
+ protected:
+  void init_weights_and_state(const Signature& input) override {
+    add_weight("w", {input.at(0).shape.back()}, DType::float32,
+               [this](const Shape& s, const Rng& rng, DType dt) {
+                 ++*draws_;
+                 return rng.uniform(s, -1, 1, dt);
+               },
+               rng());
+    state() = {Tensor::scalar(0)};
+  }
+  Stack forward(const Stack& in) override {
+    state()[0] = state()[0] + 1.0;
+    return {in[0] * weights()[0]};
+  }
+
+ private:
+  int* draws_;
+};
+
+}  // namespace
+
+TEST_CASE("add_weight draws at init; reset_state keeps the same weight tensors and draws nothing") {
+  int draws = 0;
+  auto model = Serial(std::make_shared<CountingLayer>(&draws));
+  model->init(ShapeDtype{{2, 3}}, Rng(5));
+  CHECK(draws == 1);
+  CHECK(model->all_weights()[0].requires_grad());
+  const Tensor w = model->all_weights()[0];
+  (*model)(Tensor::ones({2, 3}));
+  CHECK(model->named_state()[0].second.item() == 1.0);
+  model->reset_state({ShapeDtype{{4, 3}}});
+  CHECK(draws == 1);
+  CHECK(model->all_weights()[0].same_as(w));
+  CHECK(model->named_state()[0].second.item() == 0.0);   // state re-created
+  model->init(ShapeDtype{{2, 3}}, Rng(5));                // init draws again
+  CHECK(draws == 2);
+  expect_close(model->all_weights()[0], w, 0.0);           // same seed, same values
+}
+
+TEST_CASE("reset_state for an input the weights do not fit fails and keeps the weights") {
+  int draws = 0;
+  auto model = Serial(std::make_shared<CountingLayer>(&draws));
+  model->init(ShapeDtype{{2, 3}});
+  const Tensor w = model->all_weights()[0];
+  CHECK_THROWS_WITH_AS(model->reset_state({ShapeDtype{{2, 5}}}),
+                       doctest::Contains("reset_state cannot keep weight w (f32[5]): the layer had f32[3]"),
+                       LayerError);
+  REQUIRE(model->all_weights().size() == 1);
+  CHECK(model->all_weights()[0].same_as(w));
+  CHECK(draws == 1);
+}

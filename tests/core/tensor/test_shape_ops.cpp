@@ -70,3 +70,28 @@ TEST_CASE("gradients of shape ops") {
   expect_gradients([](const V& v) { return expand(v[0], {3, 2, 2, 4}); }, {y});
   expect_gradients([](const V& v) { return stack({v[0], v[0] * v[0]}, 0); }, {x});
 }
+
+TEST_CASE("write_slice writes rows in place, checks its operands, and leaves state alone for meta") {
+  Tensor buf = Tensor::zeros({2, 4, 2}, DType::int32);
+  const Tensor x = tensor({1, 2, 3, 4}, {2, 1, 2});
+  write_slice(buf, x, 1, 2);
+  expect_tensor(buf, {2, 4, 2}, {0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 0, 0, 3, 4, 0, 0});
+  write_slice(buf, Tensor::meta({2, 1, 2}, DType::int32), 1, 0);   // shape inference: no write
+  CHECK(buf.to_doubles()[0] == 0);
+  CHECK_THROWS_WITH_AS(write_slice(buf, x, 1, 4), doctest::Contains("cannot write i32[2,1,2] into i32[2,4,2] at 4"),
+                       std::invalid_argument);
+  CHECK_THROWS_AS(write_slice(buf, tensor({1, 2}, {1, 1, 2}), 1, 0), std::invalid_argument);
+}
+
+TEST_CASE("every op returns a meta result for meta operands without running, and checks dtypes first") {
+  const Tensor m = Tensor::meta({3, 4});
+  CHECK(exp(m).is_meta());
+  CHECK((m + Tensor::ones({4})).is_meta());
+  CHECK(matmul(m, Tensor::meta({4, 5})).shape() == Shape{3, 5});
+  CHECK(softmax(m).is_meta());
+  CHECK(sum(m, {1}).shape() == Shape{3});
+  CHECK(transpose(m, {1, 0}).shape() == Shape{4, 3});
+  CHECK(dropout(m, 0.5, Rng(1)).is_meta());
+  CHECK_THROWS_WITH_AS(softmax(Tensor::meta({3}, DType::int32)),
+                       "softmax needs a float32 or float64 tensor, got int32", std::invalid_argument);
+}

@@ -1,0 +1,44 @@
+#include "core/layer/layer_error.hpp"
+
+#include <fmt/format.h>
+
+namespace ctrax {
+
+std::string location_string(const std::source_location& loc) {
+  std::string file = loc.file_name();
+  while (file.rfind("../", 0) == 0) file = file.substr(3);
+  return fmt::format("{}:{}", file, loc.line());
+}
+
+LayerError::LayerError(std::string segment, std::string method, std::source_location created,
+                       std::string inputs, std::string message)
+    : std::runtime_error(""),
+      method_(std::move(method)),
+      created_(location_string(created)),
+      inputs_(std::move(inputs)),
+      message_(std::move(message)),
+      segments_{std::move(segment)} {
+  rebuild();
+}
+
+void LayerError::mark_index(std::size_t index) {
+  segments_.front() += fmt::format("[{}]", index);
+  rebuild();
+}
+
+void LayerError::prepend(const std::string& segment) {
+  segments_.insert(segments_.begin(), segment);
+  rebuild();
+}
+
+void LayerError::rebuild() {
+  path_ = fmt::format("{}", fmt::join(segments_, "/"));
+  static_cast<std::runtime_error&>(*this) = std::runtime_error(fmt::format(
+      "LayerError: Exception passing through layer {} (in {}):\n"
+      "  layer created at {}\n"
+      "  layer input shapes: {}\n"
+      "  {}",
+      path_, method_, created_, inputs_, message_));
+}
+
+}  // namespace ctrax
