@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "core/tensor/ops.hpp"
-#include "core/tensor/parallel.hpp"
+#include "core/tensor/runtime.hpp"
 
 using namespace ctrax;
 

@@ -30,7 +30,7 @@
 #include "core/decode/sampling.hpp"
 #include "core/layer/serial.hpp"
 #include "core/tensor/ops.hpp"
-#include "core/tensor/parallel.hpp"
+#include "core/tensor/runtime.hpp"
 #include "core/tensor/profile.hpp"
 #include "core/train/adam.hpp"
 #include "layers/metrics.hpp"

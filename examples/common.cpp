@@ -18,7 +18,7 @@
 
 #include "core/io/atomic_file.hpp"
 #include "core/io/stop_signals.hpp"
-#include "core/tensor/parallel.hpp"
+#include "core/tensor/runtime.hpp"
 #include "core/train/adam.hpp"
 #include "core/train/checkpoint.hpp"
 #include "core/train/report.hpp"

@@ -14,7 +14,7 @@
 
 #include "core/layer/summary.hpp"
 #include "core/tensor/blas_kernels.hpp"
-#include "core/tensor/parallel.hpp"
+#include "core/tensor/runtime.hpp"
 #include "core/layer/trace.hpp"
 #include "models/transformer.hpp"
 

@@ -11,7 +11,7 @@
 #include "core/tensor/fast_exp.hpp"
 #include "core/tensor/gemm.hpp"
 #include "core/tensor/op.hpp"
-#include "core/tensor/parallel.hpp"
+#include "core/tensor/runtime.hpp"
 
 namespace ctrax {
 

@@ -10,7 +10,7 @@
 // 16 MB per op and layer, a dozen times per training step (forward and backward) — memory
 // traffic, not arithmetic, would set the speed. Here the work is split by (batch, head): each
 // slice's L_q × L_k scores stay in the core's cache from the QKᵀ product through the softmax
-// to the product with V, slices run in parallel (single-threaded BLAS inside, see parallel.hpp),
+// to the product with V, slices run in parallel (single-threaded BLAS inside, see runtime.hpp),
 // and only the probabilities are kept for the backward pass. Within a slice, query rows go in
 // blocks of 64 that multiply only by the keys their mask lets them see: a causal block b needs
 // keys 0 … 64(b+1) − 1, so at L 256 the products do 10/16 of the square's work (forward and

@@ -10,7 +10,7 @@
 //   SkylakeX            124 GFLOP/s             6,569 tok/s           1,456 tok/s
 //
 // A 4× slower framework with no message would be a silent wrong answer about speed, so ctrax
-// checks once, at start-up (num_threads()), and prints ONE warning to stderr naming the fix:
+// checks once, at start-up (runtime.hpp), and prints ONE warning to stderr naming the fix:
 //   export OPENBLAS_CORETYPE=SkylakeX        (CPUs with AVX-512; Haswell for AVX2 + FMA)
 // The variable is read when OpenBLAS loads, before any of our code runs, so ctrax cannot set it
 // for you; the scripts (scripts/blas_env.sh) do, from `inspect --blas`. An OPENBLAS_CORETYPE that
@@ -38,7 +38,7 @@ KernelCheck check_kernels();
 // "SkylakeX"; suggested_core("Cooperlake", "SkylakeX") == "".
 std::string suggested_core(const std::string& core, const std::string& cpu_best);
 
-// Prints the warning for `suggested` to stderr, once per process; called by num_threads().
+// Prints the warning for `suggested` to stderr, once per process; called at start-up (runtime.hpp).
 void warn_if_generic_kernels();
 
 }  // namespace ctrax::blas

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "core/tensor/parallel.hpp"
+#include "core/tensor/runtime.hpp"
 
 namespace ctrax::blas {
 

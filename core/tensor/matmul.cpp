@@ -9,7 +9,7 @@
 #include "core/tensor/elementwise.hpp"
 #include "core/tensor/gemm.hpp"
 #include "core/tensor/op.hpp"
-#include "core/tensor/parallel.hpp"
+#include "core/tensor/runtime.hpp"
 #include "core/tensor/reduce.hpp"
 #include "core/tensor/shape_ops.hpp"
 

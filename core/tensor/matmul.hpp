@@ -9,8 +9,9 @@
 //
 // Gradients (C = A·B):  dA = dC·Bᵀ,  dB = Aᵀ·dC  — again GEMMs with transpose flags.
 //
-// Threads: one product uses BLAS's threads; a batch of small products (attention heads) runs its
-// outer loop across num_threads() with BLAS single-threaded inside (parallel.hpp).
+// Threads (gemm.hpp): OpenBLAS always runs single-threaded; one large product is cut into
+// num_threads() blocks, one per OpenMP thread; a batch of small products (attention heads) runs
+// one product per thread.
 #pragma once
 
 #include "core/tensor/tensor.hpp"

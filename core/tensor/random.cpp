@@ -8,7 +8,7 @@
 #include "core/tensor/autodiff.hpp"
 #include "core/tensor/dispatch.hpp"
 #include "core/tensor/profile.hpp"
-#include "core/tensor/parallel.hpp"
+#include "core/tensor/runtime.hpp"
 
 namespace ctrax {
 

@@ -11,7 +11,7 @@
 #include "core/tensor/broadcast.hpp"
 #include "core/tensor/elementwise.hpp"
 #include "core/tensor/op.hpp"
-#include "core/tensor/parallel.hpp"
+#include "core/tensor/runtime.hpp"
 
 namespace ctrax {
 

@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <malloc.h>
-
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -23,19 +21,6 @@ struct TensorImpl {
 };
 
 namespace {
-
-// Fresh pages cost ~10 µs per 4 KiB on first touch here (../shared/bench/RESULTS.md), and a
-// training step allocates the same large blocks every time. So glibc is told to keep freed memory
-// in its heap rather than unmap it: the next step's arrays reuse warm pages. (Process-wide; set
-// once, before the first tensor.)
-void keep_freed_memory() {
-  static const bool once = [] {
-    mallopt(M_MMAP_THRESHOLD, 1 << 30);
-    mallopt(M_TRIM_THRESHOLD, 1 << 30);
-    return true;
-  }();
-  (void)once;
-}
 
 // std::bad_alloc that says what could not be allocated (callers that catch bad_alloc still do).
 class OutOfMemory : public std::bad_alloc {
@@ -61,7 +46,6 @@ std::size_t checked_bytes(const Shape& shape, DType dtype) {
 
 // 64-byte aligned blocks: whole cache lines, and AVX-512 loads never straddle them.
 std::shared_ptr<std::byte> allocate(const Shape& shape, DType dtype) {
-  keep_freed_memory();
   const std::size_t bytes = checked_bytes(shape, dtype);
   const std::size_t rounded = ((bytes + 63) / 64) * 64;
   void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "core/tensor/parallel.hpp"
+#include "core/tensor/runtime.hpp"
 #include "tests/helpers.hpp"
 
 using namespace ctrax;
