@@ -85,17 +85,15 @@ LayerPtr AttentionQKV(std::int64_t d_feature, int n_heads, double dropout, Mode 
     k_dense = Cache(k_dense, created);
     v_dense = Cache(v_dense, created);
   }
-  return make_serial({make_parallel({Dense(d_feature, true, created), k_dense, v_dense}, created),
-                      PureAttention(n_heads, dropout, mode, created),
-                      Dense(d_feature, true, created)},
-                     "Serial", created);
+  return Serial(Parallel(Dense(d_feature, true, created), k_dense, v_dense, created),
+                PureAttention(n_heads, dropout, mode, created), Dense(d_feature, true, created),
+                created);
 }
 
 LayerPtr Attention(std::int64_t d_feature, int n_heads, double dropout, Mode mode,
                    std::source_location created) {
-  return make_serial({Select({0, 0, 0}, -1, created),
-                      AttentionQKV(d_feature, n_heads, dropout, mode, false, created)},
-                     "Serial", created);
+  return Serial(Select({0, 0, 0}, -1, created),
+                AttentionQKV(d_feature, n_heads, dropout, mode, false, created), created);
 }
 
 }  // namespace ctrax::layers

@@ -92,10 +92,9 @@ LayerPtr CausalAttention(std::int64_t d_feature, int n_heads, double dropout,
   auto projection = [&] {
     return LayerList{Dense(d_feature, true, created), SplitIntoHeads(n_heads, true, created)};
   };
-  return make_serial({make_branch({projection(), projection(), projection()}, created),
-                      DotProductCausalAttention(dropout, max_inference_length, mode, created),
-                      MergeHeads(n_heads, true, created), Dense(d_feature, true, created)},
-                     "Serial", created);
+  return Serial(Branch(projection(), projection(), projection(), created),
+                DotProductCausalAttention(dropout, max_inference_length, mode, created),
+                MergeHeads(n_heads, true, created), Dense(d_feature, true, created), created);
 }
 
 }  // namespace ctrax::layers

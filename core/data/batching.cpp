@@ -114,7 +114,7 @@ Tensor gather_padded(const Sequences& s, const std::vector<std::int64_t>& idx, c
 
 }  // namespace
 
-train::BatchStream classification_stream(std::shared_ptr<const Sequences> tokens,
+BatchStream classification_stream(std::shared_ptr<const Sequences> tokens,
                                          std::shared_ptr<const std::vector<std::int32_t>> labels,
                                          BatchPlanOptions plan_options, PadOptions pad) {
   if (tokens->size() != labels->size())
@@ -129,7 +129,7 @@ train::BatchStream classification_stream(std::shared_ptr<const Sequences> tokens
   };
 }
 
-train::BatchStream seq2seq_stream(std::shared_ptr<const Sequences> sources,
+BatchStream seq2seq_stream(std::shared_ptr<const Sequences> sources,
                                   std::shared_ptr<const Sequences> targets,
                                   BatchPlanOptions plan_options, PadOptions pad) {
   if (sources->size() != targets->size())
@@ -156,7 +156,7 @@ void check_windows(const char* what, std::int64_t B, std::int64_t L) {
 
 }  // namespace
 
-train::BatchStream lm_random_windows(std::shared_ptr<const std::vector<std::int32_t>> tokens,
+BatchStream lm_random_windows(std::shared_ptr<const std::vector<std::int32_t>> tokens,
                                      std::int64_t B, std::int64_t L, std::uint64_t seed) {
   check_windows("lm_random_windows", B, L);
   const auto n = static_cast<std::int64_t>(tokens->size());
@@ -177,7 +177,7 @@ std::int64_t lm_window_batches(std::int64_t n_tokens, std::int64_t B, std::int64
   return (windows + B - 1) / B;
 }
 
-train::BatchStream lm_consecutive_windows(std::shared_ptr<const std::vector<std::int32_t>> tokens,
+BatchStream lm_consecutive_windows(std::shared_ptr<const std::vector<std::int32_t>> tokens,
                                           std::int64_t B, std::int64_t L) {
   check_windows("lm_consecutive_windows", B, L);
   const auto n = static_cast<std::int64_t>(tokens->size());
@@ -195,7 +195,7 @@ train::BatchStream lm_consecutive_windows(std::shared_ptr<const std::vector<std:
   };
 }
 
-double padding_share(const train::BatchStream& stream, std::int64_t n_batches) {
+double padding_share(const BatchStream& stream, std::int64_t n_batches) {
   std::int64_t pad = 0, total = 0;
   for (std::int64_t i = 0; i < n_batches; ++i) {
     const Tensor x = stream(i)[0];

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "core/tensor/tensor.hpp"
-#include "core/train/task.hpp"
+#include "core/data/batch_stream.hpp"
 
 namespace ctrax::data {
 
@@ -72,27 +72,27 @@ struct PadOptions {
 };
 
 // (tokens, labels, weights) batches over labelled sequences.
-train::BatchStream classification_stream(std::shared_ptr<const Sequences> tokens,
+BatchStream classification_stream(std::shared_ptr<const Sequences> tokens,
                                          std::shared_ptr<const std::vector<std::int32_t>> labels,
                                          BatchPlanOptions plan, PadOptions pad);
 
 // (source, target, weights) batches over sentence pairs; bucketed by the longer side.
-train::BatchStream seq2seq_stream(std::shared_ptr<const Sequences> sources,
+BatchStream seq2seq_stream(std::shared_ptr<const Sequences> sources,
                                   std::shared_ptr<const Sequences> targets, BatchPlanOptions plan,
                                   PadOptions pad);
 
 // Language-model batches from one long token sequence: batch i holds B windows of length L at
 // offsets drawn from fold_in(seed, i). (tokens, tokens, weights = 1).
-train::BatchStream lm_random_windows(std::shared_ptr<const std::vector<std::int32_t>> tokens,
+BatchStream lm_random_windows(std::shared_ptr<const std::vector<std::int32_t>> tokens,
                                      std::int64_t B, std::int64_t L, std::uint64_t seed);
 // Evaluation batches: consecutive non-overlapping windows from the start; batch i holds windows
 // iB .. iB+B-1, the stream's last window padded (weight 0). lm_window_batches() counts them.
-train::BatchStream lm_consecutive_windows(std::shared_ptr<const std::vector<std::int32_t>> tokens,
+BatchStream lm_consecutive_windows(std::shared_ptr<const std::vector<std::int32_t>> tokens,
                                           std::int64_t B, std::int64_t L);
 std::int64_t lm_window_batches(std::int64_t n_tokens, std::int64_t B, std::int64_t L);
 
 // The share of padding (id 0) among the input tokens (Stack[0]) of batches 0..n-1 of a stream:
 // what bucketing saves.
-double padding_share(const train::BatchStream& stream, std::int64_t n_batches);
+double padding_share(const BatchStream& stream, std::int64_t n_batches);
 
 }  // namespace ctrax::data

@@ -18,10 +18,14 @@ namespace ctrax::layers {
 LayerPtr make_branch(const LayerArgs& layers,
                      std::source_location created = std::source_location::current());
 
+// Branch(a, b, ...) records the caller's line; Branch(a, b, created) records `created`.
 template <class... Args>
 struct Branch : LayerPtr {
-  Branch(Args&&... layers, std::source_location created = std::source_location::current())
-      : LayerPtr(make_branch(LayerArgs{LayerArg(std::forward<Args>(layers))...}, created)) {}
+  Branch(Args&&... args, std::source_location here = std::source_location::current())
+      : Branch(combinator_args(here, std::forward<Args>(args)...)) {}
+
+ private:
+  explicit Branch(CombinatorArgs a) : LayerPtr(make_branch(a.layers, a.created)) {}
 };
 template <class... Args>
 Branch(Args&&...) -> Branch<Args...>;

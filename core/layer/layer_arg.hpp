@@ -10,11 +10,16 @@
 // Variadic combinators record the caller's file:line through a class template with a deduction
 // guide (the standard way to combine a parameter pack with std::source_location). The object is
 // a LayerPtr — Serial(a, b) *is* a std::shared_ptr<Layer> — so no template type ever escapes
-// into model code.
+// into model code. Library code that builds a block for its own caller passes that caller's
+// site as the LAST argument, so errors point at the model, not at the library:
+//   Serial(Select({0, 0, 0}), AttentionQKV(...), created)
 #pragma once
 
 #include <cstddef>
 #include <memory>
+#include <source_location>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/layer/layer.hpp"
@@ -38,6 +43,27 @@ class LayerArg {
 };
 
 using LayerArgs = std::vector<LayerArg>;
+
+// A variadic combinator's arguments: the layer arguments, and the creation site — `here` (the
+// caller's line) unless the last argument is a std::source_location.
+struct CombinatorArgs {
+  LayerArgs layers;
+  std::source_location created;
+};
+
+template <class... Args>
+CombinatorArgs combinator_args(std::source_location here, Args&&... args) {
+  CombinatorArgs out{{}, here};
+  out.layers.reserve(sizeof...(Args));
+  const auto take = [&out]<class A>(A&& a) {
+    if constexpr (std::is_same_v<std::decay_t<A>, std::source_location>)
+      out.created = a;
+    else
+      out.layers.emplace_back(std::forward<A>(a));
+  };
+  (take(std::forward<Args>(args)), ...);
+  return out;
+}
 
 // All layers of `args`, lists flattened. A None among them is an error (as in Trax), except
 // that Serial(None) alone means "no sublayers".

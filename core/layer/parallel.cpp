@@ -7,8 +7,8 @@
 namespace ctrax::layers {
 
 LayerPtr as_layer(const LayerArg& arg, std::source_location created) {
-  if (arg.is_none() || arg.is_list()) return make_serial({arg.is_none() ? LayerList{} : arg.layers()},
-                                                         "Serial", created);
+  if (arg.is_none()) return Serial(created);
+  if (arg.is_list()) return Serial(arg.layers(), created);
   return arg.layers()[0];
 }
 

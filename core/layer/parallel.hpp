@@ -17,8 +17,11 @@ LayerPtr make_parallel(const LayerArgs& layers,
 
 template <class... Args>
 struct Parallel : LayerPtr {
-  Parallel(Args&&... layers, std::source_location created = std::source_location::current())
-      : LayerPtr(make_parallel(LayerArgs{LayerArg(std::forward<Args>(layers))...}, created)) {}
+  Parallel(Args&&... args, std::source_location here = std::source_location::current())
+      : Parallel(combinator_args(here, std::forward<Args>(args)...)) {}
+
+ private:
+  explicit Parallel(CombinatorArgs a) : LayerPtr(make_parallel(a.layers, a.created)) {}
 };
 template <class... Args>
 Parallel(Args&&...) -> Parallel<Args...>;

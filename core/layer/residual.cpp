@@ -8,8 +8,8 @@ namespace ctrax::layers {
 
 LayerPtr make_residual(const LayerArgs& layers, LayerPtr shortcut, std::source_location created) {
   const LayerList flat = flatten(layers, "Residual");
-  const LayerPtr body = flat.size() == 1 ? flat[0] : make_serial({flat}, "Serial", created);
-  return make_serial({make_branch({shortcut, body}, created), Add(created)}, "Serial", created);
+  const LayerPtr body = flat.size() == 1 ? flat[0] : Serial(flat, created);
+  return Serial(Branch(shortcut, body, created), Add(created), created);
 }
 
 }  // namespace ctrax::layers

@@ -20,9 +20,11 @@ LayerPtr make_residual(const LayerArgs& layers, LayerPtr shortcut = nullptr,
 
 template <class... Args>
 struct Residual : LayerPtr {
-  Residual(Args&&... layers, std::source_location created = std::source_location::current())
-      : LayerPtr(make_residual(LayerArgs{LayerArg(std::forward<Args>(layers))...}, nullptr,
-                               created)) {}
+  Residual(Args&&... args, std::source_location here = std::source_location::current())
+      : Residual(combinator_args(here, std::forward<Args>(args)...)) {}
+
+ private:
+  explicit Residual(CombinatorArgs a) : LayerPtr(make_residual(a.layers, nullptr, a.created)) {}
 };
 template <class... Args>
 Residual(Args&&...) -> Residual<Args...>;

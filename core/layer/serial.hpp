@@ -27,11 +27,14 @@ LayerPtr make_serial(const LayerArgs& layers, std::string name = "Serial",
                      std::source_location created = std::source_location::current(),
                      std::optional<LayerList> sublayers_to_print = std::nullopt);
 
+// Serial(a, b, ...) records the caller's line; Serial(a, b, created) records `created`.
 template <class... Args>
 struct Serial : LayerPtr {
-  Serial(Args&&... layers, std::source_location created = std::source_location::current())
-      : LayerPtr(make_serial(LayerArgs{LayerArg(std::forward<Args>(layers))...}, "Serial",
-                             created)) {}
+  Serial(Args&&... args, std::source_location here = std::source_location::current())
+      : Serial(combinator_args(here, std::forward<Args>(args)...)) {}
+
+ private:
+  explicit Serial(CombinatorArgs a) : LayerPtr(make_serial(a.layers, "Serial", a.created)) {}
 };
 template <class... Args>
 Serial(Args&&...) -> Serial<Args...>;

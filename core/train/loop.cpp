@@ -43,26 +43,6 @@ class ModeScope {
 
 }  // namespace
 
-BatchStream from_generator(std::function<std::function<Stack()>()> make) {
-  struct State {
-    std::function<Stack()> next;
-    std::int64_t position = 0;  // index of the batch next() returns
-  };
-  auto state = std::make_shared<State>();
-  return [make = std::move(make), state](std::int64_t index) {
-    if (!state->next || index < state->position) {
-      state->next = make();
-      state->position = 0;
-    }
-    while (state->position < index) {
-      state->next();
-      ++state->position;
-    }
-    ++state->position;
-    return state->next();
-  };
-}
-
 Loop::Loop(LayerPtr model, std::vector<TrainTask> tasks, LoopOptions options)
     : model_(std::move(model)),
       tasks_(std::move(tasks)),
@@ -93,7 +73,7 @@ Loop::Loop(LayerPtr model, std::vector<TrainTask> tasks, LoopOptions options)
 
   const Rng rng(options_.random_seed);
   for (std::size_t i = 0; i < tasks_.size(); ++i) {
-    auto mwl = layers::make_serial({model_, tasks_[i].loss_layer}, "Serial");
+    LayerPtr mwl = layers::Serial(model_, tasks_[i].loss_layer);
     init_around(mwl, model_, tasks_[i].labeled_data(0), rng);
     model_with_loss_.push_back(mwl);
     tasks_[i].optimizer->init(mwl->all_weights());
@@ -103,7 +83,7 @@ Loop::Loop(LayerPtr model, std::vector<TrainTask> tasks, LoopOptions options)
     if (e.metrics.empty() || !e.labeled_data || e.n_eval_batches < 1)
       throw std::invalid_argument("Loop: an eval task needs labeled_data, metrics and n_eval_batches >= 1");
     layers::LayerArgs metric_args(e.metrics.begin(), e.metrics.end());
-    auto composite = layers::make_serial({eval_model_, layers::make_branch(metric_args)}, "Serial");
+    LayerPtr composite = layers::Serial(eval_model_, layers::make_branch(metric_args));
     init_around(composite, eval_model_, e.labeled_data(0), rng);
     eval_with_metrics_.push_back(composite);
     std::vector<std::string> names = e.metric_names;

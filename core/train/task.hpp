@@ -3,14 +3,8 @@
 // A TrainTask is: labeled data, a loss layer, an optimizer, and optionally a learning-rate
 // schedule. An EvalTask is: labeled data and metric layers. A batch is a Stack laid out as the
 // model and its loss expect, Trax's (inputs..., targets, weights): the model pops its inputs and
-// leaves targets and weights underneath for the loss (`Serial(model, loss)`).
-//
-// Labeled data is a BatchStream: a function giving batch i of a deterministic stream, i = 0, 1,
-// 2, ... (i counts training steps of that task). Random access is what makes resuming exact: a
-// run resumed at step 500 asks for batch 500 and gets the same batch the uninterrupted run got.
-// Most data sources are naturally indexable (epoch = i / batches_per_epoch, shuffled by a seeded
-// permutation per epoch). A plain generator can be wrapped with from_generator(), which replays
-// it from the start to reach a position.
+// leaves targets and weights underneath for the loss (`Serial(model, loss)`). Labeled data is a
+// data::BatchStream (core/data/batch_stream.hpp): batch i by index, which makes resuming exact.
 #pragma once
 
 #include <cstdint>
@@ -18,17 +12,14 @@
 #include <string>
 #include <vector>
 
+#include "core/data/batch_stream.hpp"
 #include "core/layer/layer.hpp"
 #include "core/train/optimizer.hpp"
 #include "core/train/schedules.hpp"
 
 namespace ctrax::train {
 
-using BatchStream = std::function<Stack(std::int64_t index)>;
-
-// Adapts a generator of batches: batch i is the (i+1)-th value of a fresh `make()` stream.
-// Sequential access costs nothing extra; asking for an earlier batch restarts the stream.
-BatchStream from_generator(std::function<std::function<Stack()>()> make);
+using data::BatchStream;
 
 struct TrainTask {
   BatchStream labeled_data;                 // batch i: (inputs..., targets, weights)

@@ -68,3 +68,14 @@ TEST_CASE("a Serial is a LayerPtr") {
   LayerPtr p = Serial(Dup(), Add());
   CHECK(p->name() == "Serial");
 }
+
+TEST_CASE("Serial, Branch, Parallel, Residual record the caller's line, or the site passed last") {
+  const auto site = std::source_location::current();
+  CHECK(Serial(AddOne(), AddOne(), site)->created_at().line() == site.line());
+  CHECK(Branch(AddOne(), AddOne(), site)->created_at().line() == site.line());
+  CHECK(Parallel(AddOne(), AddOne(), site)->created_at().line() == site.line());
+  CHECK(Residual(AddOne(), site)->created_at().line() == site.line());
+  const LayerPtr here = Serial(AddOne()); const auto line = std::source_location::current().line();
+  CHECK(here->created_at().line() == line);
+  CHECK(Serial(site)->n_in() == 1);   // no layers: the identity, created at `site`
+}

@@ -340,7 +340,7 @@ TEST_CASE("several tasks take turns (step mod n), each reading its own stream in
 
 TEST_CASE("from_generator replays a generator to reach a position") {
   int made = 0;
-  auto stream = from_generator([&made] {
+  auto stream = data::from_generator([&made] {
     ++made;
     return [n = 0]() mutable { return Stack{Tensor::scalar(n++)}; };
   });
