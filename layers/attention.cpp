@@ -73,27 +73,27 @@ LayerPtr DotProductAttention(double dropout, Mode mode, std::source_location cre
   return with_mode(std::make_shared<DotProductAttentionLayer>(dropout, created), mode);
 }
 
-LayerPtr PureAttention(int n_heads, double dropout, Mode mode, std::source_location created) {
-  return with_mode(std::make_shared<PureAttentionLayer>(n_heads, dropout, created), mode);
+LayerPtr PureAttention(AttentionOptions o, std::source_location created) {
+  return with_mode(std::make_shared<PureAttentionLayer>(o.n_heads, o.dropout, created), o.mode);
 }
 
-LayerPtr AttentionQKV(std::int64_t d_feature, int n_heads, double dropout, Mode mode,
-                      bool cache_KV_in_predict, std::source_location created) {
-  LayerPtr k_dense = Dense(d_feature, true, created);
-  LayerPtr v_dense = Dense(d_feature, true, created);
-  if (cache_KV_in_predict && mode == Mode::predict) {
+LayerPtr AttentionQKV(std::int64_t d_feature, AttentionQKVOptions o, std::source_location created) {
+  LayerPtr k_dense = Dense(d_feature, {}, created);
+  LayerPtr v_dense = Dense(d_feature, {}, created);
+  if (o.cache_KV_in_predict && o.mode == Mode::predict) {
     k_dense = Cache(k_dense, created);
     v_dense = Cache(v_dense, created);
   }
-  return Serial(Parallel(Dense(d_feature, true, created), k_dense, v_dense, created),
-                PureAttention(n_heads, dropout, mode, created), Dense(d_feature, true, created),
-                created);
+  return Serial(Parallel(Dense(d_feature, {}, created), k_dense, v_dense, created),
+                PureAttention({.n_heads = o.n_heads, .dropout = o.dropout, .mode = o.mode}, created),
+                Dense(d_feature, {}, created), created);
 }
 
-LayerPtr Attention(std::int64_t d_feature, int n_heads, double dropout, Mode mode,
-                   std::source_location created) {
+LayerPtr Attention(std::int64_t d_feature, AttentionOptions o, std::source_location created) {
   return Serial(Select({0, 0, 0}, -1, created),
-                AttentionQKV(d_feature, n_heads, dropout, mode, false, created), created);
+                AttentionQKV(d_feature, {.n_heads = o.n_heads, .dropout = o.dropout, .mode = o.mode},
+                             created),
+                created);
 }
 
 }  // namespace ctrax::layers

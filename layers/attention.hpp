@@ -47,13 +47,26 @@ Tensor dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, 
 
 LayerPtr DotProductAttention(double dropout = 0.0, Mode mode = Mode::train,
                              std::source_location created = std::source_location::current());
-LayerPtr PureAttention(int n_heads = 1, double dropout = 0.0, Mode mode = Mode::train,
+// Trax's keyword arguments, by name: Attention(d_model, {.n_heads = 8, .dropout = 0.1, .mode = mode}).
+struct AttentionOptions {
+  int n_heads = 1;
+  double dropout = 0.0;
+  Mode mode = Mode::train;
+};
+// AttentionQKV's, with Trax's cache_KV_in_predict: in predict mode the k and v projections are
+// wrapped in Cache (the encoder's keys and values are computed once per sequence).
+struct AttentionQKVOptions {
+  int n_heads = 1;
+  double dropout = 0.0;
+  Mode mode = Mode::train;
+  bool cache_KV_in_predict = false;
+};
+
+LayerPtr PureAttention(AttentionOptions options = {},
                        std::source_location created = std::source_location::current());
-LayerPtr AttentionQKV(std::int64_t d_feature, int n_heads = 1, double dropout = 0.0,
-                      Mode mode = Mode::train, bool cache_KV_in_predict = false,
+LayerPtr AttentionQKV(std::int64_t d_feature, AttentionQKVOptions options = {},
                       std::source_location created = std::source_location::current());
-LayerPtr Attention(std::int64_t d_feature, int n_heads = 1, double dropout = 0.0,
-                   Mode mode = Mode::train,
+LayerPtr Attention(std::int64_t d_feature, AttentionOptions options = {},
                    std::source_location created = std::source_location::current());
 
 }  // namespace ctrax::layers

@@ -82,19 +82,21 @@ LayerPtr DotProductCausalAttention(double dropout, std::int64_t max_inference_le
       mode);
 }
 
-LayerPtr CausalAttention(std::int64_t d_feature, int n_heads, double dropout,
-                         std::int64_t max_inference_length, Mode mode,
+LayerPtr CausalAttention(std::int64_t d_feature, CausalAttentionOptions o,
                          std::source_location created) {
+  const int n_heads = o.n_heads;
   if (n_heads < 1 || d_feature % n_heads != 0)
     throw std::invalid_argument(fmt::format(
         "Dimensionality of feature embedding ({}) is not a multiple of the requested number of "
         "attention heads ({}).", d_feature, n_heads));
   auto projection = [&] {
-    return LayerList{Dense(d_feature, true, created), SplitIntoHeads(n_heads, true, created)};
+    return LayerList{Dense(d_feature, {}, created),
+                     SplitIntoHeads(n_heads, /*merged_batch_and_head=*/true, created)};
   };
   return Serial(Branch(projection(), projection(), projection(), created),
-                DotProductCausalAttention(dropout, max_inference_length, mode, created),
-                MergeHeads(n_heads, true, created), Dense(d_feature, true, created), created);
+                DotProductCausalAttention(o.dropout, o.max_inference_length, o.mode, created),
+                MergeHeads(n_heads, /*merged_batch_and_head=*/true, created),
+                Dense(d_feature, {}, created), created);
 }
 
 }  // namespace ctrax::layers

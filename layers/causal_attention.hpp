@@ -43,8 +43,16 @@ namespace ctrax::layers {
 LayerPtr DotProductCausalAttention(double dropout = 0.0, std::int64_t max_inference_length = 2048,
                                    Mode mode = Mode::train,
                                    std::source_location created = std::source_location::current());
-LayerPtr CausalAttention(std::int64_t d_feature, int n_heads = 1, double dropout = 0.0,
-                         std::int64_t max_inference_length = 2048, Mode mode = Mode::train,
+// Trax's keyword arguments, by name:
+//   CausalAttention(d_model, {.n_heads = 8, .dropout = 0.1, .max_inference_length = 512, .mode = mode})
+struct CausalAttentionOptions {
+  int n_heads = 1;
+  double dropout = 0.0;
+  std::int64_t max_inference_length = 2048;
+  Mode mode = Mode::train;
+};
+
+LayerPtr CausalAttention(std::int64_t d_feature, CausalAttentionOptions options = {},
                          std::source_location created = std::source_location::current());
 
 }  // namespace ctrax::layers

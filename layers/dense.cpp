@@ -11,10 +11,10 @@ namespace {
 
 class DenseLayer final : public Layer {
  public:
-  DenseLayer(std::int64_t n_units, bool use_bias, std::source_location created)
+  DenseLayer(std::int64_t n_units, DenseOptions options, std::source_location created)
       : Layer(fmt::format("Dense_{}", n_units), 1, 1, created),
         n_units_(n_units),
-        use_bias_(use_bias) {}
+        options_(std::move(options)) {}
 
  protected:
   void init_weights_and_state(const Signature& input) override {
@@ -23,8 +23,8 @@ class DenseLayer final : public Layer {
       throw std::invalid_argument("Dense needs inputs of rank >= 1, got a scalar");
     const DType dt = weight_dtype(x.dtype);
     const auto keys = rng().split(2);
-    add_weight("w", {x.shape.back(), n_units_}, dt, glorot_uniform(), keys[0]);
-    if (use_bias_) add_weight("b", {n_units_}, dt, random_normal(1e-6), keys[1]);
+    add_weight("w", {x.shape.back(), n_units_}, dt, options_.kernel_initializer, keys[0]);
+    if (options_.use_bias) add_weight("b", {n_units_}, dt, options_.bias_initializer, keys[1]);
   }
 
   Stack forward(const Stack& inputs) override {
@@ -33,21 +33,21 @@ class DenseLayer final : public Layer {
     if (x.rank() < 1 || x.dim(-1) != w.dim(0))
       throw std::invalid_argument(fmt::format("Dense_{} expects inputs (..., {}), got {}",
                                               n_units_, w.dim(0), x.signature()));
-    return {use_bias_ ? linear(x, w, weights()[1]) : matmul(x, w)};
+    return {options_.use_bias ? linear(x, w, weights()[1]) : matmul(x, w)};
   }
 
  private:
   std::int64_t n_units_;
-  bool use_bias_;
+  DenseOptions options_;
 };
 
 }  // namespace
 
-LayerPtr Dense(std::int64_t n_units, bool use_bias, std::source_location created) {
+LayerPtr Dense(std::int64_t n_units, DenseOptions options, std::source_location created) {
   if (n_units < 1)
     throw std::invalid_argument(fmt::format("Dense (created at {}): n_units must be >= 1, got {}",
                                             location_string(created), n_units));
-  return std::make_shared<DenseLayer>(n_units, use_bias, created);
+  return std::make_shared<DenseLayer>(n_units, std::move(options), created);
 }
 
 }  // namespace ctrax::layers

@@ -26,9 +26,9 @@ class DropoutLayer final : public Layer {
 
 }  // namespace
 
-LayerPtr Dropout(double rate, std::vector<int> shared_axes, Mode mode,
-                 std::source_location created) {
-  return with_mode(std::make_shared<DropoutLayer>(rate, std::move(shared_axes), created), mode);
+LayerPtr Dropout(DropoutOptions options, std::source_location created) {
+  return with_mode(std::make_shared<DropoutLayer>(options.rate, std::move(options.shared_axes), created),
+                   options.mode);
 }
 
 }  // namespace ctrax::layers

@@ -11,6 +11,8 @@
 // mask comes from the layer's rng, which the training loop replaces every step, so each step
 // draws a new mask — and the same seed replays the same masks. Printed `Dropout`.
 //
+// Trax's keywords are the options: Dropout({.rate = 0.1, .shared_axes = {1}, .mode = mode}).
+//
 // Trax also stores the rate as state; ctrax keeps it a constructor argument (checkpoints then
 // hold only tensors that matter).
 #pragma once
@@ -22,7 +24,13 @@
 
 namespace ctrax::layers {
 
-LayerPtr Dropout(double rate = 0.0, std::vector<int> shared_axes = {}, Mode mode = Mode::train,
+struct DropoutOptions {
+  double rate = 0.0;
+  std::vector<int> shared_axes = {};
+  Mode mode = Mode::train;
+};
+
+LayerPtr Dropout(DropoutOptions options = {},
                  std::source_location created = std::source_location::current());
 
 }  // namespace ctrax::layers

@@ -89,11 +89,12 @@ class PositionalEncodingLayer final : public Layer {
 
 }  // namespace
 
-LayerPtr PositionalEncoding(std::int64_t max_len, double dropout,
-                            std::vector<int> dropout_broadcast_dims, Mode mode,
+LayerPtr PositionalEncoding(std::int64_t max_len, PositionalEncodingOptions options,
                             std::source_location created) {
-  return with_mode(std::make_shared<PositionalEncodingLayer>(max_len, dropout,
-                                                         std::move(dropout_broadcast_dims), created), mode);
+  return with_mode(std::make_shared<PositionalEncodingLayer>(max_len, options.dropout,
+                                                             std::move(options.dropout_broadcast_dims),
+                                                             created),
+                   options.mode);
 }
 
 }  // namespace ctrax::layers

@@ -22,6 +22,9 @@
 // position counter in its state: a call with L positions adds pe[pos : pos+L] and advances pos
 // by L. The counter is one int32 for the whole batch (Trax keeps one per row; rows always advance
 // together here). Printed `PositionalEncoding`.
+//
+// Trax's keywords are the options: PositionalEncoding(max_len, {.mode = Mode::predict}),
+// PositionalEncoding(max_len, {.dropout = 0.1, .dropout_broadcast_dims = {-1}}).
 #pragma once
 
 #include <source_location>
@@ -31,9 +34,13 @@
 
 namespace ctrax::layers {
 
-LayerPtr PositionalEncoding(std::int64_t max_len = 2048, double dropout = 0.0,
-                            std::vector<int> dropout_broadcast_dims = {-2},
-                            Mode mode = Mode::train,
+struct PositionalEncodingOptions {
+  double dropout = 0.0;
+  std::vector<int> dropout_broadcast_dims = {-2};
+  Mode mode = Mode::train;
+};
+
+LayerPtr PositionalEncoding(std::int64_t max_len = 2048, PositionalEncodingOptions options = {},
                             std::source_location created = std::source_location::current());
 
 // The sinusoid table itself, (max_len, d) — for teaching and tests.

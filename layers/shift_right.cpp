@@ -39,8 +39,8 @@ class ShiftRightLayer final : public Layer {
 
 }  // namespace
 
-LayerPtr ShiftRight(int n_positions, Mode mode, std::source_location created) {
-  return with_mode(std::make_shared<ShiftRightLayer>(n_positions, created), mode);
+LayerPtr ShiftRight(ShiftRightOptions options, std::source_location created) {
+  return with_mode(std::make_shared<ShiftRightLayer>(options.n_positions, created), options.mode);
 }
 
 }  // namespace ctrax::layers

@@ -8,6 +8,8 @@
 // stack) teaches exactly that; with causal attention, no position ever sees its own target.
 // In predict mode the layer is the identity: the decoder is fed the previous sample (the start
 // id first) one position at a time, which is already "shifted". Printed `ShiftRight(n)`.
+//
+// Trax's keywords are the options: ShiftRight({.mode = Mode::predict}), ShiftRight({.n_positions = 2}).
 #pragma once
 
 #include <source_location>
@@ -16,7 +18,12 @@
 
 namespace ctrax::layers {
 
-LayerPtr ShiftRight(int n_positions = 1, Mode mode = Mode::train,
+struct ShiftRightOptions {
+  int n_positions = 1;
+  Mode mode = Mode::train;
+};
+
+LayerPtr ShiftRight(ShiftRightOptions options = {},
                     std::source_location created = std::source_location::current());
 
 }  // namespace ctrax::layers

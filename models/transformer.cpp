@@ -11,7 +11,7 @@ namespace {
 LayerPtr activation(const TransformerConfig& c) { return c.ff_activation ? c.ff_activation() : Relu(); }
 
 LayerPtr DropoutOf(const TransformerConfig& c) {
-  return Dropout(c.dropout, c.dropout_shared_axes, c.mode);
+  return Dropout({.rate = c.dropout, .shared_axes = c.dropout_shared_axes, .mode = c.mode});
 }
 
 LayerList FFBlock(const TransformerConfig& c) {
@@ -35,14 +35,16 @@ LayerList FeedForwardBlock(std::int64_t d_model, std::int64_t d_ff, double dropo
   return {
       Dense(d_ff),
       activation(),
-      Dropout(dropout, dropout_shared_axes, mode),
+      Dropout({.rate = dropout, .shared_axes = dropout_shared_axes, .mode = mode}),
       Dense(d_model),
   };
 }
 
 LayerList EncoderBlock(const TransformerConfig& c) {
   return {
-      Residual(LayerNorm(), Attention(c.d_model, c.n_heads, c.dropout, c.mode), DropoutOf(c)),
+      Residual(LayerNorm(),
+               Attention(c.d_model, {.n_heads = c.n_heads, .dropout = c.dropout, .mode = c.mode}),
+               DropoutOf(c)),
       Residual(LayerNorm(), FFBlock(c), DropoutOf(c)),
   };
 }
@@ -50,7 +52,8 @@ LayerList EncoderBlock(const TransformerConfig& c) {
 LayerList DecoderBlock(const TransformerConfig& c) {
   return {
       Residual(LayerNorm(),
-               CausalAttention(c.d_model, c.n_heads, c.dropout, c.max_len, c.mode),
+               CausalAttention(c.d_model, {.n_heads = c.n_heads, .dropout = c.dropout,
+                                           .max_inference_length = c.max_len, .mode = c.mode}),
                DropoutOf(c)),
       Residual(LayerNorm(), FFBlock(c), DropoutOf(c)),
   };
@@ -59,12 +62,14 @@ LayerList DecoderBlock(const TransformerConfig& c) {
 LayerList EncoderDecoderBlock(const TransformerConfig& c) {
   return {                                              // vec_d masks vec_e
       Residual(LayerNorm(),
-               CausalAttention(c.d_model, c.n_heads, 0.0, c.max_len, c.mode),
+               CausalAttention(c.d_model, {.n_heads = c.n_heads, .dropout = 0.0,
+                                           .max_inference_length = c.max_len, .mode = c.mode}),
                DropoutOf(c)),
       Residual(LayerNorm(),
                Select({0, 2, 2, 1, 2}),                 // vec_d vec_e vec_e masks vec_e
-               AttentionQKV(c.d_model, c.n_heads, c.dropout, c.mode,
-                            /*cache_KV_in_predict=*/true),  // vec_d masks vec_e
+               AttentionQKV(c.d_model, {.n_heads = c.n_heads, .dropout = c.dropout,
+                                        .mode = c.mode, .cache_KV_in_predict = true}),
+                                                // vec_d masks vec_e
                DropoutOf(c)),
       Residual(LayerNorm(), FFBlock(c), DropoutOf(c)),
   };
@@ -88,17 +93,17 @@ LayerPtr TransformerDecoder(std::optional<std::int64_t> vocab_size, const Transf
   return Serial(
       vocab_size ? Embedding(*vocab_size, c.d_model) : Dense(c.d_model),
       DropoutOf(c),
-      PositionalEncoding(c.max_len, 0.0, {-2}, c.mode),
+      PositionalEncoding(c.max_len, {.mode = c.mode}),
       repeat(c.n_layers, [&] { return DecoderBlock(c); }),
       LayerNorm());
 }
 
 LayerPtr TransformerLM(std::int64_t vocab_size, const TransformerConfig& c) {
   return Serial(
-      ShiftRight(1, c.mode),
+      ShiftRight({.mode = c.mode}),
       Embedding(vocab_size, c.d_model),
       DropoutOf(c),
-      PositionalEncoding(c.max_len, 0.0, {-2}, c.mode),
+      PositionalEncoding(c.max_len, {.mode = c.mode}),
       repeat(c.n_layers, [&] { return DecoderBlock(c); }),
       LayerNorm(),
       Dense(vocab_size));
@@ -115,7 +120,7 @@ LayerPtr Transformer(std::int64_t input_vocab_size, std::optional<std::int64_t> 
   LayerPtr encoder = Serial(
       in_embedder,
       DropoutOf(c),
-      PositionalEncoding(c.max_len, 0.0, {-2}, encoder_mode),
+      PositionalEncoding(c.max_len, {.mode = encoder_mode}),
       repeat(c.n_encoder_layers, [&] { return EncoderBlock(c); }),
       LayerNorm());
   if (c.mode == Mode::predict) encoder = Cache(encoder);
@@ -125,10 +130,10 @@ LayerPtr Transformer(std::int64_t input_vocab_size, std::optional<std::int64_t> 
       Branch(nullptr, PaddingMask()),   // tok_e mask_e tok_d tok_d
       encoder,                          // vec_e mask_e tok_d tok_d
       Select({2, 1, 0}),                // tok_d mask_e vec_e tok_d
-      ShiftRight(1, c.mode),
+      ShiftRight({.mode = c.mode}),
       out_embedder,
       DropoutOf(c),
-      PositionalEncoding(c.max_len, 0.0, {-2}, c.mode),
+      PositionalEncoding(c.max_len, {.mode = c.mode}),
       Branch(nullptr, EncoderDecoderMask()),  // vec_d masks vec_e tok_d
       repeat(c.n_decoder_layers, [&] { return EncoderDecoderBlock(c); }),
       LayerNorm(),

@@ -39,7 +39,7 @@ TEST_CASE("PureAttention attends per head and passes the mask through") {
   const Tensor q = randn({2, 3, 4}, 1), k = randn({2, 5, 4}, 2), val = randn({2, 5, 4}, 3);
   const Tensor mask = tensor({true, true, false, true, false, true, true, true, true, false},
                              {2, 1, 1, 5});
-  auto pa = PureAttention(2);
+  auto pa = PureAttention({.n_heads = 2});
   CHECK(pa->to_string() == "PureAttention_in4_out2");
   const Stack out = init_and_run(pa, {q, k, val, mask});
   CHECK(out.size() == 2);
@@ -52,7 +52,7 @@ TEST_CASE("PureAttention attends per head and passes the mask through") {
 TEST_CASE("a padding key changes nothing when masked") {
   const Tensor q = randn({1, 2, 4}, 1), k = randn({1, 3, 4}, 2), val = randn({1, 3, 4}, 3);
   const Tensor mask = tensor({true, true, false}, {1, 1, 1, 3});
-  auto pa = PureAttention(2);
+  auto pa = PureAttention({.n_heads = 2});
   const Tensor before = init_and_run(pa, {q, k, val, mask})[0];
   Tensor k2 = k.clone(), v2 = val.clone();
   for (int i = 8; i < 12; ++i) k2.data<double>()[i] = v2.data<double>()[i] = 100.0 + i;
@@ -61,13 +61,13 @@ TEST_CASE("a padding key changes nothing when masked") {
 
 TEST_CASE("PureAttention checks d_model against n_heads as Trax does") {
   const ShapeDtype x{{1, 2, 6}};
-  CHECK_THROWS_WITH_AS(PureAttention(4)->init({x, x, x, ShapeDtype{{1, 1, 1, 2}, DType::bool_}}),
+  CHECK_THROWS_WITH_AS(PureAttention({.n_heads = 4})->init({x, x, x, ShapeDtype{{1, 1, 1, 2}, DType::bool_}}),
                        doctest::Contains("is not a multiple of the requested number of attention heads (4)"),
                        LayerError);
 }
 
 TEST_CASE("Attention and AttentionQKV are built and printed as in Trax") {
-  CHECK(Attention(8, 2)->to_string() ==
+  CHECK(Attention(8, {.n_heads = 2})->to_string() ==
         "Serial_in2_out2[\n"
         "  Select[0,0,0]_out3\n"
         "  Serial_in4_out2[\n"
@@ -80,13 +80,13 @@ TEST_CASE("Attention and AttentionQKV are built and printed as in Trax") {
         "    Dense_8\n"
         "  ]\n"
         "]");
-  CHECK(AttentionQKV(8, 2, 0.0, Mode::predict, true)->to_string().find("Cache[\n      Dense_8\n    ]") !=
+  CHECK(AttentionQKV(8, {.n_heads = 2, .mode = Mode::predict, .cache_KV_in_predict = true})->to_string().find("Cache[\n      Dense_8\n    ]") !=
         std::string::npos);
-  CHECK(AttentionQKV(8, 2, 0.0, Mode::eval, true)->to_string().find("Cache") == std::string::npos);
+  CHECK(AttentionQKV(8, {.n_heads = 2, .mode = Mode::eval, .cache_KV_in_predict = true})->to_string().find("Cache") == std::string::npos);
 }
 
 TEST_CASE("Attention maps (x, mask) to (y, mask) with 4·(d² + d) weights") {
-  auto att = Attention(8, 2);
+  auto att = Attention(8, {.n_heads = 2});
   const Tensor x = randn({2, 3, 8});
   const Tensor mask = tensor({true, true, false, true, true, true}, {2, 1, 1, 3});
   att->init(signature_of(Stack{x, mask}));
@@ -105,19 +105,19 @@ TEST_CASE("the attention layers pass the gradient checker") {
     expect_layer_gradients(l, in);
   }
   SUBCASE("PureAttention") {
-    auto l = PureAttention(2);
+    auto l = PureAttention({.n_heads = 2});
     const Stack in{randn({2, 3, 4}, 1), randn({2, 3, 4}, 2), randn({2, 3, 4}, 3), mask};
     l->init(signature_of(in));
     expect_layer_gradients(l, in);
   }
   SUBCASE("AttentionQKV") {
-    auto l = AttentionQKV(4, 2);
+    auto l = AttentionQKV(4, {.n_heads = 2});
     const Stack in{randn({2, 3, 4}, 1), randn({2, 3, 4}, 2), randn({2, 3, 4}, 3), mask};
     l->init(signature_of(in));
     expect_layer_gradients(l, in);
   }
   SUBCASE("Attention") {
-    auto l = Attention(4, 2);
+    auto l = Attention(4, {.n_heads = 2});
     const Stack in{randn({2, 3, 4}, 1), mask};
     l->init(signature_of(in));
     expect_layer_gradients(l, in);

@@ -8,7 +8,7 @@ using namespace ctrax::testing;
 using namespace ctrax::layers;
 
 TEST_CASE("CausalAttention is built and printed as in Trax") {
-  CHECK(CausalAttention(8, 2)->to_string() ==
+  CHECK(CausalAttention(8, {.n_heads = 2})->to_string() ==
         "Serial[\n"
         "  Branch_out3[\n"
         "    Serial[\n"
@@ -28,12 +28,12 @@ TEST_CASE("CausalAttention is built and printed as in Trax") {
         "  MergeHeads\n"
         "  Dense_8\n"
         "]");
-  CHECK_THROWS_WITH_AS(CausalAttention(10, 3), doctest::Contains("(10) is not a multiple"),
+  CHECK_THROWS_WITH_AS(CausalAttention(10, {.n_heads = 3}), doctest::Contains("(10) is not a multiple"),
                        std::invalid_argument);
 }
 
 TEST_CASE("a position never sees the future: changing token 3 leaves outputs 0..2 alone") {
-  auto att = CausalAttention(6, 2);
+  auto att = CausalAttention(6, {.n_heads = 2});
   const Tensor x = randn({2, 4, 6}, 1);
   const Tensor y = init_and_run(att, {x})[0];
   Tensor x2 = x.clone();
@@ -46,9 +46,9 @@ TEST_CASE("a position never sees the future: changing token 3 leaves outputs 0..
 
 TEST_CASE("predict mode with the KV cache reproduces eval mode, token by token and in chunks") {
   const Tensor x = randn({2, 5, 8}, 3);
-  auto eval = CausalAttention(8, 2, 0.0, 16, Mode::eval);
+  auto eval = CausalAttention(8, {.n_heads = 2, .max_inference_length = 16, .mode = Mode::eval});
   const Tensor expected = init_and_run(eval, {x}, 4)[0];
-  auto predict = CausalAttention(8, 2, 0.0, 16, Mode::predict);
+  auto predict = CausalAttention(8, {.n_heads = 2, .max_inference_length = 16, .mode = Mode::predict});
   predict->init(ShapeDtype{{2, 1, 8}, DType::float64}, Rng(4));
   predict->set_all_weights(eval->all_weights());
   SUBCASE("one position per call") {
@@ -63,7 +63,7 @@ TEST_CASE("predict mode with the KV cache reproduces eval mode, token by token a
 }
 
 TEST_CASE("the KV cache reports overflow with its size") {
-  auto att = CausalAttention(4, 1, 0.0, 3, Mode::predict);
+  auto att = CausalAttention(4, {.n_heads = 1, .max_inference_length = 3, .mode = Mode::predict});
   att->init(ShapeDtype{{1, 1, 4}});
   (*att)(Tensor::zeros({1, 2, 4}));
   CHECK_THROWS_WITH_AS((*att)(Tensor::zeros({1, 2, 4})),
@@ -72,14 +72,14 @@ TEST_CASE("the KV cache reports overflow with its size") {
 }
 
 TEST_CASE("the KV cache rejects a batch it was not initialised for") {
-  auto att = CausalAttention(4, 1, 0.0, 8, Mode::predict);
+  auto att = CausalAttention(4, {.n_heads = 1, .max_inference_length = 8, .mode = Mode::predict});
   att->init(ShapeDtype{{1, 1, 4}});
   CHECK_THROWS_WITH_AS((*att)(Tensor::zeros({3, 1, 4})), doctest::Contains("re-initialise"),
                        LayerError);
 }
 
 TEST_CASE("CausalAttention passes the gradient checker") {
-  auto att = CausalAttention(4, 2);
+  auto att = CausalAttention(4, {.n_heads = 2});
   att->init(ShapeDtype{{2, 3, 4}, DType::float64});
   expect_layer_gradients(att, {randn({2, 3, 4})});
 }

@@ -33,7 +33,7 @@ TEST_CASE("Dense initialises as Trax: Glorot-uniform kernel, tiny normal bias") 
 }
 
 TEST_CASE("Dense without bias has one weight") {
-  auto d = Dense(4, /*use_bias=*/false);
+  auto d = Dense(4, {.use_bias = false});
   d->init(ShapeDtype{{1, 3}});
   CHECK(d->weights().size() == 1);
 }

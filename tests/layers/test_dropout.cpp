@@ -8,7 +8,7 @@ using namespace ctrax::testing;
 using namespace ctrax::layers;
 
 TEST_CASE("Dropout in train mode zeroes about rate of the values and scales the rest") {
-  auto d = Dropout(0.25);
+  auto d = Dropout({.rate = 0.25});
   const Tensor x = Tensor::ones({100, 100});
   const Tensor y = init_and_run(d, {x}, 3)[0];
   int zeros = 0;
@@ -22,12 +22,12 @@ TEST_CASE("Dropout in train mode zeroes about rate of the values and scales the 
 
 TEST_CASE("Dropout is the identity in eval and predict mode, and at rate 0") {
   const Tensor x = v({1, 2, 3});
-  for (Mode m : {Mode::eval, Mode::predict}) expect_close(init_and_run(Dropout(0.5, {}, m), {x})[0], x);
-  expect_close(init_and_run(Dropout(0.0), {x})[0], x);
+  for (Mode m : {Mode::eval, Mode::predict}) expect_close(init_and_run(Dropout({.rate = 0.5, .mode = m}), {x})[0], x);
+  expect_close(init_and_run(Dropout({.rate = 0.0}), {x})[0], x);
 }
 
 TEST_CASE("Dropout masks are the same under the same rng and differ under another") {
-  auto d = Dropout(0.5);
+  auto d = Dropout({.rate = 0.5});
   const Tensor x = Tensor::ones({64});
   const Tensor a = init_and_run(d, {x}, 1)[0];
   const Tensor b = init_and_run(d, {x}, 1)[0];
@@ -37,7 +37,7 @@ TEST_CASE("Dropout masks are the same under the same rng and differ under anothe
 }
 
 TEST_CASE("Dropout with shared axes drops whole rows") {
-  auto d = Dropout(0.5, {1});
+  auto d = Dropout({.rate = 0.5, .shared_axes = {1}});
   const Tensor y = init_and_run(d, {Tensor::ones({16, 8})}, 4)[0];
   const auto vals = y.to_doubles();
   for (int r = 0; r < 16; ++r)
@@ -45,12 +45,12 @@ TEST_CASE("Dropout with shared axes drops whole rows") {
 }
 
 TEST_CASE("Dropout rejects a rate outside [0, 1)") {
-  CHECK_THROWS_AS(Dropout(1.0), std::invalid_argument);
-  CHECK_THROWS_AS(Dropout(-0.1), std::invalid_argument);
+  CHECK_THROWS_AS(Dropout({.rate = 1.0}), std::invalid_argument);
+  CHECK_THROWS_AS(Dropout({.rate = -0.1}), std::invalid_argument);
 }
 
 TEST_CASE("Dropout passes the gradient checker (fixed mask)") {
-  auto d = Dropout(0.3);
+  auto d = Dropout({.rate = 0.3});
   d->init(ShapeDtype{{3, 4}, DType::float64}, Rng(7));
   expect_layer_gradients(d, {randn({3, 4})});
 }

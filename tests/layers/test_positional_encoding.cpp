@@ -39,7 +39,7 @@ TEST_CASE("PositionalEncoding rejects sequences longer than max_len") {
 }
 
 TEST_CASE("PositionalEncoding in predict mode counts positions across calls") {
-  auto p = PositionalEncoding(8, 0.0, {-2}, Mode::predict);
+  auto p = PositionalEncoding(8, {.mode = Mode::predict});
   p->init(ShapeDtype{{1, 1, 4}});
   const Tensor pe = sinusoidal_table(8, 4);
   const Tensor first = (*p)(Tensor::zeros({1, 2, 4}));   // positions 0, 1 (a prompt chunk)
@@ -53,7 +53,7 @@ TEST_CASE("PositionalEncoding in predict mode counts positions across calls") {
 TEST_CASE("PositionalEncoding dropout drops encoding features for all positions, train mode only") {
   // Trax's default dropout_broadcast_dims (-2,) shares the mask along the length axis: a dropped
   // feature is dropped at every position.
-  auto p = PositionalEncoding(16, 0.5);
+  auto p = PositionalEncoding(16, {.dropout = 0.5});
   const Tensor y = init_and_run(p, {Tensor::zeros({1, 16, 64})}, 3)[0];
   const auto vals = y.to_doubles();
   const auto pe = sinusoidal_table(16, 64).to_doubles();
@@ -66,7 +66,7 @@ TEST_CASE("PositionalEncoding dropout drops encoding features for all positions,
   }
   CHECK(dropped > 16);
   CHECK(dropped < 48);
-  auto eval = PositionalEncoding(16, 0.5, {-2}, Mode::eval);
+  auto eval = PositionalEncoding(16, {.dropout = 0.5, .mode = Mode::eval});
   expect_close(init_and_run(eval, {Tensor::zeros({1, 16, 64})}, 3)[0],
                reshape(sinusoidal_table(16, 64), {1, 16, 64}));
 }

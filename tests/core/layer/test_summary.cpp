@@ -10,7 +10,7 @@ using namespace ctrax::layers;
 
 TEST_CASE("summary lists each layer's weights once and ends with the total") {
   auto shared = Dense(4);
-  auto model = Serial(Dense(4), shared, shared, Dense(2, /*use_bias=*/false));
+  auto model = Serial(Dense(4), shared, shared, Dense(2, {.use_bias = false}));
   model->init(ShapeDtype{{1, 3}});
   const std::string s = summary(*model);
   CHECK(s.find("Serial/Dense_4[0]") != std::string::npos);

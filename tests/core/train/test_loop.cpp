@@ -40,7 +40,7 @@ Stack make_batch(std::int64_t i, std::uint64_t seed = 1) {
 }
 
 LayerPtr classifier(double dropout = 0.0) {
-  return Serial(Dense(16), Relu(), Dropout(dropout), Dense(2));
+  return Serial(Dense(16), Relu(), Dropout({.rate = dropout}), Dense(2));
 }
 
 Stack default_batch(std::int64_t i) { return make_batch(i); }
