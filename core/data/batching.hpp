@@ -52,7 +52,6 @@ class BatchPlan {
  public:
   BatchPlan(std::vector<std::int64_t> lengths, BatchPlanOptions options);
   std::int64_t batches_per_epoch() const { return static_cast<std::int64_t>(epoch_size_); }
-  std::int64_t n_examples() const { return static_cast<std::int64_t>(lengths_.size()); }
   // The example indices of batch i of the stream.
   std::vector<std::int64_t> batch(std::int64_t i) const;
 

@@ -3,11 +3,8 @@
 // OpenBLAS (Debian builds it with DYNAMIC_ARCH) picks its kernels when the library loads, from the
 // CPU's family and model numbers. A CPU newer than the OpenBLAS release is not in its table, and
 // OpenBLAS 0.3.21 (Debian 12) then falls back to its generic "Prescott" (SSE3) kernels — even on
-// a CPU with AVX-512. Measured on such a machine (Intel family 6 model 207, 2 cores):
-//
-//   OPENBLAS_CORETYPE   sgemm 1024³, 1 thread   bench_train M lm      decode M (KV cache)
-//   unset → Prescott    30 GFLOP/s              1,485 tok/s           ~700 tok/s
-//   SkylakeX            124 GFLOP/s             6,569 tok/s           1,456 tok/s
+// a CPU with AVX-512, and runs about 4× slower than its SkylakeX kernels there (the figures are
+// in docs/performance.md).
 //
 // A 4× slower framework with no message would be a silent wrong answer about speed, so ctrax
 // checks once, at start-up (runtime.hpp), and prints ONE warning to stderr naming the fix:
@@ -16,7 +13,7 @@
 // for you; the scripts (scripts/blas_env.sh) do, from `inspect --blas`. An OPENBLAS_CORETYPE that
 // is already set is the user's choice: the scripts keep it, and ctrax only notes it when it selects
 // narrower kernels than the CPU runs (some machines export OPENBLAS_CORETYPE=Haswell on AVX-512
-// CPUs, which halves sgemm: ../shared/bench/RESULTS.md).
+// CPUs, which halves sgemm).
 #pragma once
 
 #include <string>

@@ -6,8 +6,8 @@
 // ~1e-7, float32's own rounding); 2^n by writing the exponent bits. Below −87 (e.g. the −1e9 of a
 // masked score) the result is exactly 0, as expf's underflow is. float64 keeps std::exp.
 // g++ 12 vectorises it only under -fno-trapping-math (meson.build): otherwise the clamp and the
-// final select stay scalar branches, and the attention softmax ran 5× slower (12 ms against
-// 2.3 ms per layer at B 16, 4 heads, L 256).
+// final select stay scalar branches, and the attention softmax runs several times slower
+// (docs/performance.md).
 #pragma once
 
 #include <algorithm>

@@ -17,9 +17,9 @@ namespace ctrax {
 
 namespace {
 
-// Products at most this large (M·N·K) run many-at-once, one per thread: ../shared/bench/RESULTS.md
-// measures 284 vs 110 GFLOP/s that way for 128×128×64 attention products. Larger ones run one
-// at a time, each on all threads (gemm.hpp).
+// Products at most this large (M·N·K) run many-at-once, one per thread: for attention-sized
+// products that is more than twice as fast (docs/performance.md). Larger ones run one at a time,
+// each on all threads (gemm.hpp).
 constexpr std::int64_t kSmallProduct = 256 * 256 * 256;
 
 template <class T>

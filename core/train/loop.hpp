@@ -84,10 +84,8 @@ class Loop {
   bool stopped() const { return stopped_; }
   std::int64_t step() const { return step_; }
   const LayerPtr& model() const { return model_; }
-  // Every record reported so far (after a resume, those of metrics.jsonl up to its step too), so
-  // last_value() answers even when a resumed run has nothing left to train.
-  const std::vector<MetricRecord>& history() const { return history_; }
-  // The last reported value of a metric, e.g. last_value("eval", "WeightedCategoryAccuracy").
+  // The last reported value of a metric, e.g. last_value("eval", "WeightedCategoryAccuracy"). After
+  // a resume it answers from metrics.jsonl too, even when there is nothing left to train.
   double last_value(const std::string& split, const std::string& name) const;
   std::string checkpoint_path() const;  // output_dir/model.safetensors ("" without output_dir)
   // Writes the checkpoint now (run() does so at every checkpoint step and at its end).
@@ -111,7 +109,7 @@ class Loop {
   std::vector<std::vector<std::string>> metric_names_;
   std::int64_t step_ = 0;
   Reporter reporter_;
-  std::vector<MetricRecord> history_;
+  std::vector<MetricRecord> history_;   // every record reported (after a resume, the file's too)
   // Since the last report:
   double loss_sum_ = 0;
   std::int64_t loss_count_ = 0;

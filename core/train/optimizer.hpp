@@ -78,7 +78,6 @@ class Optimizer {
   // Weight averaging (above). decay in (0, 1); 0 turns it off. Set it before init or the first
   // update; init then starts every average at its weight.
   void average_weights(double decay);
-  double averaging_decay() const { return averaging_decay_; }
   // averages()[i] belongs to weights[i] (empty when averaging is off).
   std::vector<Tensor>& averages() { return averages_; }
   const std::vector<Tensor>& averages() const { return averages_; }

@@ -34,10 +34,17 @@ TEST_CASE("an input the value does not depend on gets zeros") {
 TEST_CASE("NoGrad records nothing") {
   Tensor x = tensor({1.0}, {1}).requires_grad_();
   Tensor y;
+  CHECK(grad_enabled());
   {
     NoGrad no_grad;
+    CHECK_FALSE(grad_enabled());
+    {
+      NoGrad nested;
+    }
+    CHECK_FALSE(grad_enabled());   // an inner scope restores what it found
     y = x * 2.0;
   }
+  CHECK(grad_enabled());
   CHECK_FALSE(y.requires_grad());
   CHECK_THROWS_AS(grad(sum(y), {x}), std::invalid_argument);
 }
