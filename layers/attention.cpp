@@ -8,6 +8,7 @@
 #include "core/tensor/ops.hpp"
 #include "layers/dense.hpp"
 #include "layers/heads.hpp"
+#include "layers/rotary.hpp"
 
 namespace ctrax::layers {
 
@@ -48,23 +49,37 @@ class DotProductAttentionLayer final : public Layer {
 
 class PureAttentionLayer final : public Layer {
  public:
-  PureAttentionLayer(int n_heads, double dropout, std::source_location created)
-      : Layer("PureAttention", 4, 2, created), n_heads_(n_heads), dropout_(dropout) {
+  PureAttentionLayer(int n_heads, double dropout, bool rotary, std::source_location created)
+      : Layer("PureAttention", 4, 2, created), n_heads_(n_heads), dropout_(dropout), rotary_(rotary) {
     if (n_heads < 1)
       throw std::invalid_argument(fmt::format("n_heads must be >= 1, got {}", n_heads));
   }
 
  protected:
+  void init_weights_and_state(const Signature&) override {
+    if (rotary_ && mode() == Mode::predict) state() = {Tensor::scalar(0, DType::int32)};
+  }
+
   Stack forward(const Stack& in) override {
     const Tensor &q = in[0], &k = in[1], &v = in[2], &mask = in[3];
-    Tensor out = dot_product_attention(split_heads(q, n_heads_), split_heads(k, n_heads_),
-                                       split_heads(v, n_heads_), mask, dropout_, mode(), rng());
+    Tensor qh = split_heads(q, n_heads_), kh = split_heads(k, n_heads_);
+    if (rotary_) {
+      std::int64_t q_start = 0;
+      if (mode() == Mode::predict) {
+        q_start = static_cast<std::int64_t>(state().at(0).item());
+        state()[0] = Tensor::scalar(static_cast<double>(q_start + q.dim(1)), DType::int32);
+      }
+      qh = rotate(qh, q_start);
+      kh = rotate(kh, 0);
+    }
+    Tensor out = dot_product_attention(qh, kh, split_heads(v, n_heads_), mask, dropout_, mode(), rng());
     return {merge_heads(out), mask};  // (B, L_q, d_model), mask unchanged
   }
 
  private:
   int n_heads_;
   double dropout_;
+  bool rotary_;
 };
 
 }  // namespace
@@ -74,7 +89,7 @@ LayerPtr DotProductAttention(double dropout, Mode mode, std::source_location cre
 }
 
 LayerPtr PureAttention(AttentionOptions o, std::source_location created) {
-  return with_mode(std::make_shared<PureAttentionLayer>(o.n_heads, o.dropout, created), o.mode);
+  return with_mode(std::make_shared<PureAttentionLayer>(o.n_heads, o.dropout, o.rotary, created), o.mode);
 }
 
 LayerPtr AttentionQKV(std::int64_t d_feature, AttentionQKVOptions o, std::source_location created) {
@@ -85,13 +100,15 @@ LayerPtr AttentionQKV(std::int64_t d_feature, AttentionQKVOptions o, std::source
     v_dense = Cache(v_dense, created);
   }
   return Serial(Parallel(Dense(d_feature, {}, created), k_dense, v_dense, created),
-                PureAttention({.n_heads = o.n_heads, .dropout = o.dropout, .mode = o.mode}, created),
+                PureAttention({.n_heads = o.n_heads, .dropout = o.dropout, .mode = o.mode, .rotary = o.rotary},
+                              created),
                 Dense(d_feature, {}, created), created);
 }
 
 LayerPtr Attention(std::int64_t d_feature, AttentionOptions o, std::source_location created) {
   return Serial(Select({0, 0, 0}, -1, created),
-                AttentionQKV(d_feature, {.n_heads = o.n_heads, .dropout = o.dropout, .mode = o.mode},
+                AttentionQKV(d_feature,
+                             {.n_heads = o.n_heads, .dropout = o.dropout, .mode = o.mode, .rotary = o.rotary},
                              created),
                 created);
 }

@@ -48,10 +48,14 @@ Tensor dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, 
 LayerPtr DotProductAttention(double dropout = 0.0, Mode mode = Mode::train,
                              std::source_location created = std::source_location::current());
 // Trax's keyword arguments, by name: Attention(d_model, {.n_heads = 8, .dropout = 0.1, .mode = mode}).
+// rotary: each head's queries and keys are rotated by their positions (rotary.hpp) before the
+// scores; queries count positions in predict mode, keys always start at 0 (PureAttention has no
+// KV cache: in predict mode it serves cross-attention, whose keys are the whole encoding).
 struct AttentionOptions {
   int n_heads = 1;
   double dropout = 0.0;
   Mode mode = Mode::train;
+  bool rotary = false;
 };
 // AttentionQKV's, with Trax's cache_KV_in_predict: in predict mode the k and v projections are
 // wrapped in Cache (the encoder's keys and values are computed once per sequence).
@@ -60,6 +64,7 @@ struct AttentionQKVOptions {
   double dropout = 0.0;
   Mode mode = Mode::train;
   bool cache_KV_in_predict = false;
+  bool rotary = false;
 };
 
 LayerPtr PureAttention(AttentionOptions options = {},

@@ -9,6 +9,7 @@
 #include "layers/dense.hpp"
 #include "layers/heads.hpp"
 #include "layers/masks.hpp"
+#include "layers/rotary.hpp"
 
 namespace ctrax::layers {
 
@@ -89,11 +90,12 @@ LayerPtr CausalAttention(std::int64_t d_feature, CausalAttentionOptions o,
     throw std::invalid_argument(fmt::format(
         "Dimensionality of feature embedding ({}) is not a multiple of the requested number of "
         "attention heads ({}).", d_feature, n_heads));
-  auto projection = [&] {
-    return LayerList{Dense(d_feature, {}, created),
-                     SplitIntoHeads(n_heads, /*merged_batch_and_head=*/true, created)};
+  auto projection = [&](bool rotated) {
+    LayerList l{Dense(d_feature, {}, created), SplitIntoHeads(n_heads, /*merged_batch_and_head=*/true, created)};
+    if (rotated) l.push_back(Rotate({.mode = o.mode}, created));
+    return l;
   };
-  return Serial(Branch(projection(), projection(), projection(), created),
+  return Serial(Branch(projection(o.rotary), projection(o.rotary), projection(false), created),
                 DotProductCausalAttention(o.dropout, o.max_inference_length, o.mode, created),
                 MergeHeads(n_heads, /*merged_batch_and_head=*/true, created),
                 Dense(d_feature, {}, created), created);

@@ -45,11 +45,14 @@ LayerPtr DotProductCausalAttention(double dropout = 0.0, std::int64_t max_infere
                                    std::source_location created = std::source_location::current());
 // Trax's keyword arguments, by name:
 //   CausalAttention(d_model, {.n_heads = 8, .dropout = 0.1, .max_inference_length = 512, .mode = mode})
+// rotary: queries and keys pass through Rotate after SplitIntoHeads (rotary.hpp), so the KV cache
+// holds rotated keys and each new query is rotated by its own position.
 struct CausalAttentionOptions {
   int n_heads = 1;
   double dropout = 0.0;
   std::int64_t max_inference_length = 2048;
   Mode mode = Mode::train;
+  bool rotary = false;
 };
 
 LayerPtr CausalAttention(std::int64_t d_feature, CausalAttentionOptions options = {},

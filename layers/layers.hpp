@@ -17,4 +17,5 @@
 #include "layers/metrics.hpp"
 #include "layers/positional_encoding.hpp"
 #include "layers/reductions.hpp"
+#include "layers/rotary.hpp"
 #include "layers/shift_right.hpp"

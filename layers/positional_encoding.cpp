@@ -33,11 +33,14 @@ Tensor sinusoidal_table(std::int64_t max_len, std::int64_t d, DType dtype) {
 
 namespace {
 
+// PositionalEncoding and PositionalEmbedding: a (max_len, d) table added to the activations,
+// which differ only in the table's first value (sinusoids, or random like an Embedding's).
 class PositionalEncodingLayer final : public Layer {
  public:
-  PositionalEncodingLayer(std::int64_t max_len, double dropout, std::vector<int> broadcast_dims,
-                          std::source_location created)
-      : Layer("PositionalEncoding", 1, 1, created),
+  PositionalEncodingLayer(std::string name, Initializer table, std::int64_t max_len, double dropout,
+                          std::vector<int> broadcast_dims, std::source_location created)
+      : Layer(std::move(name), 1, 1, created),
+        table_(std::move(table)),
         max_len_(max_len),
         dropout_(dropout),
         broadcast_dims_(std::move(broadcast_dims)) {
@@ -49,10 +52,8 @@ class PositionalEncodingLayer final : public Layer {
     const ShapeDtype& x = input.at(0);
     if (x.shape.size() != 3)
       throw std::invalid_argument(fmt::format(
-          "PositionalEncoding expects (B, L, d_feature) activations, got {}", ctrax::to_string(input)));
-    add_weight("pe", {max_len_, x.shape[2]}, weight_dtype(x.dtype),
-               [](const Shape& s, const Rng&, DType dt) { return sinusoidal_table(s[0], s[1], dt); },
-               rng());
+          "{} expects (B, L, d_feature) activations, got {}", name(), ctrax::to_string(input)));
+    add_weight("pe", {max_len_, x.shape[2]}, weight_dtype(x.dtype), table_, rng());
     if (mode() == Mode::predict) state() = {Tensor::scalar(0, DType::int32)};
   }
 
@@ -61,19 +62,18 @@ class PositionalEncodingLayer final : public Layer {
     const Tensor& pe = weights()[0];
     if (x.rank() != 3 || x.dim(2) != pe.dim(1))
       throw std::invalid_argument(fmt::format(
-          "PositionalEncoding expects (B, L, {}) activations, got {}", pe.dim(1), x.signature()));
+          "{} expects (B, L, {}) activations, got {}", name(), pe.dim(1), x.signature()));
     const std::int64_t L = x.dim(1);
     std::int64_t start = 0;
     if (mode() == Mode::predict) {
       if (state().empty())
-        throw std::logic_error("PositionalEncoding in predict mode has no position counter: "
+        throw std::logic_error(name() + " in predict mode has no position counter: "
                                "initialise the model in predict mode");
       start = static_cast<std::int64_t>(state()[0].item());
     }
     if (start + L > max_len_)
       throw std::invalid_argument(fmt::format(
-          "positions {}..{} exceed max_len {} of PositionalEncoding", start, start + L - 1,
-          max_len_));
+          "positions {}..{} exceed max_len {} of {}", start, start + L - 1, max_len_, name()));
     Tensor px = slice(pe, 0, start, start + L);  // (L, d)
     if (mode() == Mode::train && dropout_ > 0.0) px = dropout(px, dropout_, rng(), broadcast_dims_);
     if (mode() == Mode::predict)
@@ -82,6 +82,7 @@ class PositionalEncodingLayer final : public Layer {
   }
 
  private:
+  Initializer table_;
   std::int64_t max_len_;
   double dropout_;
   std::vector<int> broadcast_dims_;
@@ -91,9 +92,18 @@ class PositionalEncodingLayer final : public Layer {
 
 LayerPtr PositionalEncoding(std::int64_t max_len, PositionalEncodingOptions options,
                             std::source_location created) {
-  return with_mode(std::make_shared<PositionalEncodingLayer>(max_len, options.dropout,
-                                                             std::move(options.dropout_broadcast_dims),
-                                                             created),
+  Initializer sinusoids = [](const Shape& s, const Rng&, DType dt) { return sinusoidal_table(s[0], s[1], dt); };
+  return with_mode(std::make_shared<PositionalEncodingLayer>("PositionalEncoding", std::move(sinusoids), max_len,
+                                                             options.dropout,
+                                                             std::move(options.dropout_broadcast_dims), created),
+                   options.mode);
+}
+
+LayerPtr PositionalEmbedding(std::int64_t max_len, PositionalEncodingOptions options,
+                             std::source_location created) {
+  return with_mode(std::make_shared<PositionalEncodingLayer>("PositionalEmbedding", scaled_uniform(1.0), max_len,
+                                                             options.dropout,
+                                                             std::move(options.dropout_broadcast_dims), created),
                    options.mode);
 }
 

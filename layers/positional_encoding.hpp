@@ -43,6 +43,12 @@ struct PositionalEncodingOptions {
 LayerPtr PositionalEncoding(std::int64_t max_len = 2048, PositionalEncodingOptions options = {},
                             std::source_location created = std::source_location::current());
 
+// LEARNED absolute positions (BERT's and GPT-2's): the same layer with a table drawn at random
+// like an Embedding's (scaled_uniform(1.0)) and learned from scratch — an Embedding of the
+// positions 0 … max_len − 1. It knows no position it has not trained on, and none past max_len.
+LayerPtr PositionalEmbedding(std::int64_t max_len = 2048, PositionalEncodingOptions options = {},
+                             std::source_location created = std::source_location::current());
+
 // The sinusoid table itself, (max_len, d) — for teaching and tests.
 Tensor sinusoidal_table(std::int64_t max_len, std::int64_t d, DType dtype = DType::float32);
 

@@ -1,6 +1,11 @@
 #include "models/transformer.hpp"
 
+#include "core/tensor/ops.hpp"
 #include "layers/layers.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
 
 namespace ctrax::models {
 
@@ -17,6 +22,46 @@ LayerPtr DropoutOf(const TransformerConfig& c) {
 LayerList FFBlock(const TransformerConfig& c) {
   return FeedForwardBlock(c.d_model, c.d_ff, c.dropout, c.dropout_shared_axes, c.mode,
                           [&c] { return activation(c); });
+}
+
+// One sublayer F with its residual connection, normalised as the config says:
+//   pre:  Residual(LayerNorm, F, Dropout)        post: Residual(F, Dropout), LayerNorm
+LayerList AddAndNorm(const TransformerConfig& c, const LayerList& f) {
+  LayerList body = f;
+  body.push_back(DropoutOf(c));
+  if (c.norm == Norm::post) return {Residual(body), LayerNorm()};
+  body.insert(body.begin(), LayerNorm());
+  return {Residual(body)};
+}
+
+// What follows the embedding: the √d_model scaling (when asked), dropout, and the position
+// table (sinusoidal or learned; rotary positions live in the attention layers instead).
+LayerList EmbeddingTail(const TransformerConfig& c, Mode mode, bool mode_given = true) {
+  LayerList out;
+  if (c.scale_embeddings) {
+    const double scale = std::sqrt(static_cast<double>(c.d_model));
+    out.push_back(Fn(fmt::format("ScaleBy({:.4g})", scale), [scale](const Tensor& x) { return x * scale; }));
+  }
+  out.push_back(DropoutOf(c));
+  const PositionalEncodingOptions options = mode_given ? PositionalEncodingOptions{.mode = mode}
+                                                       : PositionalEncodingOptions{};
+  if (c.positions == Positions::sinusoidal) out.push_back(PositionalEncoding(c.max_len, options));
+  if (c.positions == Positions::learned) out.push_back(PositionalEmbedding(c.max_len, options));
+  return out;
+}
+
+// The LayerNorm that closes a pre-norm stack (a post-norm stack has one in every block).
+LayerList FinalNorm(const TransformerConfig& c) {
+  if (c.norm == Norm::post) return {};
+  return {LayerNorm()};
+}
+
+bool rotary(const TransformerConfig& c) { return c.positions == Positions::rotary; }
+
+LayerList concat(std::initializer_list<LayerList> parts) {
+  LayerList out;
+  for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());
+  return out;
 }
 
 // n copies of a block, each built fresh (own weights), flattened into one list.
@@ -41,38 +86,33 @@ LayerList FeedForwardBlock(std::int64_t d_model, std::int64_t d_ff, double dropo
 }
 
 LayerList EncoderBlock(const TransformerConfig& c) {
-  return {
-      Residual(LayerNorm(),
-               Attention(c.d_model, {.n_heads = c.n_heads, .dropout = c.dropout, .mode = c.mode}),
-               DropoutOf(c)),
-      Residual(LayerNorm(), FFBlock(c), DropoutOf(c)),
-  };
+  return concat({
+      AddAndNorm(c, {Attention(c.d_model, {.n_heads = c.n_heads, .dropout = c.dropout, .mode = c.mode,
+                                           .rotary = rotary(c)})}),
+      AddAndNorm(c, FFBlock(c)),
+  });
 }
 
 LayerList DecoderBlock(const TransformerConfig& c) {
-  return {
-      Residual(LayerNorm(),
-               CausalAttention(c.d_model, {.n_heads = c.n_heads, .dropout = c.dropout,
-                                           .max_inference_length = c.max_len, .mode = c.mode}),
-               DropoutOf(c)),
-      Residual(LayerNorm(), FFBlock(c), DropoutOf(c)),
-  };
+  return concat({
+      AddAndNorm(c, {CausalAttention(c.d_model, {.n_heads = c.n_heads, .dropout = c.dropout,
+                                                 .max_inference_length = c.max_len, .mode = c.mode,
+                                                 .rotary = rotary(c)})}),
+      AddAndNorm(c, FFBlock(c)),
+  });
 }
 
 LayerList EncoderDecoderBlock(const TransformerConfig& c) {
-  return {                                              // vec_d masks vec_e
-      Residual(LayerNorm(),
-               CausalAttention(c.d_model, {.n_heads = c.n_heads, .dropout = 0.0,
-                                           .max_inference_length = c.max_len, .mode = c.mode}),
-               DropoutOf(c)),
-      Residual(LayerNorm(),
-               Select({0, 2, 2, 1, 2}),                 // vec_d vec_e vec_e masks vec_e
-               AttentionQKV(c.d_model, {.n_heads = c.n_heads, .dropout = c.dropout,
-                                        .mode = c.mode, .cache_KV_in_predict = true}),
-                                                // vec_d masks vec_e
-               DropoutOf(c)),
-      Residual(LayerNorm(), FFBlock(c), DropoutOf(c)),
-  };
+  return concat({                                       // vec_d masks vec_e
+      AddAndNorm(c, {CausalAttention(c.d_model, {.n_heads = c.n_heads, .dropout = 0.0,
+                                                 .max_inference_length = c.max_len, .mode = c.mode,
+                                                 .rotary = rotary(c)})}),
+      AddAndNorm(c, {Select({0, 2, 2, 1, 2}),           // vec_d vec_e vec_e masks vec_e
+                     AttentionQKV(c.d_model, {.n_heads = c.n_heads, .dropout = c.dropout, .mode = c.mode,
+                                              .cache_KV_in_predict = true, .rotary = rotary(c)})}),
+                                                        // vec_d masks vec_e
+      AddAndNorm(c, FFBlock(c)),
+  });
 }
 
 LayerPtr TransformerEncoder(std::int64_t vocab_size, std::int64_t n_classes,
@@ -80,11 +120,10 @@ LayerPtr TransformerEncoder(std::int64_t vocab_size, std::int64_t n_classes,
   return Serial(
       Branch(nullptr, PaddingMask()),  // tokens masks
       Embedding(vocab_size, c.d_model),
-      DropoutOf(c),
-      PositionalEncoding(c.max_len),
+      EmbeddingTail(c, c.mode, /*mode_given=*/false),   // Trax gives this one no mode
       repeat(c.n_layers, [&] { return EncoderBlock(c); }),
       Select({0}, /*n_in=*/2),         // drops the masks
-      LayerNorm(),
+      FinalNorm(c),
       Mean(/*axis=*/1),                // average over length (padding included, as in Trax)
       Dense(n_classes));
 }
@@ -92,20 +131,18 @@ LayerPtr TransformerEncoder(std::int64_t vocab_size, std::int64_t n_classes,
 LayerPtr TransformerDecoder(std::optional<std::int64_t> vocab_size, const TransformerConfig& c) {
   return Serial(
       vocab_size ? Embedding(*vocab_size, c.d_model) : Dense(c.d_model),
-      DropoutOf(c),
-      PositionalEncoding(c.max_len, {.mode = c.mode}),
+      EmbeddingTail(c, c.mode),
       repeat(c.n_layers, [&] { return DecoderBlock(c); }),
-      LayerNorm());
+      FinalNorm(c));
 }
 
 LayerPtr TransformerLM(std::int64_t vocab_size, const TransformerConfig& c) {
   return Serial(
       ShiftRight({.mode = c.mode}),
       Embedding(vocab_size, c.d_model),
-      DropoutOf(c),
-      PositionalEncoding(c.max_len, {.mode = c.mode}),
+      EmbeddingTail(c, c.mode),
       repeat(c.n_layers, [&] { return DecoderBlock(c); }),
-      LayerNorm(),
+      FinalNorm(c),
       Dense(vocab_size));
 }
 
@@ -119,10 +156,9 @@ LayerPtr Transformer(std::int64_t input_vocab_size, std::optional<std::int64_t> 
 
   LayerPtr encoder = Serial(
       in_embedder,
-      DropoutOf(c),
-      PositionalEncoding(c.max_len, {.mode = encoder_mode}),
+      EmbeddingTail(c, encoder_mode),
       repeat(c.n_encoder_layers, [&] { return EncoderBlock(c); }),
-      LayerNorm());
+      FinalNorm(c));
   if (c.mode == Mode::predict) encoder = Cache(encoder);
 
   return Serial(
@@ -132,11 +168,10 @@ LayerPtr Transformer(std::int64_t input_vocab_size, std::optional<std::int64_t> 
       Select({2, 1, 0}),                // tok_d mask_e vec_e tok_d
       ShiftRight({.mode = c.mode}),
       out_embedder,
-      DropoutOf(c),
-      PositionalEncoding(c.max_len, {.mode = c.mode}),
+      EmbeddingTail(c, c.mode),
       Branch(nullptr, EncoderDecoderMask()),  // vec_d masks vec_e tok_d
       repeat(c.n_decoder_layers, [&] { return EncoderDecoderBlock(c); }),
-      LayerNorm(),
+      FinalNorm(c),
       Select({0}, /*n_in=*/3),          // vec_d tok_d
       Dense(out_vocab));                // logits tok_d
 }

@@ -51,8 +51,23 @@ namespace ctrax::models {
 
 using layers::LayerList;
 
+// Where the models learn position (docs: the positions chapter).
+//   sinusoidal   Trax's PositionalEncoding: fixed sinusoids added to the embeddings (a trainable
+//                weight initialised to them, as in Trax)
+//   learned      PositionalEmbedding: a (max_len, d_model) table learned from random, added
+//   rotary       RoPE: no table; every attention rotates its queries and keys by their positions
+enum class Positions { sinusoidal, learned, rotary };
+
+// Where each block normalises.
+//   pre    x + Dropout(F(LayerNorm(x))), one LayerNorm closing the stack (Trax)
+//   post   LayerNorm(x + Dropout(F(x))) — the paper's "Add & Norm" (Vaswani et al. 2017), no
+//          LayerNorm closing the stack: every block already ends in one
+enum class Norm { pre, post };
+
 // Hyper-parameters, Trax's defaults. Use designated initialisers:
 //   TransformerLM(256, {.d_model = 64, .d_ff = 128, .n_layers = 2, .n_heads = 4});
+// The paper's Transformer:  {.positions = Positions::sinusoidal, .norm = Norm::post,
+//                            .scale_embeddings = true}   (with train::noam as the schedule).
 struct TransformerConfig {
   std::int64_t d_model = 512;     // width of embeddings, attention and the residual stream
   std::int64_t d_ff = 2048;       // hidden width of each feed-forward block
@@ -65,6 +80,9 @@ struct TransformerConfig {
   std::vector<int> dropout_shared_axes = {};  // axes along which dropout masks are shared
   Mode mode = Mode::train;        // train, eval or predict (see above)
   std::function<LayerPtr()> ff_activation = {};  // feed-forward nonlinearity; empty = Relu
+  Positions positions = Positions::sinusoidal;
+  Norm norm = Norm::pre;
+  bool scale_embeddings = false;  // multiply embeddings by √d_model (the paper, §3.4)
 };
 
 LayerList FeedForwardBlock(std::int64_t d_model, std::int64_t d_ff, double dropout,

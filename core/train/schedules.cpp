@@ -44,6 +44,18 @@ Schedule warmup_and_rsqrt_decay(std::int64_t n_warmup_steps, double max_value) {
   };
 }
 
+Schedule noam(std::int64_t d_model, std::int64_t n_warmup_steps, double factor) {
+  check_warmup(n_warmup_steps);
+  if (d_model < 1 || !(factor > 0))
+    throw std::invalid_argument(fmt::format("noam: d_model ({}) and factor ({}) must be positive", d_model, factor));
+  const double scale = factor / std::sqrt(static_cast<double>(d_model));
+  const double ramp = std::pow(static_cast<double>(n_warmup_steps), -1.5);
+  return [=](std::int64_t step) {
+    const double s = static_cast<double>(std::max<std::int64_t>(step, 1));
+    return scale * std::min(1.0 / std::sqrt(s), s * ramp);
+  };
+}
+
 Schedule warmup_and_cosine_decay(std::int64_t n_warmup_steps, std::int64_t n_steps, double max_value) {
   check_warmup(n_warmup_steps);
   if (n_steps <= n_warmup_steps)

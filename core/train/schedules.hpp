@@ -6,8 +6,11 @@
 //   constant(v)                     v
 //   warmup(n, v)                    step/(n+1) · v for step ≤ n, then v       (linear ramp)
 //   warmup_and_rsqrt_decay(n, v)    step/(n+1) · v for step ≤ n,
-//                                   then v · √(n+1) / √step                   ("Noam": the
-//                                   original Transformer's schedule, up then down as 1/√step)
+//                                   then v · √(n+1) / √step                   (Noam's shape,
+//                                   with its peak v named directly)
+//   noam(d_model, n, k)             k · d_model^−½ · min(step^−½, step · n^−³ᐟ²)   (the paper's
+//                                   formula, Vaswani et al. 2017 §5.3: linear up to its peak
+//                                   k / √(d_model · n) at step n, then down as 1/√step)
 //   warmup_and_cosine_decay(n, N, v) step/(n+1) · v for step ≤ n, then
 //                                   v · ½ (1 + cos(π · (step − n) / (N − n + 1)))
 //                                   (down to ~0 at the last step N: "cooling down" — the final
@@ -37,6 +40,7 @@ using Schedule = std::function<double(std::int64_t step)>;
 Schedule constant(double value);
 Schedule warmup(std::int64_t n_warmup_steps, double max_value);
 Schedule warmup_and_rsqrt_decay(std::int64_t n_warmup_steps, double max_value);
+Schedule noam(std::int64_t d_model, std::int64_t n_warmup_steps, double factor = 1.0);
 // Steps after n_steps keep the last value (v · ½ (1 + cos(π · (N − n)/(N − n + 1))), never
 // back up as multifactor's cosine_decay cycle would).
 Schedule warmup_and_cosine_decay(std::int64_t n_warmup_steps, std::int64_t n_steps, double max_value);

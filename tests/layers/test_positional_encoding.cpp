@@ -76,3 +76,19 @@ TEST_CASE("PositionalEncoding passes the gradient checker") {
   p->init(ShapeDtype{{2, 3, 4}, DType::float64});
   expect_layer_gradients(p, {randn({2, 3, 4})});
 }
+
+TEST_CASE("PositionalEmbedding: a learned (max_len, d) table from random, added like the sinusoids") {
+  auto p = PositionalEmbedding(8);
+  const Tensor x = Tensor::zeros({2, 3, 4});
+  const Tensor y = init_and_run(p, {x}, 5)[0];
+  CHECK(p->to_string() == "PositionalEmbedding");
+  REQUIRE(p->weights().size() == 1);
+  const Tensor table = p->weights()[0];
+  CHECK(table.shape() == Shape{8, 4});
+  CHECK(table.requires_grad());
+  expect_close(slice(y, 0, 0, 1), reshape(slice(table, 0, 0, 3), {1, 3, 4}), 0.0);   // x + table[0:3]
+  for (double v : table.to_doubles()) CHECK(std::abs(v) <= std::sqrt(3.0 / 4.0));   // scaled_uniform(1), fan 4
+  CHECK_FALSE(table.to_doubles() == sinusoidal_table(8, 4).to_doubles());
+  CHECK_THROWS_WITH_AS(init_and_run(PositionalEmbedding(2), {x}), doctest::Contains("exceed max_len 2 of PositionalEmbedding"),
+                       LayerError);
+}

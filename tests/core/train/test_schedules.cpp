@@ -26,6 +26,22 @@ TEST_CASE("warmup_and_rsqrt_decay: ramp, then v * sqrt(n + 1) / sqrt(step)") {
   CHECK(s(16) == Approx(0.5));
 }
 
+TEST_CASE("noam: the paper's d^-1/2 min(step^-1/2, step warmup^-3/2), peaking at warmup") {
+  auto s = noam(256, 4000);
+  const auto formula = [](double step) {
+    return std::pow(256.0, -0.5) * std::min(std::pow(step, -0.5), step * std::pow(4000.0, -1.5));
+  };
+  for (std::int64_t step : {1, 100, 3999, 4000, 4001, 20000, 100000})
+    CHECK(s(step) == Approx(formula(static_cast<double>(step))).epsilon(1e-12));
+  CHECK(s(4000) == Approx(1.0 / std::sqrt(256.0 * 4000.0)));   // the peak, 0.000988
+  CHECK(s(3999) < s(4000));
+  CHECK(s(4001) < s(4000));
+  CHECK(s(100) == Approx(100 * s(1)));                          // linear on the way up
+  CHECK(noam(256, 4000, 2.0)(4000) == Approx(2 * s(4000)));
+  CHECK(noam(64, 0)(16) == Approx(1.0 / (8.0 * 4.0)));          // no warm-up: d^-1/2 step^-1/2
+  CHECK_THROWS_AS(noam(0, 10), std::invalid_argument);
+}
+
 TEST_CASE("warmup_and_cosine_decay: ramp, then half a cosine down to ~0 at step N, then flat") {
   auto s = warmup_and_cosine_decay(3, 6, 2.0);                 // cosine over (step - 3) / 4
   CHECK(s(1) == Approx(0.5));
