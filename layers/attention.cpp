@@ -13,7 +13,7 @@
 namespace ctrax::layers {
 
 Tensor dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
-                             double dropout, Mode mode, const Rng& rng) {
+                             double dropout, Mode mode, const Rng& rng, const LinearBias& bias) {
   if (q.rank() < 2 || k.rank() != q.rank() || v.rank() != q.rank() || q.dim(-1) != k.dim(-1) ||
       k.dim(-2) != v.dim(-2))
     throw std::invalid_argument(fmt::format(
@@ -28,7 +28,7 @@ Tensor dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, 
     scores.push_back(k.dim(-2));
     keep = rng.bernoulli(scores, 1.0 - dropout);
   }
-  return attention(q, k, v, mask, keep, dropout);  // (…, L_q, d_v)
+  return attention(q, k, v, mask, keep, dropout, bias);  // (…, L_q, d_v)
 }
 
 namespace {
@@ -49,8 +49,9 @@ class DotProductAttentionLayer final : public Layer {
 
 class PureAttentionLayer final : public Layer {
  public:
-  PureAttentionLayer(int n_heads, double dropout, bool rotary, std::source_location created)
+  PureAttentionLayer(int n_heads, double dropout, bool rotary, bool linear_bias, std::source_location created)
       : Layer("PureAttention", 4, 2, created), n_heads_(n_heads), dropout_(dropout), rotary_(rotary) {
+    if (linear_bias) bias_.slopes = alibi_slopes(n_heads);
     if (n_heads < 1)
       throw std::invalid_argument(fmt::format("n_heads must be >= 1, got {}", n_heads));
   }
@@ -72,7 +73,7 @@ class PureAttentionLayer final : public Layer {
       qh = rotate(qh, q_start);
       kh = rotate(kh, 0);
     }
-    Tensor out = dot_product_attention(qh, kh, split_heads(v, n_heads_), mask, dropout_, mode(), rng());
+    Tensor out = dot_product_attention(qh, kh, split_heads(v, n_heads_), mask, dropout_, mode(), rng(), bias_);
     return {merge_heads(out), mask};  // (B, L_q, d_model), mask unchanged
   }
 
@@ -80,6 +81,7 @@ class PureAttentionLayer final : public Layer {
   int n_heads_;
   double dropout_;
   bool rotary_;
+  LinearBias bias_;
 };
 
 }  // namespace
@@ -89,7 +91,8 @@ LayerPtr DotProductAttention(double dropout, Mode mode, std::source_location cre
 }
 
 LayerPtr PureAttention(AttentionOptions o, std::source_location created) {
-  return with_mode(std::make_shared<PureAttentionLayer>(o.n_heads, o.dropout, o.rotary, created), o.mode);
+  return with_mode(std::make_shared<PureAttentionLayer>(o.n_heads, o.dropout, o.rotary, o.linear_bias, created),
+                   o.mode);
 }
 
 LayerPtr AttentionQKV(std::int64_t d_feature, AttentionQKVOptions o, std::source_location created) {
@@ -100,7 +103,8 @@ LayerPtr AttentionQKV(std::int64_t d_feature, AttentionQKVOptions o, std::source
     v_dense = Cache(v_dense, created);
   }
   return Serial(Parallel(Dense(d_feature, {}, created), k_dense, v_dense, created),
-                PureAttention({.n_heads = o.n_heads, .dropout = o.dropout, .mode = o.mode, .rotary = o.rotary},
+                PureAttention({.n_heads = o.n_heads, .dropout = o.dropout, .mode = o.mode, .rotary = o.rotary,
+                               .linear_bias = o.linear_bias},
                               created),
                 Dense(d_feature, {}, created), created);
 }
@@ -108,7 +112,8 @@ LayerPtr AttentionQKV(std::int64_t d_feature, AttentionQKVOptions o, std::source
 LayerPtr Attention(std::int64_t d_feature, AttentionOptions o, std::source_location created) {
   return Serial(Select({0, 0, 0}, -1, created),
                 AttentionQKV(d_feature,
-                             {.n_heads = o.n_heads, .dropout = o.dropout, .mode = o.mode, .rotary = o.rotary},
+                             {.n_heads = o.n_heads, .dropout = o.dropout, .mode = o.mode, .rotary = o.rotary,
+                              .linear_bias = o.linear_bias},
                              created),
                 created);
 }

@@ -37,13 +37,15 @@
 #include <source_location>
 
 #include "core/layer/layer.hpp"
+#include "core/tensor/attention.hpp"
 
 namespace ctrax::layers {
 
 // The attention math on split heads. `mask` may be an empty Tensor() for "attend everywhere".
 // `dropout` applies to probs when mode == train; `rng` draws its mask.
+// `bias` adds ALiBi's linear distance penalty (core/tensor/attention.hpp).
 Tensor dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
-                             double dropout, Mode mode, const Rng& rng);
+                             double dropout, Mode mode, const Rng& rng, const LinearBias& bias = {});
 
 LayerPtr DotProductAttention(double dropout = 0.0, Mode mode = Mode::train,
                              std::source_location created = std::source_location::current());
@@ -51,11 +53,14 @@ LayerPtr DotProductAttention(double dropout = 0.0, Mode mode = Mode::train,
 // rotary: each head's queries and keys are rotated by their positions (rotary.hpp) before the
 // scores; queries count positions in predict mode, keys always start at 0 (PureAttention has no
 // KV cache: in predict mode it serves cross-attention, whose keys are the whole encoding).
+// linear_bias: ALiBi's per-head penalty −m_h·|i − j| on the scores (core/tensor/attention.hpp),
+// for self-attention over a whole sequence (the encoder's): query i and key j share one axis.
 struct AttentionOptions {
   int n_heads = 1;
   double dropout = 0.0;
   Mode mode = Mode::train;
   bool rotary = false;
+  bool linear_bias = false;
 };
 // AttentionQKV's, with Trax's cache_KV_in_predict: in predict mode the k and v projections are
 // wrapped in Cache (the encoder's keys and values are computed once per sequence).
@@ -65,6 +70,7 @@ struct AttentionQKVOptions {
   Mode mode = Mode::train;
   bool cache_KV_in_predict = false;
   bool rotary = false;
+  bool linear_bias = false;
 };
 
 LayerPtr PureAttention(AttentionOptions options = {},

@@ -17,8 +17,11 @@ namespace {
 
 class DotProductCausalAttentionLayer final : public Layer {
  public:
-  DotProductCausalAttentionLayer(double dropout, std::int64_t max_len, std::source_location created)
-      : Layer("DotProductCausalAttention", 3, 1, created), dropout_(dropout), max_len_(max_len) {}
+  DotProductCausalAttentionLayer(double dropout, std::int64_t max_len, std::vector<double> slopes,
+                                 std::source_location created)
+      : Layer("DotProductCausalAttention", 3, 1, created), dropout_(dropout), max_len_(max_len) {
+    bias_.slopes = std::move(slopes);
+  }
 
  protected:
   void init_weights_and_state(const Signature& input) override {
@@ -40,7 +43,7 @@ class DotProductCausalAttentionLayer final : public Layer {
           "DotProductCausalAttention expects (B·H, L, d_head) q, k, v, got {}",
           signatures(in)));
     if (mode() != Mode::predict)
-      return {dot_product_attention(q, k, v, causal_mask(q.dim(1)), dropout_, mode(), rng())};
+      return {dot_product_attention(q, k, v, causal_mask(q.dim(1)), dropout_, mode(), rng(), bias_)};
     return {predict_step(q, k, v)};
   }
 
@@ -67,20 +70,23 @@ class DotProductCausalAttentionLayer final : public Layer {
     const std::int64_t n = filled + L_q;
     state()[2] = Tensor::scalar(static_cast<double>(n), DType::int32);
     // Over the cache's first n rows in place (core/tensor/attention.hpp), no copy of the prefix.
-    return attention_over_prefix(q, K, V, n, causal_mask(L_q, n));
+    LinearBias bias = bias_;
+    bias.q_offset = filled;
+    return attention_over_prefix(q, K, V, n, causal_mask(L_q, n), bias);
   }
 
   double dropout_;
   std::int64_t max_len_;
+  LinearBias bias_;
 };
 
 }  // namespace
 
 LayerPtr DotProductCausalAttention(double dropout, std::int64_t max_inference_length, Mode mode,
-                                   std::source_location created) {
-  return with_mode(
-      std::make_shared<DotProductCausalAttentionLayer>(dropout, max_inference_length, created),
-      mode);
+                                   std::vector<double> linear_bias_slopes, std::source_location created) {
+  return with_mode(std::make_shared<DotProductCausalAttentionLayer>(dropout, max_inference_length,
+                                                                    std::move(linear_bias_slopes), created),
+                   mode);
 }
 
 LayerPtr CausalAttention(std::int64_t d_feature, CausalAttentionOptions o,
@@ -96,7 +102,8 @@ LayerPtr CausalAttention(std::int64_t d_feature, CausalAttentionOptions o,
     return l;
   };
   return Serial(Branch(projection(o.rotary), projection(o.rotary), projection(false), created),
-                DotProductCausalAttention(o.dropout, o.max_inference_length, o.mode, created),
+                DotProductCausalAttention(o.dropout, o.max_inference_length, o.mode,
+                                          o.linear_bias ? alibi_slopes(n_heads) : std::vector<double>{}, created),
                 MergeHeads(n_heads, /*merged_batch_and_head=*/true, created),
                 Dense(d_feature, {}, created), created);
 }

@@ -35,24 +35,29 @@
 #pragma once
 
 #include <source_location>
+#include <vector>
 
 #include "core/layer/layer.hpp"
 
 namespace ctrax::layers {
 
+// linear_bias_slopes: ALiBi's per-head slopes (alibi_slopes(n_heads)); empty: none. Queries count
+// their positions from the KV cache's fill, so decoding sees the same penalties as training.
 LayerPtr DotProductCausalAttention(double dropout = 0.0, std::int64_t max_inference_length = 2048,
-                                   Mode mode = Mode::train,
+                                   Mode mode = Mode::train, std::vector<double> linear_bias_slopes = {},
                                    std::source_location created = std::source_location::current());
 // Trax's keyword arguments, by name:
 //   CausalAttention(d_model, {.n_heads = 8, .dropout = 0.1, .max_inference_length = 512, .mode = mode})
 // rotary: queries and keys pass through Rotate after SplitIntoHeads (rotary.hpp), so the KV cache
 // holds rotated keys and each new query is rotated by its own position.
+// linear_bias: ALiBi, −m_h·(i − j) on each head's scores (core/tensor/attention.hpp).
 struct CausalAttentionOptions {
   int n_heads = 1;
   double dropout = 0.0;
   std::int64_t max_inference_length = 2048;
   Mode mode = Mode::train;
   bool rotary = false;
+  bool linear_bias = false;
 };
 
 LayerPtr CausalAttention(std::int64_t d_feature, CausalAttentionOptions options = {},

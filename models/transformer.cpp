@@ -57,6 +57,7 @@ LayerList FinalNorm(const TransformerConfig& c) {
 }
 
 bool rotary(const TransformerConfig& c) { return c.positions == Positions::rotary; }
+bool linear_bias(const TransformerConfig& c) { return c.positions == Positions::linear_bias; }
 
 LayerList concat(std::initializer_list<LayerList> parts) {
   LayerList out;
@@ -88,7 +89,7 @@ LayerList FeedForwardBlock(std::int64_t d_model, std::int64_t d_ff, double dropo
 LayerList EncoderBlock(const TransformerConfig& c) {
   return concat({
       AddAndNorm(c, {Attention(c.d_model, {.n_heads = c.n_heads, .dropout = c.dropout, .mode = c.mode,
-                                           .rotary = rotary(c)})}),
+                                           .rotary = rotary(c), .linear_bias = linear_bias(c)})}),
       AddAndNorm(c, FFBlock(c)),
   });
 }
@@ -97,7 +98,7 @@ LayerList DecoderBlock(const TransformerConfig& c) {
   return concat({
       AddAndNorm(c, {CausalAttention(c.d_model, {.n_heads = c.n_heads, .dropout = c.dropout,
                                                  .max_inference_length = c.max_len, .mode = c.mode,
-                                                 .rotary = rotary(c)})}),
+                                                 .rotary = rotary(c), .linear_bias = linear_bias(c)})}),
       AddAndNorm(c, FFBlock(c)),
   });
 }
@@ -106,7 +107,7 @@ LayerList EncoderDecoderBlock(const TransformerConfig& c) {
   return concat({                                       // vec_d masks vec_e
       AddAndNorm(c, {CausalAttention(c.d_model, {.n_heads = c.n_heads, .dropout = 0.0,
                                                  .max_inference_length = c.max_len, .mode = c.mode,
-                                                 .rotary = rotary(c)})}),
+                                                 .rotary = rotary(c), .linear_bias = linear_bias(c)})}),
       AddAndNorm(c, {Select({0, 2, 2, 1, 2}),           // vec_d vec_e vec_e masks vec_e
                      AttentionQKV(c.d_model, {.n_heads = c.n_heads, .dropout = c.dropout, .mode = c.mode,
                                               .cache_KV_in_predict = true, .rotary = rotary(c)})}),

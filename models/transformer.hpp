@@ -56,7 +56,9 @@ using layers::LayerList;
 //                weight initialised to them, as in Trax)
 //   learned      PositionalEmbedding: a (max_len, d_model) table learned from random, added
 //   rotary       RoPE: no table; every attention rotates its queries and keys by their positions
-enum class Positions { sinusoidal, learned, rotary };
+//   linear_bias  ALiBi: no table; every self-attention penalises its scores by distance,
+//                −m_h·|i − j| per head (cross-attention has no shared axis of positions: none there)
+enum class Positions { sinusoidal, learned, rotary, linear_bias };
 
 // Where each block normalises.
 //   pre    x + Dropout(F(LayerNorm(x))), one LayerNorm closing the stack (Trax)

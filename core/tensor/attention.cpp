@@ -163,8 +163,9 @@ void apply_keep(const T* P, const std::uint8_t* keep, T s, std::int64_t count, T
 }
 
 template <class T>
-void forward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex& mask,
+void forward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex& mask, const LinearBias& bias,
              const std::uint8_t* keep, T keep_scale, T* P, T* out) {
+  const auto n_slopes = static_cast<std::int64_t>(bias.slopes.size());
   const T scale = T(1) / std::sqrt(static_cast<T>(D.d));
   const std::int64_t LL = D.Lq * D.Lk;
   const KeyExtents extents(mask, D);
@@ -179,6 +180,11 @@ void forward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex&
       blas::gemm(false, true, rows, Le, D.d, sc, qn + i0 * D.d, D.d, kn, D.d, T(0), Pn + i0 * D.Lk, D.Lk);
       for (std::int64_t i = i0; i < i0 + rows; ++i) {
         T* row = Pn + i * D.Lk;
+        if (n_slopes > 0) {
+          const T slope = static_cast<T>(bias.slopes[static_cast<std::size_t>(n % n_slopes)]);
+          const std::int64_t at = bias.q_offset + i;
+          for (std::int64_t j = 0; j < Le; ++j) row[j] -= slope * static_cast<T>(at > j ? at - j : j - at);
+        }
         if (m) mask.fill_masked(m, i, row, Le, T(-1e9));
         T mx = row[0];
 #pragma omp simd reduction(max : mx)
@@ -257,7 +263,7 @@ struct Shapes {
 };
 
 Shapes checked_shapes(const Tensor& q, const Tensor& k, const Tensor& v, std::int64_t L_k,
-                      const Tensor& mask, const Tensor& keep) {
+                      const Tensor& mask, const Tensor& keep, const LinearBias& bias) {
   if (q.rank() < 2 || k.rank() != q.rank() || v.rank() != q.rank() || q.dim(-1) != k.dim(-1) ||
       k.dim(-2) != v.dim(-2) || q.dtype() != k.dtype() || q.dtype() != v.dtype() ||
       !is_floating(q.dtype()))
@@ -280,13 +286,18 @@ Shapes checked_shapes(const Tensor& q, const Tensor& k, const Tensor& v, std::in
   if (keep.defined() && (keep.dtype() != DType::bool_ || keep.shape() != s.scores))
     throw std::invalid_argument(fmt::format("attention: the dropout keep mask must be bool {}, got {}",
                                             to_string(s.scores), keep.signature()));
+  std::int64_t slices = 1;
+  for (int a = 0; a < q.rank() - 2; ++a) slices *= q.dim(a);
+  if (!bias.slopes.empty() && slices % static_cast<std::int64_t>(bias.slopes.size()) != 0)
+    throw std::invalid_argument(fmt::format("attention: {} linear-bias slopes (heads) do not divide the {} slices of q {}",
+                                            bias.slopes.size(), slices, q.signature()));
   return s;
 }
 
 // The forward pass over the first L_k rows of k and v; P receives the probabilities.
 Tensor forward_over(const Tensor& q, const Tensor& k, const Tensor& v, std::int64_t L_k,
-                    const Tensor& mask, const Tensor& keep, double rate, const Shapes& s, Tensor& P,
-                    Dims& D) {
+                    const Tensor& mask, const LinearBias& bias, const Tensor& keep, double rate,
+                    const Shapes& s, Tensor& P, Dims& D) {
   D = Dims{1, q.dim(-2), L_k, q.dim(-1), v.dim(-1), k.dim(-2)};
   for (int a = 0; a < q.rank() - 2; ++a) D.N *= q.dim(a);
   const MaskIndex index(mask, s.scores);
@@ -294,7 +305,7 @@ Tensor forward_over(const Tensor& q, const Tensor& k, const Tensor& v, std::int6
   Tensor out = Tensor::empty(s.out, q.dtype());
   const std::uint8_t* keep_data = keep.defined() ? keep.data<std::uint8_t>() : nullptr;
   dispatch_float(q.dtype(), [&]<class T>(T) {
-    forward<T>(D, q.data<T>(), k.data<T>(), v.data<T>(), index, keep_data,
+    forward<T>(D, q.data<T>(), k.data<T>(), v.data<T>(), index, bias, keep_data,
                static_cast<T>(1.0 / (1.0 - rate)), P.data<T>(), out.data<T>());
   });
   return out;
@@ -302,13 +313,28 @@ Tensor forward_over(const Tensor& q, const Tensor& k, const Tensor& v, std::int6
 
 }  // namespace
 
+std::vector<double> alibi_slopes(int n_heads) {
+  if (n_heads < 1) throw std::invalid_argument(fmt::format("alibi_slopes: n_heads must be >= 1, got {}", n_heads));
+  const auto geometric = [](int n) {   // 2^(−8/n), its square, … : 2^(−8h/n), h = 1 … n
+    std::vector<double> s;
+    for (int h = 1; h <= n; ++h) s.push_back(std::exp2(-8.0 * h / n));
+    return s;
+  };
+  int pow2 = 1;
+  while (pow2 * 2 <= n_heads) pow2 *= 2;
+  std::vector<double> slopes = geometric(pow2);
+  const std::vector<double> finer = geometric(2 * pow2);
+  for (int i = 0; static_cast<int>(slopes.size()) < n_heads; i += 2) slopes.push_back(finer[static_cast<std::size_t>(i)]);
+  return slopes;
+}
+
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
-                 const Tensor& keep, double rate) {
-  const Shapes s = checked_shapes(q, k, v, k.dim(-2), mask, keep);
+                 const Tensor& keep, double rate, const LinearBias& bias) {
+  const Shapes s = checked_shapes(q, k, v, k.dim(-2), mask, keep, bias);
   return define_op(kAttention, {q, k, v}, s.out, q.dtype(), [&] {
     Tensor P;
     Dims D{};
-    Tensor out = forward_over(q, k, v, k.dim(-2), mask, keep, rate, s, P, D);
+    Tensor out = forward_over(q, k, v, k.dim(-2), mask, bias, keep, rate, s, P, D);
     return record(kAttention, out, {q, k, v}, [=](const Tensor& g) {
       Tensor dq = Tensor::empty(q.shape(), q.dtype()), dk = Tensor::empty(k.shape(), k.dtype()),
              dv = Tensor::empty(v.shape(), v.dtype());
@@ -325,12 +351,12 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor
 }
 
 Tensor attention_over_prefix(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::int64_t L_k,
-                             const Tensor& mask) {
-  const Shapes s = checked_shapes(q, k_cache, v_cache, L_k, mask, Tensor());
+                             const Tensor& mask, const LinearBias& bias) {
+  const Shapes s = checked_shapes(q, k_cache, v_cache, L_k, mask, Tensor(), bias);
   return define_op(kAttention, {q, k_cache, v_cache}, s.out, q.dtype(), [&] {
     Tensor P;
     Dims D{};
-    return forward_over(q, k_cache, v_cache, L_k, mask, Tensor(), 0.0, s, P, D);
+    return forward_over(q, k_cache, v_cache, L_k, mask, bias, Tensor(), 0.0, s, P, D);
   });
 }
 

@@ -26,13 +26,32 @@
 // kernel, so the shared finite-difference gradient check covers it.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "core/tensor/tensor.hpp"
 
 namespace ctrax {
 
+// LINEAR BIAS (ALiBi, Press et al. 2022): relative positions with no table and no rotation. The
+// score of query i and key j gets −m_h · |q_offset + i − j| before the softmax, a penalty growing
+// linearly with the distance, with one slope m_h per head: steep heads look near, shallow heads
+// far. Slice n of the (…, L_q, L_k) scores belongs to head n mod slopes.size() (heads are the
+// innermost of the batch axes, as split_heads lays them out). The bias is a constant: the backward
+// pass is unchanged. With a causal mask only j ≤ q_offset + i survive, so it is the paper's
+// −m_h · (i − j); without one (an encoder), the symmetric |i − j|.
+struct LinearBias {
+  std::vector<double> slopes;    // one per head; empty: no bias
+  std::int64_t q_offset = 0;     // the first query's position (decoding: the cache's fill)
+};
+
+// The paper's slopes for n_heads heads: 2^(−8h/n), h = 1 … n, when n is a power of two; else the
+// n' = 2^⌊log₂ n⌋ slopes followed by every other one of the 2n' slopes, n − n' of them.
+std::vector<double> alibi_slopes(int n_heads);
+
 // keep: bool of shape (…, L_q, L_k) (the dropout keep mask) or undefined (no dropout).
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
-                 const Tensor& keep = Tensor(), double rate = 0.0);
+                 const Tensor& keep = Tensor(), double rate = 0.0, const LinearBias& bias = {});
 
 // DECODING. Attention of q (…, L_q, d) over the first L_k positions of a KV cache's buffers
 // k_cache (…, max_len, d) and v_cache (…, max_len, d_v), read in place: copying the filled
@@ -40,6 +59,6 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor
 // tokens. mask broadcasts to (…, L_q, L_k). Forward only: no gradient is recorded (a cache is
 // decoding state, never trained through); no dropout (predict mode has none).
 Tensor attention_over_prefix(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::int64_t L_k,
-                             const Tensor& mask);
+                             const Tensor& mask, const LinearBias& bias = {});
 
 }  // namespace ctrax

@@ -29,6 +29,8 @@ const Variant kVariants[] = {
     {"sinusoidal, post-norm, scaled (the paper)", Positions::sinusoidal, Norm::post, true},
     {"rotary, post-norm", Positions::rotary, Norm::post, false},
     {"learned, post-norm, scaled", Positions::learned, Norm::post, true},
+    {"linear bias, pre-norm", Positions::linear_bias, Norm::pre, false},
+    {"linear bias, post-norm", Positions::linear_bias, Norm::post, false},
 };
 
 }  // namespace
@@ -105,7 +107,7 @@ TEST_CASE("rotary positions work past any table: no max_len limit but the KV cac
 }
 
 TEST_CASE("the variants pass the gradient checker end to end (through the loss)") {
-  for (Positions p : {Positions::learned, Positions::rotary}) {
+  for (Positions p : {Positions::learned, Positions::rotary, Positions::linear_bias}) {
     for (Norm n : {Norm::pre, Norm::post}) {
       CAPTURE(static_cast<int>(p));
       CAPTURE(static_cast<int>(n));
@@ -118,13 +120,21 @@ TEST_CASE("the variants pass the gradient checker end to end (through the loss)"
       expect_layer_gradients(model, {x, x, w});
     }
   }
-  auto model = layers::Serial(
-      Transformer(5, std::nullopt, {.d_model = 4, .d_ff = 6, .n_encoder_layers = 1, .n_decoder_layers = 1,
-                                    .n_heads = 2, .max_len = 8, .dropout = 0.0, .positions = Positions::rotary,
-                                    .norm = Norm::post}),
-      layers::CategoryCrossEntropy());
-  const Tensor src = tensor({1, 3, 2, 0, 4, 2, 1, 0}, {2, 4});
-  const Tensor tgt = tensor({2, 4, 1, 3, 3, 2}, {2, 3});
-  model->init(signature_of(Stack{src, tgt}));
-  expect_layer_gradients(model, {src, tgt});
+  for (Positions p : {Positions::rotary, Positions::linear_bias}) {
+    auto model = layers::Serial(
+        Transformer(5, std::nullopt, {.d_model = 4, .d_ff = 6, .n_encoder_layers = 1, .n_decoder_layers = 1,
+                                      .n_heads = 2, .max_len = 8, .dropout = 0.0, .positions = p, .norm = Norm::post}),
+        layers::CategoryCrossEntropy());
+    const Tensor src = tensor({1, 3, 2, 0, 4, 2, 1, 0}, {2, 4});
+    const Tensor tgt = tensor({2, 4, 1, 3, 3, 2}, {2, 3});
+    model->init(signature_of(Stack{src, tgt}));
+    expect_layer_gradients(model, {src, tgt});
+  }
+  auto enc = layers::Serial(TransformerEncoder(5, 3, {.d_model = 4, .d_ff = 6, .n_layers = 1, .n_heads = 2, .max_len = 8,
+                                                      .dropout = 0.0, .positions = Positions::linear_bias}),
+                            layers::CategoryCrossEntropy());
+  const Tensor x = tensor({1, 3, 2, 0, 4, 2, 0, 0}, {2, 4});
+  const Tensor y = tensor({2, 0}, {2});
+  enc->init(signature_of(Stack{x, y}));
+  expect_layer_gradients(enc, {x, y});
 }

@@ -133,3 +133,36 @@ TEST_CASE("attention op: shapes are checked with a clear message") {
   CHECK(attention(Tensor::meta({2, 3, 4}), Tensor::meta({2, 5, 4}), Tensor::meta({2, 5, 6}), Tensor())
             .shape() == Shape{2, 3, 6});
 }
+
+TEST_CASE("alibi_slopes: the paper's geometric slopes, and its recipe for other head counts") {
+  const auto s8 = alibi_slopes(8);
+  REQUIRE(s8.size() == 8);
+  for (int h = 0; h < 8; ++h) CHECK(s8[static_cast<std::size_t>(h)] == doctest::Approx(std::exp2(-(h + 1))));
+  const auto s6 = alibi_slopes(6);   // 4 of 2^(-2h), then 2^-1 and 2^-3 from the 8-head series
+  CHECK(s6 == std::vector<double>{0.25, 0.0625, 0.015625, 0.00390625, 0.5, 0.125});
+  CHECK(alibi_slopes(1) == std::vector<double>{std::exp2(-8.0)});
+}
+
+TEST_CASE("a linear bias weighs key j by exp(-m |offset + i - j|) when the scores are equal") {
+  // q · k = 0 everywhere: the softmax sees only the bias. One head, slope ln 2: weights halve per step.
+  const Tensor q = Tensor::zeros({1, 2, 2}, DType::float64), k = Tensor::zeros({1, 3, 2}, DType::float64);
+  const Tensor v = tensor({1.0, 0.0, 0.0, 1.0, 0.0, 0.0}, {1, 3, 2});   // key 0 → (1, 0), key 1 → (0, 1)
+  const LinearBias bias{{std::log(2.0)}, 1};                            // queries at positions 1, 2
+  const auto out = attention(q, k, v, Tensor(), Tensor(), 0.0, bias).to_doubles();
+  // query at 1: distances 1, 0, 1 → weights 1/4, 1/2, 1/4 (of 1/2 + 1 + 1/2 = 2)
+  CHECK(out[0] == doctest::Approx(0.25));
+  CHECK(out[1] == doctest::Approx(0.5));
+  // query at 2: distances 2, 1, 0 → 1/4, 1/2, 1 over 7/4
+  CHECK(out[2] == doctest::Approx(0.25 / 1.75));
+  CHECK(out[3] == doctest::Approx(0.5 / 1.75));
+  CHECK_THROWS_WITH_AS(attention(q, k, v, Tensor(), Tensor(), 0.0, LinearBias{{1.0, 2.0}, 0}),
+                       doctest::Contains("2 linear-bias slopes (heads) do not divide the 1 slices"), std::invalid_argument);
+}
+
+TEST_CASE("the attention op with a linear bias passes the gradient checker (the bias is a constant)") {
+  const Tensor mask = tensor({true, false, false, true, true, false, true, true, true}, {3, 3});
+  auto r = check_gradients(
+      [&](const Stack& x) { return Stack{attention(x[0], x[1], x[2], mask, Tensor(), 0.0, LinearBias{{0.5, 0.25}, 0})}; },
+      {randn({4, 3, 4}, 1), randn({4, 3, 4}, 2), randn({4, 3, 2}, 3)});
+  CHECK_MESSAGE(r.ok, r.report);
+}
