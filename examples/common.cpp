@@ -28,9 +28,14 @@ namespace ctrax::examples {
 using nlohmann::json;
 
 models::TransformerConfig ModelFlags::config(Mode mode) const {
+  const models::Positions p = positions == "learned"       ? models::Positions::learned
+                              : positions == "rotary"      ? models::Positions::rotary
+                              : positions == "linear-bias" ? models::Positions::linear_bias
+                                                           : models::Positions::sinusoidal;
   return {.d_model = d_model, .d_ff = d_ff, .n_layers = n_layers, .n_encoder_layers = n_layers,
           .n_decoder_layers = n_layers, .n_heads = n_heads, .max_len = max_len, .dropout = dropout,
-          .mode = mode};
+          .mode = mode, .positions = p, .norm = norm == "post" ? models::Norm::post : models::Norm::pre,
+          .scale_embeddings = scale_embeddings};
 }
 
 CLI::Validator number_in(double lo, double hi, bool lo_open) {
@@ -79,6 +84,17 @@ void add_model_flags(CLI::App& app, ModelFlags& m) {
       ->check(model_check("--n-heads"));
   app.add_option("--max-len", m.max_len, "longest sequence (tokens)")->capture_default_str()->check(model_check("--max-len"));
   app.add_option("--dropout", m.dropout, "dropout rate")->capture_default_str()->check(model_check("--dropout"));
+  add_architecture_flags(app, m);
+}
+
+void add_architecture_flags(CLI::App& app, ModelFlags& m) {
+  app.add_option("--positions", m.positions,
+                 "where positions enter: sinusoidal (Trax), learned (a trained table), rotary (RoPE in attention), "
+                 "linear-bias (ALiBi in attention)")
+      ->capture_default_str()->check(CLI::IsMember({"sinusoidal", "learned", "rotary", "linear-bias"}));
+  app.add_option("--norm", m.norm, "pre: x + F(LayerNorm(x)) (Trax); post: LayerNorm(x + F(x)) (the paper)")
+      ->capture_default_str()->check(CLI::IsMember({"pre", "post"}));
+  app.add_flag("--scale-embeddings", m.scale_embeddings, "multiply embeddings by sqrt(d_model) (the paper)");
 }
 
 void add_train_flags(CLI::App& app, TrainFlags& t, bool data_required) {
@@ -94,8 +110,9 @@ void add_train_flags(CLI::App& app, TrainFlags& t, bool data_required) {
   app.add_option("--lr", t.lr, "peak learning rate (Adam)")->capture_default_str()->check(number_in(0, 10, true));
   app.add_option("--warmup", t.warmup, "learning-rate warm-up steps")->capture_default_str()->check(number_in(0, 1e12));
   app.add_option("--schedule", t.schedule,
-                 "after warm-up: cosine (down to ~0 at --steps) or rsqrt (Trax's 1/sqrt(step) decay)")
-      ->capture_default_str()->check(CLI::IsMember({"cosine", "rsqrt"}));
+                 "after warm-up: cosine (down to ~0 at --steps), rsqrt (Trax's 1/sqrt(step) decay), or noam: "
+                 "the paper's lr * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5), --lr its factor (the paper's is 1)")
+      ->capture_default_str()->check(CLI::IsMember({"cosine", "rsqrt", "noam"}));
   app.add_option("--ema", t.ema,
                  "average the weights over training (exponential moving average with this decay, e.g. 0.999; "
                  "0: off); evaluation, best.safetensors and inference then use the average")
@@ -118,8 +135,9 @@ void apply_threads(int threads) {
   if (threads > 0) set_num_threads(threads);
 }
 
-train::Schedule lr_schedule(const TrainFlags& t) {
+train::Schedule lr_schedule(const TrainFlags& t, const ModelFlags& m) {
   if (t.schedule == "rsqrt") return train::warmup_and_rsqrt_decay(t.warmup, t.lr);
+  if (t.schedule == "noam") return train::noam(m.d_model, std::max<std::int64_t>(t.warmup, 1), t.lr);
   // A run shorter than its warm-up (a quick trial) still gets a cosine: warm up over steps − 1.
   return train::warmup_and_cosine_decay(std::min(t.warmup, t.steps - 1), t.steps, t.lr);
 }
@@ -139,6 +157,9 @@ std::string config_json(const ModelFlags& m, const TrainFlags& t, const std::str
   j["n_heads"] = m.n_heads;
   j["max_len"] = m.max_len;
   j["dropout"] = m.dropout;
+  j["positions"] = m.positions;
+  j["norm"] = m.norm;
+  j["scale_embeddings"] = m.scale_embeddings;
   j["flags"] = json::parse(t.run_flags);
   return j.dump();
 }
@@ -186,9 +207,21 @@ ModelFlags model_flags_from(const std::string& out) {
     if (const std::string e = check(text); !e.empty())
       throw std::runtime_error(fmt::format("{}/model.safetensors: config's \"{}\": {}", out, key, e));
   }
-  return {.d_model = value<std::int64_t>(c, out, "d_model"), .d_ff = value<std::int64_t>(c, out, "d_ff"),
-          .max_len = value<std::int64_t>(c, out, "max_len"), .n_layers = value<int>(c, out, "n_layers"),
-          .n_heads = value<int>(c, out, "n_heads"), .dropout = value<double>(c, out, "dropout")};
+  // Checkpoints older than these options were made with Trax's choices.
+  const auto or_default = [&]<class T>(const std::string& key, T fallback) {
+    return c.contains(key) ? value<T>(c, out, key) : fallback;
+  };
+  ModelFlags m{.d_model = value<std::int64_t>(c, out, "d_model"), .d_ff = value<std::int64_t>(c, out, "d_ff"),
+               .max_len = value<std::int64_t>(c, out, "max_len"), .n_layers = value<int>(c, out, "n_layers"),
+               .n_heads = value<int>(c, out, "n_heads"), .dropout = value<double>(c, out, "dropout"),
+               .positions = or_default(std::string("positions"), std::string("sinusoidal")),
+               .norm = or_default(std::string("norm"), std::string("pre")),
+               .scale_embeddings = or_default(std::string("scale_embeddings"), false)};
+  const std::set<std::string> positions = {"sinusoidal", "learned", "rotary", "linear-bias"}, norms = {"pre", "post"};
+  if (!positions.count(m.positions) || !norms.count(m.norm))
+    throw std::runtime_error(fmt::format("{}/model.safetensors: config's positions \"{}\" / norm \"{}\" is not one ctrax makes",
+                                         out, m.positions, m.norm));
+  return m;
 }
 
 std::string config_string(const std::string& out, const std::string& key) {

@@ -36,9 +36,15 @@ struct ModelFlags {
   std::int64_t d_model = 0, d_ff = 0, max_len = 0;
   int n_layers = 0, n_heads = 0;
   double dropout = 0;
+  std::string positions = "sinusoidal";   // sinusoidal, learned, rotary or linear-bias
+  std::string norm = "pre";               // pre (Trax) or post (the paper)
+  bool scale_embeddings = false;          // × √d_model (the paper)
   models::TransformerConfig config(Mode mode) const;
 };
 void add_model_flags(CLI::App& app, ModelFlags& m);
+// Only the architecture's choices of ModelFlags (--positions --norm --scale-embeddings), for
+// programs with their own size flags (inspect); add_model_flags includes them.
+void add_architecture_flags(CLI::App& app, ModelFlags& m);
 
 // Training flags: --batch-size --steps --lr --warmup --schedule --eval-every --minutes --seed
 // --threads --data --out.
@@ -58,7 +64,7 @@ void add_use_flags(CLI::App& app, std::string& out, int& threads);
 void apply_threads(int threads);
 // The learning-rate schedule the flags ask for: linear warm-up, then rsqrt decay (Trax's default)
 // or a cosine down to ~0 at --steps (docs/05_real_data.md compares them).
-train::Schedule lr_schedule(const TrainFlags& t);
+train::Schedule lr_schedule(const TrainFlags& t, const ModelFlags& m);
 // Adam at --lr, averaging the weights when --ema is set.
 train::OptimizerPtr optimizer(const TrainFlags& t);
 

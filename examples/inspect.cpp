@@ -16,6 +16,7 @@
 #include "core/tensor/blas_kernels.hpp"
 #include "core/tensor/runtime.hpp"
 #include "core/layer/trace.hpp"
+#include "examples/common.hpp"
 #include "models/transformer.hpp"
 
 using namespace ctrax;
@@ -59,6 +60,8 @@ int main(int argc, char** argv) {
   app.add_option("--mode", mode, "train, eval or predict")
       ->check(CLI::IsMember({"train", "eval", "predict"}))
       ->capture_default_str();
+  examples::ModelFlags architecture;
+  examples::add_architecture_flags(app, architecture);
   app.add_flag("--trace", trace, "run a tiny random batch and print the stack around every layer");
   app.add_flag("--blas", blas_info,
                "print which OpenBLAS kernels run and whether they fit this CPU (core/tensor/blas_kernels.hpp)");
@@ -77,6 +80,10 @@ int main(int argc, char** argv) {
 
   c.n_layers = c.n_encoder_layers = c.n_decoder_layers = n_layers;
   c.mode = mode == "train" ? Mode::train : mode == "eval" ? Mode::eval : Mode::predict;
+  const models::TransformerConfig chosen = architecture.config(c.mode);
+  c.positions = chosen.positions;
+  c.norm = chosen.norm;
+  c.scale_embeddings = chosen.scale_embeddings;
   const bool predict = c.mode == Mode::predict;
   const std::int64_t B = 2, L = std::min<std::int64_t>(8, c.max_len);
   const std::int64_t L_dec = predict ? 1 : std::min<std::int64_t>(6, c.max_len);

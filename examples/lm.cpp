@@ -97,7 +97,7 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
       {{.labeled_data = data::lm_random_windows(train_ids, B, L, t.seed),
         .loss_layer = layers::WeightedCategoryCrossEntropy(),
         .optimizer = examples::optimizer(t),
-        .lr_schedule = examples::lr_schedule(t),
+        .lr_schedule = examples::lr_schedule(t, m),
         .n_steps_per_checkpoint = t.eval_every,
         .loss_name = "loss"}},
       {.eval_tasks = {{.labeled_data = data::lm_consecutive_windows(valid_ids, B, L),

@@ -132,7 +132,7 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
       {{.labeled_data = train_stream,
         .loss_layer = layers::WeightedCategoryCrossEntropy(),
         .optimizer = examples::optimizer(t),
-        .lr_schedule = examples::lr_schedule(t),
+        .lr_schedule = examples::lr_schedule(t, m),
         .n_steps_per_checkpoint = t.eval_every,
         .loss_name = "loss"}},
       {.eval_tasks = {{.labeled_data = data::classification_stream(

@@ -111,7 +111,7 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
                                              {.batch_size = t.batch_size, .seed = t.seed, .bucket_size = 32}, pad),
         .loss_layer = layers::WeightedCategoryCrossEntropy(0.1),
         .optimizer = examples::optimizer(t),
-        .lr_schedule = examples::lr_schedule(t),
+        .lr_schedule = examples::lr_schedule(t, m),
         .n_steps_per_checkpoint = t.eval_every,
         .loss_name = "loss"}},
       {.eval_tasks = {{.labeled_data = data::seq2seq_stream(

@@ -52,6 +52,14 @@ lm)
     "$exe" train --out "$tmp/halves" --steps 6 --seed 4 --batch-size 8 >"$tmp/log" 2>&1 && fail "a resume with another seed was accepted"
     expect "  --batch-size 8 (the checkpoint's run: 4)" "$tmp/log"
     expect "  --seed 4 (the checkpoint's run: 3)" "$tmp/log"
+    # The paper's Transformer and each position kind train and sample; sample rebuilds the model
+    # from the checkpoint's config (a predict-mode model with rotary or linear-bias attention).
+    for positions in learned rotary linear-bias; do
+      "$exe" train --out "$tmp/$positions" --steps 2 --eval-every 2 --max-len 16 --positions "$positions" --norm post \
+        --scale-embeddings --schedule noam --lr 1 --warmup 1 "${tiny[@]}" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "train --positions $positions"; }
+      "$exe" sample --out "$tmp/$positions" --prompt "Th" --length 12 --threads 1 >"$tmp/sample" 2>&1 || { cat "$tmp/sample"; fail "sample --positions $positions"; }
+      [ "$(wc -c <"$tmp/sample")" -ge 3 ] || fail "sample --positions $positions printed nothing"
+    done
   else
     echo "SKIP (lm): /usr/share/games/fortunes not found (apt-get install fortunes)"
   fi
