@@ -13,10 +13,12 @@
 //   TransformerDecoder(vocab_size | nullopt)    tokens (B, L) → activations (B, L, d_model)
 //       TransformerLM's body without shift and output layer (Trax has it too).
 //
-// Outputs are raw logits (no LogSoftmax, as in Trax since 1.3.7). Embeddings are not scaled by
-// √d_model and the output Dense is not tied to the embedding — Trax's choices, kept.
+// Outputs are raw logits (no LogSoftmax, as in Trax since 1.3.7). By default embeddings are not
+// scaled by √d_model and the output Dense is not tied to the embedding — Trax's choices, kept.
+// TransformerConfig also builds the paper's variant (post-norm, scaled embeddings) and three more
+// kinds of positions (learned, rotary, linear bias): see Positions and Norm below.
 //
-// THE BLOCKS — all PRE-norm: each sublayer sees LayerNorm(x) and its output is added back to x,
+// THE BLOCKS — by default PRE-norm: each sublayer sees LayerNorm(x) and its output is added back to x,
 //   x + Dropout(F(LayerNorm(x)))
 // which keeps an un-normalised "residual stream" from embedding to output (more stable to train
 // than the paper's post-norm; one LayerNorm closes each stack).
