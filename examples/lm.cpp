@@ -12,6 +12,10 @@
 // over every window of the validation split, so the reported loss is the loss on all of it
 // (in nats per token; per character with the byte tokenizer on ASCII text).
 //
+// --train-len L trains on windows of L tokens in a model built for --max-len positions: how the
+// positions chapter (docs) measures extrapolation — `lm eval --length N` then scores the validation
+// split in windows of N > L.
+//
 // SAMPLING uses the predict-mode model (KV cache). A sample longer than the model's context
 // (--max-len) slides: when the context is full, the last half is re-read as the prompt of the
 // next stretch.
@@ -31,6 +35,7 @@
 #include "core/train/adam.hpp"
 #include "core/train/checkpoint.hpp"
 #include "examples/common.hpp"
+#include "core/tensor/ops.hpp"
 #include "layers/metrics.hpp"
 
 using namespace ctrax;
@@ -61,14 +66,19 @@ std::unique_ptr<data::Tokenizer> load_tokenizer(const std::string& kind, const s
   return data::SentencePieceTokenizer::load((fs::path(out) / "spm.model").string());
 }
 
+// The text of --data (or the fortunes corpus), split 90% training, 10% validation.
+std::pair<std::string, std::string> split_text(const std::string& data) {
+  const std::string text = data.empty() ? fortunes_corpus() : data::read_text(data);
+  const std::size_t split = text.size() - text.size() / 10;
+  return {text.substr(0, split), text.substr(split)};
+}
+
 int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, examples::TrainFlags t, std::string tokenizer_kind,
-                  std::int64_t sp_vocab) {
+                  std::int64_t sp_vocab, std::int64_t train_len) {
   examples::apply_threads(t.threads);
   const auto resumed = examples::existing_checkpoint(t.out);
   fs::create_directories(t.out);
-  const std::string text = t.data.empty() ? fortunes_corpus() : data::read_text(t.data);
-  const std::size_t split = text.size() - text.size() / 10;
-  const std::string train_text = text.substr(0, split), valid_text = text.substr(split);
+  const auto [train_text, valid_text] = split_text(t.data);
 
   std::unique_ptr<data::Tokenizer> tok;
   if (tokenizer_kind == "sentencepiece" && !resumed) {
@@ -80,15 +90,17 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
   }
   auto train_ids = std::make_shared<const std::vector<std::int32_t>>(tok->encode(train_text));
   auto valid_ids = std::make_shared<const std::vector<std::int32_t>>(tok->encode(valid_text));
-  const std::int64_t L = m.max_len, B = t.batch_size;
+  if (train_len > m.max_len)
+    throw std::runtime_error(fmt::format("--train-len {} exceeds --max-len {}", train_len, m.max_len));
+  const std::int64_t L = train_len > 0 ? train_len : m.max_len, B = t.batch_size;
   fmt::print("{}: {} characters, {} training and {} validation tokens ({} tokenizer, vocabulary {})\n",
-             t.data.empty() ? std::string(kFortunes) : t.data, text.size(), train_ids->size(),
+             t.data.empty() ? std::string(kFortunes) : t.data, train_text.size() + valid_text.size(), train_ids->size(),
              valid_ids->size(), tok->name(), tok->vocab_size());
 
   if (static_cast<std::int64_t>(train_ids->size()) < L + 1 || valid_ids->empty())
     throw std::runtime_error(fmt::format(
         "{}: too little text: {} training and {} validation tokens (the last 10%), but training needs windows of "
-        "--max-len {} + 1 tokens and validation at least one token", t.data.empty() ? std::string(kFortunes) : t.data,
+        "--train-len/--max-len {} + 1 tokens and validation at least one token", t.data.empty() ? std::string(kFortunes) : t.data,
         train_ids->size(), valid_ids->size(), L));
   auto model = models::TransformerLM(tok->vocab_size(), m.config(Mode::train));
   const std::int64_t n_eval = data::lm_window_batches(static_cast<std::int64_t>(valid_ids->size()), B, L);
@@ -108,10 +120,43 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
        .random_seed = t.seed,
        .run_lock = std::move(lock),
        .stop_requested = io::StopSignals::requested,
-       .config = examples::config_json(m, t, fmt::format(R"({{"tokenizer": "{}", "vocab_size": {}}})",
-                                                      tok->name(), tok->vocab_size()))});
+       .config = examples::config_json(m, t, fmt::format(R"({{"tokenizer": "{}", "vocab_size": {}, "train_len": {}}})",
+                                                      tok->name(), tok->vocab_size(), L))});
   examples::train_until(loop, t, examples::KeepBest{.metric = "loss", .higher_is_better = false});
   fmt::print("validation loss {:.4f} nats per token\n", loop.last_value("eval", "loss"));
+  return 0;
+}
+
+// The validation split's loss and accuracy in consecutive windows of `length` tokens (each window
+// starts without context, as in training's evaluation), weighted by tokens.
+int eval_command(const std::string& out, int threads, const std::string& data_path, std::int64_t length,
+                 std::int64_t batch_size) {
+  examples::apply_threads(threads);
+  const auto m = examples::model_flags_from(out);
+  const auto tok = load_tokenizer(examples::config_string(out, "tokenizer"), out);
+  auto model = models::TransformerLM(tok->vocab_size(), m.config(Mode::eval));
+  model->init(ShapeDtype{{1, std::min(length, m.max_len)}, DType::int32});
+  train::load_weights(examples::weights_to_use(out), *model);
+  const auto valid_ids = std::make_shared<const std::vector<std::int32_t>>(tok->encode(split_text(data_path).second));
+  if (valid_ids->empty()) throw std::runtime_error("no validation text");
+  auto loss = layers::WeightedCategoryCrossEntropy(), accuracy = layers::WeightedCategoryAccuracy();
+  const auto batches = data::lm_consecutive_windows(valid_ids, batch_size, length);
+  const Signature scored = {ShapeDtype{{1, 1, tok->vocab_size()}}, ShapeDtype{{1, 1}, DType::int32}, ShapeDtype{{1, 1}}};
+  loss->init(scored);
+  accuracy->init(scored);
+  double loss_sum = 0, correct = 0, tokens = 0;
+  for (std::int64_t i = 0, n = data::lm_window_batches(static_cast<std::int64_t>(valid_ids->size()), batch_size, length);
+       i < n; ++i) {
+    const Stack b = batches(i);
+    const Tensor logits = (*model)(b[0]);
+    const double w = ctrax::sum(b[2]).item();
+    loss_sum += (*loss)(Stack{logits, b[1], b[2]})[0].item() * w;
+    correct += (*accuracy)(Stack{logits, b[1], b[2]})[0].item() * w;
+    tokens += w;
+  }
+  fmt::print("length {}: validation loss {:.4f}, accuracy {:.4f} ({} tokens; trained at {}, positions {})\n", length,
+             loss_sum / tokens, correct / tokens, static_cast<std::int64_t>(tokens),
+             examples::config_int(out, "train_len", m.max_len), m.positions);
   return 0;
 }
 
@@ -170,6 +215,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"char", "sentencepiece"}))->capture_default_str();
   train->add_option("--vocab-size", sp_vocab, "SentencePiece vocabulary size")->capture_default_str()
       ->check(examples::number_in(8, 1e6));
+  std::int64_t train_len = 0;
+  train->add_option("--train-len", train_len, "training window in tokens (0: --max-len); at most --max-len")
+      ->capture_default_str()->check(examples::number_in(0, 1 << 20));
 
   std::string out = "runs/lm", prompt = "";
   int threads = 0;
@@ -189,13 +237,22 @@ int main(int argc, char** argv) {
   sample->add_option("--n-samples", n_samples, "how many samples")->capture_default_str()->check(examples::number_in(1, 1e6));
   sample->add_option("--seed", seed, "sampling seed")->capture_default_str()
       ->check(examples::number_in(0, 18446744073709551615.0));
+  std::string eval_data;
+  std::int64_t eval_length = 128, eval_batch = 8;
+  auto* eval = app.add_subcommand("eval", "the validation split's loss in windows of --length tokens");
+  examples::add_use_flags(*eval, out, threads);
+  eval->add_option("--data", eval_data, "the text the model was trained on (default: the fortunes corpus)");
+  eval->add_option("--length", eval_length, "window length in tokens (beyond the training length: extrapolation)")
+      ->capture_default_str()->check(examples::number_in(2, 1 << 20));
+  eval->add_option("--batch-size", eval_batch, "windows per batch")->capture_default_str()->check(examples::number_in(1, 1 << 16));
   CLI11_PARSE(app, argc, argv);
 
   return examples::run_main("lm", [&] {
     if (*train) {
       auto lock = examples::settle_run(*train, t);
-      return train_command(std::move(lock), m, t, tokenizer, sp_vocab);
+      return train_command(std::move(lock), m, t, tokenizer, sp_vocab, train_len);
     }
+    if (*eval) return eval_command(out, threads, eval_data, eval_length, eval_batch);
     return sample_command(out, threads, prompt, temperature, top_k, length, n_samples, seed);
   });
 }

@@ -119,6 +119,85 @@ std::vector<LabeledText> read_labeled_tsv(const std::string& path, std::int32_t 
   return out;
 }
 
+std::vector<std::vector<std::string>> read_csv(const std::string& path) {
+  const std::string text = read_file(path);
+  std::vector<std::vector<std::string>> records;
+  std::vector<std::size_t> first_lines;   // the line each record starts on, for errors
+  std::vector<std::string> record;
+  std::string field;
+  std::size_t line = 1, record_line = 1, quote_line = 0;
+  bool quoted = false, any = false;   // inside quotes; anything read into the current record
+  const auto end_record = [&] {
+    record.push_back(std::move(field));
+    field.clear();
+    records.push_back(std::move(record));
+    record.clear();
+    first_lines.push_back(record_line);
+    any = false;
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        field += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        if (c == '\n') ++line;
+        field += c;
+      }
+      continue;
+    }
+    if (!any) record_line = line;
+    if (c == '"' && field.empty()) {
+      quoted = true;
+      quote_line = line;
+      any = true;
+    } else if (c == ',') {
+      record.push_back(std::move(field));
+      field.clear();
+      any = true;
+    } else if (c == '\n' || (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n')) {
+      if (c == '\r') ++i;
+      end_record();
+      ++line;
+    } else {
+      field += c;
+      any = true;
+    }
+  }
+  if (quoted) fail_at(path, quote_line, "a quoted field is never closed");
+  if (any) end_record();
+  if (records.empty()) throw std::runtime_error(fmt::format("{}: no records (not even a header)", path));
+  for (std::size_t r = 1; r < records.size(); ++r)
+    if (records[r].size() != records[0].size())
+      fail_at(path, first_lines[r], fmt::format("expected {} fields (as the header), got {}", records[0].size(),
+                                                records[r].size()));
+  return records;
+}
+
+std::vector<LabeledPair> read_qa_csv(const std::string& path, std::int32_t n_classes) {
+  const auto records = read_csv(path);
+  if (records[0] != std::vector<std::string>{"Q", "A", "label"})
+    fail_at(path, 1, fmt::format("expected the header `Q,A,label`, got `{}`", excerpt(fmt::format("{}", fmt::join(records[0], ",")))));
+  std::vector<LabeledPair> out;
+  out.reserve(records.size() - 1);
+  for (std::size_t r = 1; r < records.size(); ++r) {
+    LabeledPair p{records[r][0], records[r][1], 0};
+    std::string label = records[r][2];
+    label.erase(0, label.find_first_not_of(" \t"));
+    label.erase(label.find_last_not_of(" \t") + 1);
+    if (!parse_label(label, p.label) || p.label >= n_classes)
+      throw std::runtime_error(fmt::format("{}: record {}: expected a label from 0 to {}, got `{}`", path, r,
+                                           n_classes == INT32_MAX ? std::string("…") : std::to_string(n_classes - 1),
+                                           excerpt(records[r][2])));
+    out.push_back(std::move(p));
+  }
+  if (out.empty()) throw std::runtime_error(fmt::format("{}: no records after the header", path));
+  return out;
+}
+
 std::string clean_review(const std::string& raw) {
   std::string out;
   out.reserve(raw.size());

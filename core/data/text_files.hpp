@@ -13,6 +13,10 @@
 //   plain text          one file, or a directory whose regular files are read in name order and
 //                       joined (a language model's corpus).
 //   parallel text       two files, line i of one the translation of line i of the other.
+//   CSV                 RFC 4180: comma-separated fields, "quoted" where they hold commas, quotes
+//                       or line breaks ("" inside quotes is one "); CRLF or LF line ends; the last
+//                       record with or without one. (The Korean chatbot pairs in
+//                       ../shared/data/chatbot_ko: `Q,A,label`.)
 //
 // ERRORS name the file and the line: "train.tsv:17: expected `label<TAB>text`, got `…`".
 // A missing file names the path; a directory without data says which layouts were looked for.
@@ -60,6 +64,18 @@ struct TextPair {
   std::string source = "", target = "";
 };
 std::vector<TextPair> read_parallel(const std::string& source_path, const std::string& target_path);
+
+// The records of a CSV file, the header first, every record with as many fields as the header
+// ("ChatbotData.csv:17: expected 3 fields, got 2"); an unterminated quote names the line it opened on.
+std::vector<std::vector<std::string>> read_csv(const std::string& path);
+
+// Question–answer pairs with a class label, from a CSV whose header is `Q,A,label` (the chatbot
+// data). Labels may carry spaces around them ("2   " is 2) and must be in 0 .. n_classes-1.
+struct LabeledPair {
+  std::string question = "", answer = "";
+  std::int32_t label = 0;
+};
+std::vector<LabeledPair> read_qa_csv(const std::string& path, std::int32_t n_classes = INT32_MAX);
 
 // The aclImdb cleaning: `<br />` (any case, `<br>`, `<br/>`) → ' ', whitespace runs → ' ', trim.
 std::string clean_review(const std::string& raw);

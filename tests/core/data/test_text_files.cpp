@@ -141,3 +141,35 @@ TEST_CASE("read_parallel pairs line i with line i, and rejects files of differen
   CHECK(error_of([&] { read_parallel(dir / "s.en", dir / "u.de"); }) ==
         dir / "u.de" + ":2: expected a sentence, got an empty line (its pair is not empty)");
 }
+
+TEST_CASE("read_csv: quoted commas, doubled quotes, CRLF, a last record without a line end") {
+  TempDir dir;
+  write_gz(dir / "qa.csv.gz",
+           "Q,A,label\r\n가족 있어?,\"저를 만들어 준 사람을 부모님, 저랑 이야기해 주는 사람을 친구로\",0\r\n"
+           "\"say \"\"hi\"\"\",\"two\nlines\",2   ");
+  const auto r = read_csv(dir / "qa.csv.gz");
+  REQUIRE(r.size() == 3);
+  CHECK(r[0] == std::vector<std::string>{"Q", "A", "label"});
+  CHECK(r[1][1] == "저를 만들어 준 사람을 부모님, 저랑 이야기해 주는 사람을 친구로");
+  CHECK(r[2][0] == "say \"hi\"");
+  CHECK(r[2][1] == "two\nlines");
+  CHECK(r[2][2] == "2   ");
+  const auto pairs = read_qa_csv(dir / "qa.csv.gz", 3);
+  REQUIRE(pairs.size() == 2);
+  CHECK(pairs[0].question == "가족 있어?");
+  CHECK(pairs[1].label == 2);   // "2   ": the label is trimmed
+}
+
+TEST_CASE("read_csv and read_qa_csv: errors name the file and line or record") {
+  TempDir dir;
+  write_bytes(dir / "short.csv", "Q,A,label\r\na,b,0\r\nc,d\r\n");
+  CHECK(error_of([&] { read_csv(dir / "short.csv"); }) == dir / "short.csv" + ":3: expected 3 fields (as the header), got 2");
+  write_bytes(dir / "open.csv", "Q,A,label\n\"never closed,b,0\n");
+  CHECK(error_of([&] { read_csv(dir / "open.csv"); }) == dir / "open.csv" + ":2: a quoted field is never closed");
+  write_bytes(dir / "header.csv", "question,answer\nq,a\n");
+  CHECK(error_of([&] { read_qa_csv(dir / "header.csv"); }).find("expected the header `Q,A,label`") != std::string::npos);
+  write_bytes(dir / "label.csv", "Q,A,label\nq,a,3\n");
+  CHECK(error_of([&] { read_qa_csv(dir / "label.csv", 3); }) == dir / "label.csv" + ": record 1: expected a label from 0 to 2, got `3`");
+  write_bytes(dir / "empty.csv", "");
+  CHECK(error_of([&] { read_csv(dir / "empty.csv"); }) == dir / "empty.csv" + ": no records (not even a header)");
+}
