@@ -34,7 +34,7 @@
 #include "core/io/stop_signals.hpp"
 #include "core/train/adam.hpp"
 #include "core/train/checkpoint.hpp"
-#include "examples/common.hpp"
+#include "examples/seq2seq.hpp"
 #include "layers/metrics.hpp"
 
 using namespace ctrax;
@@ -58,27 +58,6 @@ std::vector<data::TextPair> load_pairs(const std::string& dir, const std::string
   return pairs;
 }
 
-struct EncodedPairs {
-  std::shared_ptr<data::Sequences> source = std::make_shared<data::Sequences>();
-  std::shared_ptr<data::Sequences> target = std::make_shared<data::Sequences>();
-};
-
-// Sources as they are, targets with EOS; both cut to max_len.
-EncodedPairs encode(const data::Tokenizer& tok, const std::vector<data::TextPair>& pairs, std::int64_t max_len) {
-  EncodedPairs e;
-  for (const auto& p : pairs) {
-    auto s = tok.encode(p.source), t = tok.encode(p.target);
-    t.push_back(data::kEosId);
-    if (static_cast<std::int64_t>(s.size()) > max_len) s.resize(static_cast<std::size_t>(max_len));
-    if (static_cast<std::int64_t>(t.size()) > max_len) t.resize(static_cast<std::size_t>(max_len));
-    e.source->push_back(std::move(s));
-    e.target->push_back(std::move(t));
-  }
-  return e;
-}
-
-std::string spm_path(const std::string& out) { return (fs::path(out) / "spm.model").string(); }
-
 int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, examples::TrainFlags t, std::int64_t vocab_size,
                   const std::string& src, const std::string& tgt, std::int64_t limit) {
   examples::apply_threads(t.threads);
@@ -86,97 +65,14 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
   fs::create_directories(t.out);
   const auto train_pairs = load_pairs(t.data, "train", src, tgt, limit);
   const auto val_pairs = load_pairs(t.data, "val", src, tgt, limit);
-  std::unique_ptr<data::SentencePieceTokenizer> tok;
-  if (resumed) {
-    tok = data::SentencePieceTokenizer::load(spm_path(t.out));
-  } else {
-    fmt::print("learning a joint {}+{} SentencePiece vocabulary of {}...\n", src, tgt, vocab_size);
-    std::vector<std::string> sentences;
-    for (const auto& p : train_pairs) {
-      sentences.push_back(p.source);
-      sentences.push_back(p.target);
-    }
-    tok = data::SentencePieceTokenizer::train(sentences, {.vocab_size = vocab_size, .seed = t.seed}, spm_path(t.out));
-  }
-  const auto train = encode(*tok, train_pairs, m.max_len), val = encode(*tok, val_pairs, m.max_len);
+  const auto tok = examples::joint_vocabulary(train_pairs, t, vocab_size, resumed.has_value());
   fmt::print("{}: {} training pairs, {} validation pairs ({} → {}), vocabulary {}\n", t.data,
              train_pairs.size(), val_pairs.size(), src, tgt, tok->vocab_size());
-
-  const data::PadOptions pad{.max_len = m.max_len, .pad_multiple = 4};
-  auto model = models::Transformer(tok->vocab_size(), std::nullopt, m.config(Mode::train));
-  const auto n_val = static_cast<std::int64_t>(val_pairs.size());
-  train::Loop loop(
-      model,
-      {{.labeled_data = data::seq2seq_stream(train.source, train.target,
-                                             {.batch_size = t.batch_size, .seed = t.seed, .bucket_size = 32}, pad),
-        .loss_layer = layers::WeightedCategoryCrossEntropy(0.1),
-        .optimizer = examples::optimizer(t),
-        .lr_schedule = examples::lr_schedule(t, m),
-        .n_steps_per_checkpoint = t.eval_every,
-        .loss_name = "loss"}},
-      {.eval_tasks = {{.labeled_data = data::seq2seq_stream(
-                           val.source, val.target,
-                           {.batch_size = t.batch_size, .shuffle = false, .bucket_size = 1000, .drop_remainder = false}, pad),
-                       .metrics = {layers::WeightedCategoryCrossEntropy(), layers::WeightedCategoryAccuracy()},
-                       .metric_names = {"loss", "accuracy"},
-                       .n_eval_batches = (n_val + t.batch_size - 1) / t.batch_size}},
-       .output_dir = t.out,
-       .random_seed = t.seed,
-       .run_lock = std::move(lock),
-       .stop_requested = io::StopSignals::requested,
-       .config = examples::config_json(m, t, fmt::format(R"({{"vocab_size": {}, "source": "{}", "target": "{}"}})",
-                                                      tok->vocab_size(), src, tgt))});
-  examples::train_until(loop, t, examples::KeepBest{.metric = "loss", .higher_is_better = false});
-  fmt::print("validation loss {:.4f}, token accuracy {:.4f}; run `translate bleu` for BLEU\n",
-             loop.last_value("eval", "loss"), loop.last_value("eval", "accuracy"));
+  examples::train_seq2seq(std::move(lock), m, t, *tok, train_pairs, val_pairs,
+                          fmt::format(R"({{"vocab_size": {}, "source": "{}", "target": "{}"}})", tok->vocab_size(), src, tgt));
+  fmt::print("run `translate bleu` for BLEU\n");
   return 0;
 }
-
-// The predict-mode model with the trained weights, and the shared tokenizer.
-struct Translator {
-  examples::ModelFlags m;   // first: a directory without a model says so before anything else
-  std::unique_ptr<data::SentencePieceTokenizer> tok;
-  LayerPtr model;
-
-  explicit Translator(const std::string& out)
-      : m(examples::model_flags_from(out)), tok(data::SentencePieceTokenizer::load(spm_path(out))) {
-    model = models::Transformer(tok->vocab_size(), std::nullopt, m.config(Mode::predict));
-    model->init({ShapeDtype{{1, 8}, DType::int32}, ShapeDtype{{1, 1}, DType::int32}});
-    train::load_weights(examples::weights_to_use(out), *model);
-  }
-
-  // Translates a batch of sentences; n_beams 1 is greedy decoding. Beam search ranks finished
-  // hypotheses by log p / length^length_penalty (core/decode/beam_search.hpp).
-  std::vector<std::string> operator()(const std::vector<std::string>& sentences, std::int64_t n_beams,
-                                      double length_penalty) {
-    data::Sequences rows;
-    std::int64_t L = 1;
-    for (const auto& s : sentences) {
-      rows.push_back(tok->encode(s));
-      if (static_cast<std::int64_t>(rows.back().size()) > m.max_len) rows.back().resize(static_cast<std::size_t>(m.max_len));
-      L = std::max<std::int64_t>(L, static_cast<std::int64_t>(rows.back().size()));
-    }
-    const Tensor source = data::pad_rows(rows, L);
-    // Room for a target somewhat longer than the source, within the model's positions.
-    const std::int64_t max_length = std::min<std::int64_t>(m.max_len - 1, 2 * L + 10);
-    std::vector<std::string> out;
-    if (n_beams <= 1) {
-      const Tensor gen = decode::autoregressive_sample(*model, source, 0,
-                                                       {.temperature = 0, .max_length = max_length});
-      const auto T = gen.shape()[1];
-      for (std::int64_t b = 0; b < gen.shape()[0]; ++b)
-        out.push_back(tok->decode(std::span(gen.data<std::int32_t>() + b * T, static_cast<std::size_t>(T))));
-    } else {
-      const auto beams = decode::beam_search(*model, source, 0,
-                                            {.n_beams = n_beams, .max_length = max_length, .length_penalty = length_penalty});
-      for (const auto& hyps : beams) out.push_back(tok->decode(hyps.front().tokens));
-    }
-    return out;
-  }
-};
-
-constexpr const char* kLengthPenaltyHelp =
-    "beam search ranks finished translations by log p / length^this (0: raw log p, short ones win)";
 
 int translate_command(const std::string& out, int threads, std::int64_t n_beams, double length_penalty,
                       const std::vector<std::string>& texts) {
@@ -184,7 +80,7 @@ int translate_command(const std::string& out, int threads, std::int64_t n_beams,
     if (texts[i].find_first_not_of(" \t\r\n") == std::string::npos)
       throw std::invalid_argument(fmt::format("TEXT {} of {} is empty: give a sentence to translate", i + 1, texts.size()));
   examples::apply_threads(threads);
-  Translator translator(out);
+  examples::Seq2Seq translator(out);
   const auto result = translator(texts, n_beams, length_penalty);
   for (const auto& r : result) fmt::print("{}\n", r);
   return 0;
@@ -194,7 +90,7 @@ int bleu_command(const std::string& data_dir, const std::string& out, int thread
                  std::int64_t batch_size, std::vector<std::int64_t> beams, double length_penalty,
                  std::int64_t limit, const std::string& save) {
   examples::apply_threads(threads);
-  Translator translator(out);
+  examples::Seq2Seq translator(out);
   const auto src = examples::config_string(out, "source"), tgt = examples::config_string(out, "target");
   const auto pairs = load_pairs(data_dir, split, src, tgt, limit);
   std::vector<std::string> references;
@@ -258,7 +154,7 @@ int main(int argc, char** argv) {
   auto* translate = app.add_subcommand("translate", "translate sentences given on the command line");
   examples::add_use_flags(*translate, out, threads);
   translate->add_option("--beams", n_beams, "beam size (1: greedy)")->capture_default_str()->check(examples::number_in(1, 1000));
-  translate->add_option("--length-penalty", length_penalty, kLengthPenaltyHelp)->capture_default_str()
+  translate->add_option("--length-penalty", length_penalty, examples::kLengthPenaltyHelp)->capture_default_str()
       ->check(examples::number_in(0, 10));
   translate->add_option("TEXT", texts, "sentence(s) in the source language")->required();
 
@@ -268,7 +164,7 @@ int main(int argc, char** argv) {
   bleu->add_option("--split", split, "which split")->capture_default_str();
   bleu->add_option("--beams", beams, "beam sizes to score (1: greedy)")->capture_default_str()
       ->check(examples::number_in(1, 1000));
-  bleu->add_option("--length-penalty", length_penalty, kLengthPenaltyHelp)->capture_default_str()
+  bleu->add_option("--length-penalty", length_penalty, examples::kLengthPenaltyHelp)->capture_default_str()
       ->check(examples::number_in(0, 10));
   bleu->add_option("--batch-size", batch, "sentences decoded together")->capture_default_str()->check(examples::number_in(1, 1 << 20));
   bleu->add_option("--limit", limit, "only the first N sentences (0: all)")->capture_default_str()

@@ -1,0 +1,121 @@
+#include "examples/seq2seq.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "core/data/batching.hpp"
+#include "core/decode/beam_search.hpp"
+#include "core/decode/sampling.hpp"
+#include "core/io/stop_signals.hpp"
+#include "core/train/checkpoint.hpp"
+#include "core/train/loop.hpp"
+#include "layers/metrics.hpp"
+#include "models/transformer.hpp"
+
+namespace ctrax::examples {
+
+namespace {
+
+struct EncodedPairs {
+  std::shared_ptr<data::Sequences> source = std::make_shared<data::Sequences>();
+  std::shared_ptr<data::Sequences> target = std::make_shared<data::Sequences>();
+};
+
+// Sources as they are, targets with EOS; both cut to max_len.
+EncodedPairs encode(const data::Tokenizer& tok, const std::vector<data::TextPair>& pairs, std::int64_t max_len) {
+  EncodedPairs e;
+  for (const auto& p : pairs) {
+    auto s = tok.encode(p.source), t = tok.encode(p.target);
+    t.push_back(data::kEosId);
+    if (static_cast<std::int64_t>(s.size()) > max_len) s.resize(static_cast<std::size_t>(max_len));
+    if (static_cast<std::int64_t>(t.size()) > max_len) t.resize(static_cast<std::size_t>(max_len));
+    e.source->push_back(std::move(s));
+    e.target->push_back(std::move(t));
+  }
+  return e;
+}
+
+}  // namespace
+
+std::string spm_path(const std::string& out) { return (std::filesystem::path(out) / "spm.model").string(); }
+
+std::unique_ptr<data::SentencePieceTokenizer> joint_vocabulary(const std::vector<data::TextPair>& pairs,
+                                                               const TrainFlags& t, std::int64_t vocab_size,
+                                                               bool resumed) {
+  if (resumed) return data::SentencePieceTokenizer::load(spm_path(t.out));
+  fmt::print("learning a joint SentencePiece vocabulary of {} from both sides...\n", vocab_size);
+  std::vector<std::string> sentences;
+  for (const auto& p : pairs) {
+    sentences.push_back(p.source);
+    sentences.push_back(p.target);
+  }
+  return data::SentencePieceTokenizer::train(sentences, {.vocab_size = vocab_size, .seed = t.seed}, spm_path(t.out));
+}
+
+void train_seq2seq(std::shared_ptr<io::RunLock> lock, const ModelFlags& m, const TrainFlags& t,
+                   const data::SentencePieceTokenizer& tok, const std::vector<data::TextPair>& train_pairs,
+                   const std::vector<data::TextPair>& val_pairs, const std::string& extra) {
+  const auto train = encode(tok, train_pairs, m.max_len), val = encode(tok, val_pairs, m.max_len);
+  const data::PadOptions pad{.max_len = m.max_len, .pad_multiple = 4};
+  auto model = models::Transformer(tok.vocab_size(), std::nullopt, m.config(Mode::train));
+  const auto n_val = static_cast<std::int64_t>(val_pairs.size());
+  train::Loop loop(
+      model,
+      {{.labeled_data = data::seq2seq_stream(train.source, train.target,
+                                             {.batch_size = t.batch_size, .seed = t.seed, .bucket_size = 32}, pad),
+        .loss_layer = layers::WeightedCategoryCrossEntropy(0.1),
+        .optimizer = optimizer(t),
+        .lr_schedule = lr_schedule(t, m),
+        .n_steps_per_checkpoint = t.eval_every,
+        .loss_name = "loss"}},
+      {.eval_tasks = {{.labeled_data = data::seq2seq_stream(
+                           val.source, val.target,
+                           {.batch_size = t.batch_size, .shuffle = false, .bucket_size = 1000, .drop_remainder = false}, pad),
+                       .metrics = {layers::WeightedCategoryCrossEntropy(), layers::WeightedCategoryAccuracy()},
+                       .metric_names = {"loss", "accuracy"},
+                       .n_eval_batches = (n_val + t.batch_size - 1) / t.batch_size}},
+       .output_dir = t.out,
+       .random_seed = t.seed,
+       .run_lock = std::move(lock),
+       .stop_requested = io::StopSignals::requested,
+       .config = config_json(m, t, extra)});
+  train_until(loop, t, KeepBest{.metric = "loss", .higher_is_better = false});
+  fmt::print("validation loss {:.4f}, token accuracy {:.4f}\n", loop.last_value("eval", "loss"),
+             loop.last_value("eval", "accuracy"));
+}
+
+Seq2Seq::Seq2Seq(const std::string& out)
+    : m_(model_flags_from(out)), tok_(data::SentencePieceTokenizer::load(spm_path(out))) {
+  model_ = models::Transformer(tok_->vocab_size(), std::nullopt, m_.config(Mode::predict));
+  model_->init({ShapeDtype{{1, 8}, DType::int32}, ShapeDtype{{1, 1}, DType::int32}});
+  train::load_weights(weights_to_use(out), *model_);
+}
+
+std::vector<std::string> Seq2Seq::operator()(const std::vector<std::string>& sources, std::int64_t n_beams,
+                                             double length_penalty) {
+  data::Sequences rows;
+  std::int64_t L = 1;
+  for (const auto& s : sources) {
+    rows.push_back(tok_->encode(s));
+    if (static_cast<std::int64_t>(rows.back().size()) > m_.max_len) rows.back().resize(static_cast<std::size_t>(m_.max_len));
+    L = std::max<std::int64_t>(L, static_cast<std::int64_t>(rows.back().size()));
+  }
+  const Tensor source = data::pad_rows(rows, L);
+  // Room for a target somewhat longer than the source, within the model's positions.
+  const std::int64_t max_length = std::min<std::int64_t>(m_.max_len - 1, 2 * L + 10);
+  std::vector<std::string> out;
+  if (n_beams <= 1) {
+    const Tensor gen = decode::autoregressive_sample(*model_, source, 0, {.temperature = 0, .max_length = max_length});
+    const auto T = gen.shape()[1];
+    for (std::int64_t b = 0; b < gen.shape()[0]; ++b)
+      out.push_back(tok_->decode(std::span(gen.data<std::int32_t>() + b * T, static_cast<std::size_t>(T))));
+  } else {
+    const auto beams =
+        decode::beam_search(*model_, source, 0, {.n_beams = n_beams, .max_length = max_length, .length_penalty = length_penalty});
+    for (const auto& hyps : beams) out.push_back(tok_->decode(hyps.front().tokens));
+  }
+  return out;
+}
+
+}  // namespace ctrax::examples

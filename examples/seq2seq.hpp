@@ -1,0 +1,54 @@
+// examples/seq2seq.hpp — what the sequence-to-sequence examples (translate, chatbot) share: one
+// joint SentencePiece vocabulary, an encoder–decoder Transformer trained on (source, target)
+// pairs, and decoding with its predict-mode twin.
+//
+// TRAINING: targets end with EOS (id 1); both sides are cut to --max-len; batches are bucketed by
+// length; cross-entropy with label smoothing 0.1 (Trax's recipe), evaluated on held-out pairs
+// (loss and token accuracy). DECODING: the source is encoded once, the decoder emits one token at
+// a time with its KV caches, greedily or with beam search (core/decode/beam_search.hpp).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/data/sentencepiece.hpp"
+#include "core/data/text_files.hpp"
+#include "examples/common.hpp"
+
+namespace ctrax::examples {
+
+// OUT/spm.model.
+std::string spm_path(const std::string& out);
+
+// The run's joint vocabulary: learned from both sides of `pairs` on a fresh run (saved as
+// OUT/spm.model), loaded when resuming.
+std::unique_ptr<data::SentencePieceTokenizer> joint_vocabulary(const std::vector<data::TextPair>& pairs,
+                                                               const TrainFlags& t, std::int64_t vocab_size,
+                                                               bool resumed);
+
+// Trains models::Transformer (shared embedding) on the pairs; `extra` is merged into the stored
+// config (config_json). Prints the final validation loss and token accuracy.
+void train_seq2seq(std::shared_ptr<io::RunLock> lock, const ModelFlags& m, const TrainFlags& t,
+                   const data::SentencePieceTokenizer& tok, const std::vector<data::TextPair>& train_pairs,
+                   const std::vector<data::TextPair>& val_pairs, const std::string& extra);
+
+// The predict-mode model of a run directory with its trained weights and tokenizer.
+class Seq2Seq {
+ public:
+  explicit Seq2Seq(const std::string& out);
+  // Decodes a batch of sources; n_beams 1 is greedy. Beam search ranks finished hypotheses by
+  // log p / length^length_penalty.
+  std::vector<std::string> operator()(const std::vector<std::string>& sources, std::int64_t n_beams,
+                                      double length_penalty);
+
+ private:
+  ModelFlags m_;   // first: a directory without a model says so before anything else
+  std::unique_ptr<data::SentencePieceTokenizer> tok_;
+  LayerPtr model_;
+};
+
+inline constexpr const char* kLengthPenaltyHelp =
+    "beam search ranks finished outputs by log p / length^this (0: raw log p, short ones win)";
+
+}  // namespace ctrax::examples
