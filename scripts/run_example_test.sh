@@ -124,6 +124,28 @@ translate)
   "$exe" train --data "$tmp/nowhere" --out "$tmp/x" >"$tmp/log" 2>&1 && fail "train on a missing directory succeeded"
   expect "no train.en or train.en.gz" "$tmp/log"
   ;;
+chatbot)
+  if have_data chatbot_ko/ChatbotData.csv.gz; then
+    run=$tmp/chatbot
+    "$exe" train --data "$data/chatbot_ko/ChatbotData.csv.gz" --out "$run" --vocab-size 1500 --steps 3 --eval-every 3 \
+      --warmup 2 "${tiny[@]}" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "train"; }
+    expect "11232 training pairs, 591 held out" "$tmp/log"   # all 11,823 pairs read, 5% held out
+    expect "eval  accuracy" "$tmp/log"
+    "$exe" ask --out "$run" --threads 1 "영화 볼래?" "고마워" >"$tmp/log" || fail "ask"
+    [ "$(wc -l <"$tmp/log")" -eq 2 ] || fail "ask: expected one answer line per question"
+    "$exe" ask --out "$run" --threads 1 --beams 2 "영화 볼래?" >"$tmp/log" || fail "ask with beams"
+    # chat in a pipe: one answer line per question line, an empty question included.
+    printf '오늘 너무 힘들어\n\n고마워\n' | "$exe" chat --out "$run" --threads 1 >"$tmp/log" 2>"$tmp/err" || fail "chat"
+    [ "$(wc -l <"$tmp/log")" -eq 3 ] || { cat "$tmp/log"; fail "chat: expected 3 answer lines"; }
+    [ -s "$tmp/err" ] && { cat "$tmp/err"; fail "chat printed a prompt into a pipe"; }
+    "$exe" ask --out "$run" "" >"$tmp/log" 2>&1 && fail "an empty question was accepted"
+    expect "QUESTION 1 of 1 is empty" "$tmp/log"
+  else
+    echo "SKIP (chatbot): $data/chatbot_ko/ChatbotData.csv.gz not found"
+  fi
+  "$exe" train --data "$tmp/nowhere.csv" --out "$tmp/x" >"$tmp/log" 2>&1 && fail "train on a missing file succeeded"
+  expect "nowhere.csv" "$tmp/log"
+  ;;
 *) fail "unknown example $which" ;;
 esac
 echo "$which example ok"
