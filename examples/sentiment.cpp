@@ -18,6 +18,16 @@
 // than 512 tokens, and a verdict is often at the end (data::keep_head_and_tail). The choice is
 // stored in the checkpoint.
 // Batches are bucketed by length so little compute is padding.
+//
+// ANY LABELLED TEXT. The classes are read from the data: K = the largest label + 1 (stored in the
+// checkpoint), so a `label<TAB>text` dataset of K classes trains a K-way classifier. --data may
+// also be a CSV of question–answer pairs with a topic label (`Q,A,label`: the Korean chatbot data,
+// 0 daily life, 1 breakup, 2 love): the questions are the texts, and a seeded 10% of the records
+// is the test split `eval` reads (the same 10% for every run: the split does not depend on --seed).
+//
+//   build/examples/sentiment train --data ../shared/data/chatbot_ko/ChatbotData.csv.gz --out runs/topic \
+//       --max-len 32 --vocab-size 4000 --steps 1500
+//   build/examples/sentiment eval --data ../shared/data/chatbot_ko/ChatbotData.csv.gz --out runs/topic
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <unistd.h>
@@ -74,9 +84,27 @@ std::vector<std::int64_t> range(std::int64_t n) {
 
 std::string spm_path(const std::string& out) { return (fs::path(out) / "spm.model").string(); }
 
+bool is_csv(const std::string& path) {
+  return path.ends_with(".csv") || path.ends_with(".csv.gz");
+}
+
+// A Q/A CSV's questions with their labels, cut into "train" (90%) and "test" (10%) by a fixed
+// seeded permutation.
+std::vector<data::LabeledText> csv_split(const std::string& path, const std::string& split) {
+  const auto rows = data::read_qa_csv(path);
+  const auto order = Rng(0x746f706963).permutation(static_cast<std::int64_t>(rows.size()));
+  const auto n_test = rows.size() / 10;
+  std::vector<data::LabeledText> out;
+  for (std::size_t i = split == "test" ? 0 : n_test; i < (split == "test" ? n_test : rows.size()); ++i) {
+    const auto& r = rows[static_cast<std::size_t>(order[i])];
+    out.push_back({r.label, r.question});
+  }
+  return out;
+}
+
 // The first `limit` examples of a split (0: all) — balanced, since the TSV alternates labels.
 std::vector<data::LabeledText> load_split(const std::string& dir, const std::string& split, std::int64_t limit) {
-  auto ex = data::load_labeled_split(dir, split, 2);
+  auto ex = is_csv(dir) ? csv_split(dir, split) : data::load_labeled_split(dir, split);
   if (limit > 0 && limit < static_cast<std::int64_t>(ex.size())) ex.resize(static_cast<std::size_t>(limit));
   return ex;
 }
@@ -92,6 +120,8 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
   fs::create_directories(t.out);
   const auto examples_ = load_split(t.data, "train", limit);
   const auto n = static_cast<std::int64_t>(examples_.size());
+  std::int32_t n_classes = 2;   // at least two: a one-class dataset still trains a yes/no classifier
+  for (const auto& x : examples_) n_classes = std::max(n_classes, x.label + 1);
   // A seeded hold-out of 1,000 reviews (4%; fewer for small trials).
   const std::int64_t n_valid = std::min<std::int64_t>(1000, n / 10);
   if (n_valid < 1) throw std::runtime_error(fmt::format("{}: {} training reviews are too few", t.data, n));
@@ -111,9 +141,9 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
       valid_idx(perm.end() - n_valid, perm.end());
   const auto train = encode(*tok, examples_, train_idx, m.max_len, head),
              valid = encode(*tok, examples_, valid_idx, m.max_len, head);
-  fmt::print("{}: {} training reviews ({:.0f} tokens on average; {:.1f}% longer than {} are cut to their first {} and last {}), "
-             "{} held out; vocabulary {}\n",
-             t.data, train_idx.size(), static_cast<double>(train.n_tokens) / static_cast<double>(train_idx.size()),
+  fmt::print("{}: {} training texts in {} classes ({:.0f} tokens on average; {:.1f}% longer than {} are cut to their "
+             "first {} and last {}), {} held out; vocabulary {}\n",
+             t.data, train_idx.size(), n_classes, static_cast<double>(train.n_tokens) / static_cast<double>(train_idx.size()),
              100.0 * static_cast<double>(train.n_long) / static_cast<double>(train_idx.size()), m.max_len,
              head, m.max_len - head, valid_idx.size(), tok->vocab_size());
 
@@ -126,7 +156,7 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
   fmt::print("padding: {:.1f}% of batch tokens with bucketing ({:.1f}% without)\n",
              100 * data::padding_share(train_stream, probe),
              100 * data::padding_share(data::classification_stream(train.tokens, train.labels, unbucketed, pad), probe));
-  auto model = models::TransformerEncoder(tok->vocab_size(), 2, m.config(Mode::train));
+  auto model = models::TransformerEncoder(tok->vocab_size(), n_classes, m.config(Mode::train));
   train::Loop loop(
       model,
       {{.labeled_data = train_stream,
@@ -145,7 +175,8 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
        .random_seed = t.seed,
        .run_lock = std::move(lock),
        .stop_requested = io::StopSignals::requested,
-       .config = examples::config_json(m, t, fmt::format(R"({{"vocab_size": {}, "head": {}}})", tok->vocab_size(), head))});
+       .config = examples::config_json(m, t, fmt::format(R"({{"vocab_size": {}, "head": {}, "n_classes": {}}})",
+                                                      tok->vocab_size(), head, n_classes))});
   examples::train_until(loop, t, examples::KeepBest{.metric = "accuracy"});
   fmt::print("held-out accuracy {:.4f}; run `sentiment eval` for the test split\n", loop.last_value("eval", "accuracy"));
   return 0;
@@ -157,6 +188,7 @@ struct Classifier {
   LayerPtr model;
   examples::ModelFlags m;
   std::int64_t head = 0;  // long reviews keep their first `head` and last max_len − head tokens
+  std::int64_t n_classes = 2;
 };
 
 Classifier load_classifier(const std::string& out) {
@@ -164,7 +196,8 @@ Classifier load_classifier(const std::string& out) {
   c.m = examples::model_flags_from(out);
   c.tok = data::SentencePieceTokenizer::load(spm_path(out));
   c.head = examples::config_int(out, "head", c.m.max_len);
-  c.model = models::TransformerEncoder(c.tok->vocab_size(), 2, c.m.config(Mode::eval));
+  c.n_classes = examples::config_int(out, "n_classes", 2);
+  c.model = models::TransformerEncoder(c.tok->vocab_size(), c.n_classes, c.m.config(Mode::eval));
   c.model->init(ShapeDtype{{1, 16}, DType::int32});
   train::load_weights(examples::weights_to_use(out), *c.model);
   return c;
@@ -194,7 +227,9 @@ int eval_command(const std::string& data_dir, const std::string& out, int thread
     const auto lpv = lp.to_doubles();
     for (std::size_t r = 0; r < predicted.size(); ++r) {
       correct += predicted[r] == y[r];
-      loss -= lpv[r * 2 + static_cast<std::size_t>(y[r])];
+      if (y[r] >= c.n_classes)
+        throw std::runtime_error(fmt::format("{}: a test label {} outside the model's {} classes", data_dir, y[r], c.n_classes));
+      loss -= lpv[r * static_cast<std::size_t>(c.n_classes) + static_cast<std::size_t>(y[r])];
     }
     // On a terminal a counter redrawn in place; in a log one line per 50 batches.
     if (terminal && i % 10 == 0) std::cerr << fmt::format("\r{} / {} batches", i + 1, n_batches) << std::flush;
@@ -205,7 +240,7 @@ int eval_command(const std::string& data_dir, const std::string& out, int thread
     fmt::print("{} of the {} reviews have no text; each was classified as the empty sequence\n", e.n_empty,
                test.size());
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  fmt::print("test accuracy {:.4f} ({} of {} reviews), loss {:.4f}, in {:.0f} s\n",
+  fmt::print("test accuracy {:.4f} ({} of {} texts), loss {:.4f}, in {:.0f} s\n",
              static_cast<double>(correct) / static_cast<double>(test.size()), correct, test.size(),
              loss / static_cast<double>(test.size()), seconds);
   return 0;
@@ -220,9 +255,15 @@ int predict_command(const std::string& out, int threads, const std::vector<std::
     if (ids.empty()) throw std::runtime_error("predict: the text is empty");
     data::keep_head_and_tail(ids, c.m.max_len, c.head);
     const Tensor p = softmax((*c.model)(data::pad_rows(std::span(&ids, 1), static_cast<std::int64_t>(ids.size()))), -1);
-    const double positive = p.to_doubles()[1];
-    fmt::print("{} ({:.3f})\t{}\n", positive >= 0.5 ? "positive" : "negative",
-               positive >= 0.5 ? positive : 1 - positive, text);
+    const auto probs = p.to_doubles();
+    if (c.n_classes == 2) {
+      const double positive = probs[1];
+      fmt::print("{} ({:.3f})\t{}\n", positive >= 0.5 ? "positive" : "negative",
+                 positive >= 0.5 ? positive : 1 - positive, text);
+    } else {
+      const auto best = std::max_element(probs.begin(), probs.end()) - probs.begin();
+      fmt::print("class {} ({:.3f})\t{}\n", best, probs[static_cast<std::size_t>(best)], text);
+    }
   }
   return 0;
 }
@@ -230,7 +271,8 @@ int predict_command(const std::string& out, int threads, const std::vector<std::
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Classify movie reviews as positive or negative with a Transformer encoder (IMDB)."};
+  CLI::App app{"Classify text with a Transformer encoder: movie reviews as positive or negative (IMDB), or any "
+               "labelled text (label<TAB>text files, a Q,A,label CSV)."};
   app.require_subcommand(1);
 
   // Defaults as measured: README "Train on real data". lr 3e-3 (not 1e-3): the token embeddings
@@ -262,7 +304,7 @@ int main(int argc, char** argv) {
   std::int64_t eval_batch = 64;
   auto* eval = app.add_subcommand("eval", "accuracy on the whole test split");
   examples::add_use_flags(*eval, out, threads);
-  eval->add_option("--data", data_dir, "dataset directory (its test split)")->required();
+  eval->add_option("--data", data_dir, "dataset directory (its test split), or the Q/A CSV (its held-back 10%)")->required();
   eval->add_option("--batch-size", eval_batch, "reviews per batch")->capture_default_str()->check(examples::number_in(1, 1 << 20));
   eval->add_option("--limit", limit, "use only the first N test reviews (0: all)")->capture_default_str()
       ->check(examples::number_in(0, 1e12));

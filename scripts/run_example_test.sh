@@ -99,13 +99,13 @@ sentiment)
     expect "Ran 1 train steps" "$tmp/log"
     "$exe" eval --data "$data/imdb" --out "$run" --limit 40 --threads 1 >"$tmp/log" 2>"$tmp/err" || fail "eval"
     grep -q $'\r' "$tmp/err" && fail "eval wrote terminal progress (carriage returns) into a log"
-    expect "test accuracy .* of 40 reviews" "$tmp/log"
+    expect "test accuracy .* of 40 texts" "$tmp/log"
     # A review with no text is an input like any other: classified, and counted.
     mkdir -p "$tmp/with_empty"
     printf '1\t\n0\tA dull film.\n1\tGreat fun.\n' >"$tmp/with_empty/test.tsv"
     "$exe" eval --data "$tmp/with_empty" --out "$run" --threads 1 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "eval with an empty review"; }
     expect "1 of the 3 reviews have no text" "$tmp/log"
-    expect "test accuracy .* of 3 reviews" "$tmp/log"
+    expect "test accuracy .* of 3 texts" "$tmp/log"
     "$exe" predict --out "$run" --threads 1 "A wonderful film." >"$tmp/log" || fail "predict"
     grep -Eq "^(positive|negative) \(0\.[5-9][0-9]*|1\.000\)" "$tmp/log" || { cat "$tmp/log"; fail "predict output"; }
   fi
@@ -138,6 +138,15 @@ chatbot)
     printf '오늘 너무 힘들어\n\n고마워\n' | "$exe" chat --out "$run" --threads 1 >"$tmp/log" 2>"$tmp/err" || fail "chat"
     [ "$(wc -l <"$tmp/log")" -eq 3 ] || { cat "$tmp/log"; fail "chat: expected 3 answer lines"; }
     [ -s "$tmp/err" ] && { cat "$tmp/err"; fail "chat printed a prompt into a pipe"; }
+    # The classifier reads the same CSV: the questions' topic labels, three classes.
+    sentiment=$(dirname "$exe")/sentiment
+    "$sentiment" train --data "$data/chatbot_ko/ChatbotData.csv.gz" --out "$tmp/topic" --vocab-size 1500 --steps 3 \
+      --eval-every 3 --max-len 32 "${tiny[@]}" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "sentiment train on the CSV"; }
+    expect "9641 training texts in 3 classes" "$tmp/log"   # 90% of the 11,823 pairs, less 1,000 held out
+    "$sentiment" eval --data "$data/chatbot_ko/ChatbotData.csv.gz" --out "$tmp/topic" --threads 1 >"$tmp/log" 2>&1 || fail "sentiment eval on the CSV"
+    expect "test accuracy .* of 1182 texts" "$tmp/log"
+    "$sentiment" predict --out "$tmp/topic" --threads 1 "헤어졌어" >"$tmp/log" || fail "sentiment predict, 3 classes"
+    grep -Eq "^class [012] \(" "$tmp/log" || { cat "$tmp/log"; fail "predict output with 3 classes"; }
     "$exe" ask --out "$run" "" >"$tmp/log" 2>&1 && fail "an empty question was accepted"
     expect "QUESTION 1 of 1 is empty" "$tmp/log"
   else
