@@ -83,6 +83,7 @@ for name, body in {"label2": rows[:5] + ["2\tthree classes?"], "notab": rows[:5]
     os.makedirs(name, exist_ok=True)
     open(f"{name}/train.tsv", "w").write("\n".join(body) + "\n")
     open(f"{name}/test.tsv", "w").write("\n".join(body) + "\n")
+open("badquote.csv", "w").write('Q,A,label\r\n"never closed,answer,0\r\n')
 os.makedirs("cutgz", exist_ok=True)
 g = gzip.compress(("\n".join(rows) + "\n").encode())
 open("cutgz/train.tsv.gz", "wb").write(g[: len(g) // 2])
@@ -129,7 +130,7 @@ bad n-heads-divide    "not a multiple of the requested number of attention heads
 bad n-layers-0        "--n-layers: expected a number from 1" "${T[@]}" --n-layers 0
 bad warmup-negative   "--warmup: expected a number from 0" "${T[@]}" --warmup -5
 bad ema-1             "--ema: expected a number from 0 to 0.99999, got 1" "${T[@]}" --ema 1
-bad schedule-unknown  "--schedule: linear not in {cosine,rsqrt}" "${T[@]}" --schedule linear
+bad schedule-unknown  "--schedule: linear not in {cosine,rsqrt,noam}" "${T[@]}" --schedule linear
 bad eval-every-0      "--eval-every: expected a number from 1" "${T[@]}" --eval-every 0
 bad minutes-negative  "--minutes: expected a number from 0" "${T[@]}" --minutes -1
 bad seed-negative     "--seed: expected a number from 0" "${T[@]}" --seed -1
@@ -203,7 +204,7 @@ bad sample-n-samples      "--n-samples: expected a number from 1" "${S[@]}" --n-
 # --- sentiment ------------------------------------------------------------------------------
 ST=("$sentiment" train --out snew "${tiny[@]}" --max-len 32 --steps 1 --vocab-size 60)
 bad sentiment-no-data     "nowhere: no train split found" "${ST[@]}" --data nowhere
-bad sentiment-label-2     "label2/train.tsv:6: expected a label from 0 to 1, got 2" "${ST[@]}" --data label2
+bad sentiment-csv-quote   "badquote.csv:2: a quoted field is never closed" "${ST[@]}" --data badquote.csv
 bad sentiment-no-tab      "notab/train.tsv:6: expected \`label<TAB>text\`, got \`no tab here\` (no TAB)" "${ST[@]}" --data notab
 bad sentiment-blank-line  "blank/train.tsv:6: expected \`label<TAB>text\`" "${ST[@]}" --data blank
 bad sentiment-word-label  "word/train.tsv:4: expected a non-negative integer label before the TAB, got \`positive\`" "${ST[@]}" --data word
