@@ -1,5 +1,5 @@
-// libFuzzer target: the dataset readers (plain or gzip text, labelled TSV, parallel text, review
-// cleaning) on arbitrary bytes. Each must read the input or throw std::runtime_error naming the
+// libFuzzer target: the dataset readers (plain or gzip text, labelled TSV, CSV and Q/A CSV,
+// parallel text, review cleaning) on arbitrary bytes. Each must read the input or throw std::runtime_error naming the
 // file and line — never crash or hang. The bytes go to a file (the readers take paths), split at
 // the first NUL into the two sides of a parallel corpus.
 //   scripts/fuzz.sh text_readers 600
@@ -39,6 +39,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string target = write_temp("target", nul == std::string::npos ? "" : bytes.substr(nul + 1));
   expect_clean([&] { ctrax::data::read_labeled_tsv(all, 2); });
   expect_clean([&] { ctrax::data::read_text(all); });
+  expect_clean([&] { ctrax::data::read_csv(all); });
+  expect_clean([&] { ctrax::data::read_qa_csv(all, 3); });
   expect_clean([&] { ctrax::data::read_parallel(source, target); });
   (void)ctrax::data::clean_review(bytes);
   for (const auto& p : {all, source, target}) ::unlink(p.c_str());
