@@ -7,7 +7,7 @@
 #    4 layers, bytes), trained on windows of 128 in a model built for 512 positions, the same
 #    number of steps for each kind of position; then the validation loss in windows of 128, 256
 #    and 512 (`lm eval --length N`).
-# 2. Pre-norm vs post-norm, with and without warm-up: the same model and task, 300 steps.
+# 2. Pre-norm vs post-norm, with and without warm-up: the same model and task, in 300 steps.
 # Then scripts/plot_positions.py draws the chapter's figures from the runs' metrics.jsonl and
 # RUNS_DIR/extrapolation.tsv. Runs that exist are resumed (or skipped when finished).
 set -euo pipefail
