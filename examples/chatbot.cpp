@@ -67,9 +67,7 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
 
 int ask_command(const std::string& out, int threads, std::int64_t n_beams, double length_penalty,
                 const std::vector<std::string>& questions) {
-  for (std::size_t i = 0; i < questions.size(); ++i)
-    if (questions[i].find_first_not_of(" \t\r\n") == std::string::npos)
-      throw std::invalid_argument(fmt::format("QUESTION {} of {} is empty: ask something", i + 1, questions.size()));
+  examples::require_text(questions, "QUESTION", "ask something");
   examples::apply_threads(threads);
   examples::Seq2Seq bot(out);
   for (const auto& answer : bot(questions, n_beams, length_penalty)) fmt::print("{}\n", answer);

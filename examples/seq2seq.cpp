@@ -85,6 +85,12 @@ void train_seq2seq(std::shared_ptr<io::RunLock> lock, const ModelFlags& m, const
              loop.last_value("eval", "accuracy"));
 }
 
+void require_text(const std::vector<std::string>& texts, const std::string& argument, const std::string& hint) {
+  for (std::size_t i = 0; i < texts.size(); ++i)
+    if (texts[i].find_first_not_of(" \t\r\n") == std::string::npos)
+      throw std::invalid_argument(fmt::format("{} {} of {} is empty: {}", argument, i + 1, texts.size(), hint));
+}
+
 Seq2Seq::Seq2Seq(const std::string& out)
     : m_(model_flags_from(out)), tok_(data::SentencePieceTokenizer::load(spm_path(out))) {
   model_ = models::Transformer(tok_->vocab_size(), std::nullopt, m_.config(Mode::predict));

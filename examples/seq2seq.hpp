@@ -48,6 +48,10 @@ class Seq2Seq {
   LayerPtr model_;
 };
 
+// Throws unless every text has a non-blank character: "TEXT 2 of 3 is empty: give a sentence to
+// translate" (argument = "TEXT", hint = "give a sentence to translate").
+void require_text(const std::vector<std::string>& texts, const std::string& argument, const std::string& hint);
+
 inline constexpr const char* kLengthPenaltyHelp =
     "beam search ranks finished outputs by log p / length^this (0: raw log p, short ones win)";
 

@@ -76,9 +76,7 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
 
 int translate_command(const std::string& out, int threads, std::int64_t n_beams, double length_penalty,
                       const std::vector<std::string>& texts) {
-  for (std::size_t i = 0; i < texts.size(); ++i)
-    if (texts[i].find_first_not_of(" \t\r\n") == std::string::npos)
-      throw std::invalid_argument(fmt::format("TEXT {} of {} is empty: give a sentence to translate", i + 1, texts.size()));
+  examples::require_text(texts, "TEXT", "give a sentence to translate");
   examples::apply_threads(threads);
   examples::Seq2Seq translator(out);
   const auto result = translator(texts, n_beams, length_penalty);
