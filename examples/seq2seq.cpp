@@ -55,7 +55,8 @@ std::unique_ptr<data::SentencePieceTokenizer> joint_vocabulary(const std::vector
 
 void train_seq2seq(std::shared_ptr<io::RunLock> lock, const ModelFlags& m, const TrainFlags& t,
                    const data::SentencePieceTokenizer& tok, const std::vector<data::TextPair>& train_pairs,
-                   const std::vector<data::TextPair>& val_pairs, const std::string& extra) {
+                   const std::vector<data::TextPair>& val_pairs, const std::string& extra,
+                   const KeepBest& keep_best) {
   const auto train = encode(tok, train_pairs, m.max_len), val = encode(tok, val_pairs, m.max_len);
   const data::PadOptions pad{.max_len = m.max_len, .pad_multiple = 4};
   auto model = models::Transformer(tok.vocab_size(), std::nullopt, m.config(Mode::train));
@@ -80,7 +81,7 @@ void train_seq2seq(std::shared_ptr<io::RunLock> lock, const ModelFlags& m, const
        .run_lock = std::move(lock),
        .stop_requested = io::StopSignals::requested,
        .config = config_json(m, t, extra)});
-  train_until(loop, t, KeepBest{.metric = "loss", .higher_is_better = false});
+  train_until(loop, t, keep_best);
   fmt::print("validation loss {:.4f}, token accuracy {:.4f}\n", loop.last_value("eval", "loss"),
              loop.last_value("eval", "accuracy"));
 }

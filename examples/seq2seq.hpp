@@ -28,10 +28,12 @@ std::unique_ptr<data::SentencePieceTokenizer> joint_vocabulary(const std::vector
                                                                bool resumed);
 
 // Trains models::Transformer (shared embedding) on the pairs; `extra` is merged into the stored
-// config (config_json). Prints the final validation loss and token accuracy.
+// config (config_json); `keep_best` picks best.safetensors by held-out "loss" or "accuracy".
+// Prints the final validation loss and token accuracy.
 void train_seq2seq(std::shared_ptr<io::RunLock> lock, const ModelFlags& m, const TrainFlags& t,
                    const data::SentencePieceTokenizer& tok, const std::vector<data::TextPair>& train_pairs,
-                   const std::vector<data::TextPair>& val_pairs, const std::string& extra);
+                   const std::vector<data::TextPair>& val_pairs, const std::string& extra,
+                   const KeepBest& keep_best);
 
 // The predict-mode model of a run directory with its trained weights and tokenizer.
 class Seq2Seq {

@@ -69,7 +69,8 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
   fmt::print("{}: {} training pairs, {} validation pairs ({} → {}), vocabulary {}\n", t.data,
              train_pairs.size(), val_pairs.size(), src, tgt, tok->vocab_size());
   examples::train_seq2seq(std::move(lock), m, t, *tok, train_pairs, val_pairs,
-                          fmt::format(R"({{"vocab_size": {}, "source": "{}", "target": "{}"}})", tok->vocab_size(), src, tgt));
+                          fmt::format(R"({{"vocab_size": {}, "source": "{}", "target": "{}"}})", tok->vocab_size(), src, tgt),
+                          examples::KeepBest{.metric = "loss", .higher_is_better = false});
   fmt::print("run `translate bleu` for BLEU\n");
   return 0;
 }

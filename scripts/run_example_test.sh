@@ -138,6 +138,13 @@ chatbot)
     printf '오늘 너무 힘들어\n\n고마워\n' | "$exe" chat --out "$run" --threads 1 >"$tmp/log" 2>"$tmp/err" || fail "chat"
     [ "$(wc -l <"$tmp/log")" -eq 3 ] || { cat "$tmp/log"; fail "chat: expected 3 answer lines"; }
     [ -s "$tmp/err" ] && { cat "$tmp/err"; fail "chat printed a prompt into a pipe"; }
+    # chat on a terminal (script(1) gives it a pseudo-terminal): the prompt, then an answer per question.
+    if command -v script >/dev/null; then
+      printf '영화 볼래?\n고마워\n' | script -qec "$exe chat --out $run --threads 1" /dev/null >"$tmp/log" 2>&1 \
+        || { cat "$tmp/log"; fail "chat on a terminal"; }
+      expect "one question per line; Ctrl-D ends" "$tmp/log"
+      [ "$(grep -c '^> .' "$tmp/log")" -eq 2 ] || { cat -A "$tmp/log"; fail "chat on a terminal: expected 2 prompted answers"; }
+    fi
     # The classifier reads the same CSV: the questions' topic labels, three classes.
     sentiment=$(dirname "$exe")/sentiment
     "$sentiment" train --data "$data/chatbot_ko/ChatbotData.csv.gz" --out "$tmp/topic" --vocab-size 1500 --steps 3 \
