@@ -17,5 +17,6 @@
 #include "layers/metrics.hpp"
 #include "layers/positional_encoding.hpp"
 #include "layers/reductions.hpp"
+#include "layers/rnn.hpp"
 #include "layers/rotary.hpp"
 #include "layers/shift_right.hpp"

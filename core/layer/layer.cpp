@@ -221,6 +221,8 @@ void Layer::init_keeping_weights(const Signature& input_signature) {
   kept_weights_.clear();
 }
 
+std::optional<Stack> Layer::scan_all(const Stack&, int) { return std::nullopt; }
+
 Stack Layer::call_sublayer(std::size_t i, const Stack& stack) {
   try {
     return (*sublayers_.at(i))(stack);

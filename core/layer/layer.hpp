@@ -34,6 +34,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <source_location>
 #include <stdexcept>
 #include <string>
@@ -119,6 +120,15 @@ class Layer {
   // Sets this layer's rng and, split one per sublayer, its sublayers' (Trax's rng setter). The
   // training loop calls it with a fresh key every step so dropout masks change.
   void set_rng(const Rng& rng);
+
+  // --- all positions at once (for Scan) -------------------------------------------------------
+  // Scan(F) applies F once per position along an axis. A layer that can do every position in one
+  // go — an RNN cell, whose input projections are one GEMM over the whole sequence
+  // (core/tensor/recurrence.hpp) — overrides this to return exactly what Scan's loop would,
+  // (ys..., final carry...) for (xs..., carry...) scanned along `axis`; nullopt, the default, lets
+  // Scan loop. Scan calls it only on an initialised layer with real (not meta) inputs; tests check
+  // both paths give the same numbers.
+  virtual std::optional<Stack> scan_all(const Stack& inputs, int axis);
 
   // --- printing ------------------------------------------------------------------------------
   // The tree in Trax's format: display name, then "[" + sublayers indented by two spaces + "]".

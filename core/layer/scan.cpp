@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/layer/layer_error.hpp"
 #include "core/tensor/ops.hpp"
 
 namespace ctrax::layers {
@@ -26,6 +27,24 @@ class ScanLayer final : public Layer {
     const auto n_x = inputs.size() - static_cast<std::size_t>(n_carry_);
     Stack carry(inputs.begin() + static_cast<std::ptrdiff_t>(n_x), inputs.end());
     if (mode() == Mode::predict && !state().empty()) carry = state();
+    bool meta = false;
+    for (const Tensor& x : inputs) meta = meta || x.is_meta();
+    if (!meta && sublayers()[0]->initialized()) {
+      Stack xs(inputs.begin(), inputs.begin() + static_cast<std::ptrdiff_t>(n_x));
+      xs.insert(xs.end(), carry.begin(), carry.end());
+      std::optional<Stack> all;
+      try {
+        all = sublayers()[0]->scan_all(xs, axis_);
+      } catch (LayerError& e) {
+        e.mark_index(0);
+        throw;
+      }
+      if (all) {
+        if (mode() == Mode::predict)
+          state().assign(all->end() - static_cast<std::ptrdiff_t>(n_carry_), all->end());
+        return *all;
+      }
+    }
     const std::int64_t length = inputs[0].dim(axis_);
     const std::size_t n_y = static_cast<std::size_t>(n_out() - n_carry_);
     std::vector<Stack> ys(n_y);

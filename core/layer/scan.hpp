@@ -10,6 +10,10 @@
 // F gets rng().fold_in(i) at step i. n_carry may be 0 (a map over the axis). In predict mode the
 // final carry is kept in state and used as the initial carry of the next call, so a sequence can
 // be fed in pieces. n_in/n_out are F's.
+//
+// The loop above is the definition. A layer that can run every position at once (the RNN cells of
+// layers/rnn.hpp: one GEMM for all input projections, core/tensor/recurrence.hpp) says so through
+// Layer::scan_all, and Scan then calls that instead — same outputs, same carry.
 #pragma once
 
 #include <source_location>
