@@ -19,4 +19,5 @@
 #include "layers/reductions.hpp"
 #include "layers/rnn.hpp"
 #include "layers/rotary.hpp"
+#include "layers/score_attention.hpp"
 #include "layers/shift_right.hpp"
