@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "core/layer/select.hpp"
+
 namespace ctrax::layers {
 
 LayerList flatten(const LayerArgs& args, const char* combinator) {
@@ -63,6 +65,31 @@ LayerPtr make_serial(const LayerArgs& layers, std::string name, std::source_loca
   const bool none_alone = layers.size() == 1 && layers[0].is_none();
   return std::make_shared<SerialLayer>(none_alone ? LayerList{} : flatten(layers, "Serial"),
                                        std::move(name), created, std::move(sublayers_to_print));
+}
+
+LayerPtr SerialWithSideOutputs(const LayerList& layers, int n_side_outputs, std::source_location created) {
+  int running_max = 0, running_total = 0;
+  for (const auto& l : layers) {
+    if (l->n_out() < n_side_outputs)
+      throw std::invalid_argument(fmt::format("SerialWithSideOutputs (created at {}): {} has {} outputs, fewer than "
+                                              "the {} side outputs", location_string(created), l->display_name(),
+                                              l->n_out(), n_side_outputs));
+    running_total += l->n_in();
+    running_max = std::max(running_max, running_total);
+    running_total -= l->n_out() - n_side_outputs;
+  }
+  int stack_size = running_max;
+  LayerList serial;
+  for (const auto& l : layers) {
+    serial.push_back(l);
+    stack_size += l->n_out() - l->n_in();
+    std::vector<int> move_back;  // the main outputs, then the rest of the stack, then the side outputs
+    for (int i = 0; i < l->n_out() - n_side_outputs; ++i) move_back.push_back(i);
+    for (int i = 0; i < stack_size - l->n_out(); ++i) move_back.push_back(i + l->n_out());
+    for (int i = 0; i < n_side_outputs; ++i) move_back.push_back(i + l->n_out() - n_side_outputs);
+    serial.push_back(Select(move_back, -1, created));
+  }
+  return make_serial({serial}, "Serial", created);
 }
 
 }  // namespace ctrax::layers

@@ -39,4 +39,13 @@ struct Serial : LayerPtr {
 template <class... Args>
 Serial(Args&&...) -> Serial<Args...>;
 
+// SerialWithSideOutputs(layers, n_side_outputs) — Trax's: runs the layers in sequence, and after
+// each one moves its last n_side_outputs outputs to the bottom of the stack it works on, so the
+// next layer sees the main output. For layers (x, s_i) → (x', s_i') with one side output each:
+//     (x, s_1, s_2) → layer 1 → (x', s_1', s_2) → Select[0,2,1] → (x', s_2, s_1') → layer 2 → …
+//                                                                   ending in (x'', s_1', s_2')
+// It is a Serial of the layers and those Selects (Trax's RNNLM stacks its cells with it).
+LayerPtr SerialWithSideOutputs(const LayerList& layers, int n_side_outputs = 1,
+                               std::source_location created = std::source_location::current());
+
 }  // namespace ctrax::layers
