@@ -1,9 +1,11 @@
-// examples/inspect.cpp — print a Transformer's tree, its weights and, with --trace, its data stack.
+// examples/inspect.cpp — print a model's tree, its weights and, with --trace, its data stack.
 //
 //   build/examples/inspect TransformerLM --vocab-size 256 --d-model 64 --n-layers 2 --trace
 //
-// MODEL is TransformerEncoder, TransformerLM or Transformer; every size defaults to Trax's
-// (d_model 512, d_ff 2048, 6 layers, 8 heads, max_len 2048). The output is the model tree in
+// MODEL is TransformerEncoder, TransformerLM or Transformer — every size defaults to Trax's
+// (d_model 512, d_ff 2048, 6 layers, 8 heads, max_len 2048) — or one of Trax's recurrent models,
+// RNNLM (--cell lstm|gru), GRULM or LSTMSeq2SeqAttn (--score for the notes' RNN attention), with
+// Trax's defaults for them (2 layers; GRULM 1; 1 attention head) unless --n-layers/--n-heads say. The output is the model tree in
 // Trax's format, a table of the weights of each layer ending in `total parameters: N`, and with
 // --trace every layer in execution order with the stack before and after it, for a random batch
 // of 2 sequences (the encoder's second sequence ends in padding).
@@ -17,6 +19,8 @@
 #include "core/tensor/runtime.hpp"
 #include "core/layer/trace.hpp"
 #include "examples/common.hpp"
+#include "layers/rnn.hpp"
+#include "models/rnn.hpp"
 #include "models/transformer.hpp"
 
 using namespace ctrax;
@@ -44,8 +48,9 @@ int main(int argc, char** argv) {
   std::string mode = "train";
   bool trace = false;
   bool blas_info = false;
-  app.add_option("MODEL", model_name, "TransformerEncoder, TransformerLM or Transformer (required unless --blas)")
-      ->check(CLI::IsMember({"TransformerEncoder", "TransformerLM", "Transformer"}));
+  app.add_option("MODEL", model_name,
+                 "TransformerEncoder, TransformerLM, Transformer, RNNLM, GRULM or LSTMSeq2SeqAttn (required unless --blas)")
+      ->check(CLI::IsMember({"TransformerEncoder", "TransformerLM", "Transformer", "RNNLM", "GRULM", "LSTMSeq2SeqAttn"}));
   app.add_option("--vocab-size", vocab_size, "vocabulary size (Transformer: the input's)")
       ->capture_default_str();
   app.add_option("--output-vocab-size", output_vocab_size,
@@ -60,6 +65,11 @@ int main(int argc, char** argv) {
   app.add_option("--mode", mode, "train, eval or predict")
       ->check(CLI::IsMember({"train", "eval", "predict"}))
       ->capture_default_str();
+  std::string cell = "lstm", score;
+  app.add_option("--cell", cell, "RNNLM only: lstm or gru cells")->check(CLI::IsMember({"lstm", "gru"}))->capture_default_str();
+  app.add_option("--score", score, "LSTMSeq2SeqAttn only: dot, scaled_dot, general, additive or location "
+                 "(default: Trax's AttentionQKV)")
+      ->check(CLI::IsMember({"dot", "scaled_dot", "general", "additive", "location"}));
   examples::ModelFlags architecture;
   examples::add_architecture_flags(app, architecture);
   app.add_flag("--trace", trace, "run a tiny random batch and print the stack around every layer");
@@ -74,7 +84,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (model_name.empty()) {
-    fmt::print(stderr, "MODEL is required (TransformerEncoder, TransformerLM or Transformer)\nRun with --help for more information.\n");
+    fmt::print(stderr, "MODEL is required (TransformerEncoder, TransformerLM, Transformer, RNNLM, GRULM or "
+               "LSTMSeq2SeqAttn)\nRun with --help for more information.\n");
     return 106;
   }
 
@@ -98,6 +109,26 @@ int main(int argc, char** argv) {
     } else if (model_name == "TransformerLM") {
       model = models::TransformerLM(vocab_size, c);
       batch = {random_tokens(B, predict ? 1 : L, vocab_size, 0, 1)};
+    } else if (model_name == "RNNLM" || model_name == "GRULM") {
+      const bool gru = model_name == "GRULM";
+      const int n_rnn = app.count("--n-layers") ? n_layers : gru ? 1 : 2;
+      if (gru)
+        model = models::GRULM(vocab_size, {.d_model = c.d_model, .n_layers = n_rnn, .mode = c.mode});
+      else if (cell == "gru")
+        model = models::RNNLM(vocab_size, {.d_model = c.d_model, .n_layers = n_rnn,
+                                           .rnn_cell = [](std::int64_t n) { return layers::GRUCell(n); },
+                                           .rnn_cell_d_state_multiplier = 1, .mode = c.mode});
+      else
+        model = models::RNNLM(vocab_size, {.d_model = c.d_model, .n_layers = n_rnn, .mode = c.mode});
+      batch = {random_tokens(B, predict ? 1 : L, vocab_size, 0, 1)};
+    } else if (model_name == "LSTMSeq2SeqAttn") {
+      const int n_rnn = app.count("--n-layers") ? n_layers : 2;
+      model = models::LSTMSeq2SeqAttn(
+          vocab_size, out_vocab,
+          {.d_model = c.d_model, .n_encoder_layers = n_rnn, .n_decoder_layers = n_rnn,
+           .n_attention_heads = app.count("--n-heads") ? c.n_heads : 1, .mode = c.mode,
+           .score = score.empty() ? std::nullopt : std::optional(layers::parse_score(score)), .max_len = c.max_len});
+      batch = {random_tokens(B, L, vocab_size, L / 4, 1), random_tokens(B, L_dec, out_vocab, 0, 2)};
     } else {
       model = models::Transformer(vocab_size, output_vocab_size, c);
       batch = {random_tokens(B, L, vocab_size, L / 4, 1), random_tokens(B, L_dec, out_vocab, 0, 2)};

@@ -21,5 +21,14 @@ for mode in train predict; do
 done
 grep -q '^  Cache_in2_out2\[$' <<<"$out" || { echo "Transformer predict: encoder not cached"; exit 1; }
 
+# Trax's recurrent models: emb 16·8, an LSTMCell (8+8)·32 + 32 = 544 per layer, a GRUCell 408, dense 8·16+16
+total() { "$inspect" "$@" | sed -n 's/^total parameters: //p'; }
+[ "$(total RNNLM "${small[@]}")" = 816 ] || { echo "RNNLM: wrong total"; exit 1; }
+[ "$(total GRULM "${small[@]}")" = 680 ] || { echo "GRULM: wrong total"; exit 1; }
+# two embeddings, three LSTMs, additive score 8·8 + 8·8 + 8, Luong's Dense 16·8 + 8, the output dense
+[ "$(total LSTMSeq2SeqAttn "${small[@]}" --score additive)" = 2304 ] || { echo "LSTMSeq2SeqAttn: wrong total"; exit 1; }
+out=$("$inspect" LSTMSeq2SeqAttn "${small[@]}" --mode predict --trace)
+grep -q '^  LSTM_8 ' <<<"$out" || { echo "LSTMSeq2SeqAttn predict: no trace"; exit 1; }
+
 if "$inspect" Nonsense >/dev/null 2>&1; then echo "an unknown model was accepted"; exit 1; fi
 echo "inspect ok"
