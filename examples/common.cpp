@@ -22,6 +22,7 @@
 #include "core/train/adam.hpp"
 #include "core/train/checkpoint.hpp"
 #include "core/train/report.hpp"
+#include "models/rnn.hpp"
 
 namespace ctrax::examples {
 
@@ -36,6 +37,22 @@ models::TransformerConfig ModelFlags::config(Mode mode) const {
           .n_decoder_layers = n_layers, .n_heads = n_heads, .max_len = max_len, .dropout = dropout,
           .mode = mode, .positions = p, .norm = norm == "post" ? models::Norm::post : models::Norm::pre,
           .scale_embeddings = scale_embeddings};
+}
+
+LayerPtr ModelFlags::language_model(std::int64_t vocab_size, Mode mode) const {
+  if (model == "rnnlm") return models::RNNLM(vocab_size, {.d_model = d_model, .n_layers = n_layers, .dropout = dropout, .mode = mode});
+  if (model == "grulm") return models::GRULM(vocab_size, {.d_model = d_model, .n_layers = n_layers, .mode = mode});
+  return models::TransformerLM(vocab_size, config(mode));
+}
+
+LayerPtr ModelFlags::seq2seq_model(std::int64_t vocab_size, Mode mode) const {
+  if (model == "lstm")
+    return models::LSTMSeq2SeqAttn(vocab_size, vocab_size,
+                                   {.d_model = d_model, .n_encoder_layers = n_layers, .n_decoder_layers = n_layers,
+                                    .n_attention_heads = n_heads, .attention_dropout = dropout, .mode = mode,
+                                    .score = score.empty() ? std::nullopt : std::optional(layers::parse_score(score)),
+                                    .max_len = max_len});
+  return models::Transformer(vocab_size, std::nullopt, config(mode));
 }
 
 CLI::Validator number_in(double lo, double hi, bool lo_open) {
@@ -95,6 +112,19 @@ void add_architecture_flags(CLI::App& app, ModelFlags& m) {
   app.add_option("--norm", m.norm, "pre: x + F(LayerNorm(x)) (Trax); post: LayerNorm(x + F(x)) (the paper)")
       ->capture_default_str()->check(CLI::IsMember({"pre", "post"}));
   app.add_flag("--scale-embeddings", m.scale_embeddings, "multiply embeddings by sqrt(d_model) (the paper)");
+}
+
+void add_model_choice(CLI::App& app, ModelFlags& m, const std::vector<std::string>& models) {
+  m.model = models.front();
+  app.add_option("--model", m.model,
+                 "transformer, or one of Trax's recurrent models (rnnlm: LSTM cells, grulm; lstm: LSTMSeq2SeqAttn); "
+                 "--d-ff, --positions, --norm and --scale-embeddings are the Transformer's alone")
+      ->capture_default_str()->check(CLI::IsMember(models));
+  if (std::find(models.begin(), models.end(), "lstm") != models.end())
+    app.add_option("--score", m.score,
+                   "--model lstm: the attention's score function, dot, scaled_dot, general, additive or location "
+                   "(default: Trax's multi-head AttentionQKV)")
+        ->check(CLI::IsMember({"dot", "scaled_dot", "general", "additive", "location"}));
 }
 
 void add_train_flags(CLI::App& app, TrainFlags& t, bool data_required) {
@@ -160,6 +190,8 @@ std::string config_json(const ModelFlags& m, const TrainFlags& t, const std::str
   j["positions"] = m.positions;
   j["norm"] = m.norm;
   j["scale_embeddings"] = m.scale_embeddings;
+  j["model"] = m.model;
+  j["score"] = m.score;
   j["flags"] = json::parse(t.run_flags);
   return j.dump();
 }
@@ -216,11 +248,16 @@ ModelFlags model_flags_from(const std::string& out) {
                .n_heads = value<int>(c, out, "n_heads"), .dropout = value<double>(c, out, "dropout"),
                .positions = or_default(std::string("positions"), std::string("sinusoidal")),
                .norm = or_default(std::string("norm"), std::string("pre")),
-               .scale_embeddings = or_default(std::string("scale_embeddings"), false)};
-  const std::set<std::string> positions = {"sinusoidal", "learned", "rotary", "linear-bias"}, norms = {"pre", "post"};
-  if (!positions.count(m.positions) || !norms.count(m.norm))
-    throw std::runtime_error(fmt::format("{}/model.safetensors: config's positions \"{}\" / norm \"{}\" is not one ctrax makes",
-                                         out, m.positions, m.norm));
+               .scale_embeddings = or_default(std::string("scale_embeddings"), false),
+               .model = or_default(std::string("model"), std::string("transformer")),
+               .score = or_default(std::string("score"), std::string(""))};
+  const std::set<std::string> positions = {"sinusoidal", "learned", "rotary", "linear-bias"}, norms = {"pre", "post"},
+                              kinds = {"transformer", "rnnlm", "grulm", "lstm"},
+                              scores = {"", "dot", "scaled_dot", "general", "additive", "location"};
+  if (!positions.count(m.positions) || !norms.count(m.norm) || !kinds.count(m.model) || !scores.count(m.score))
+    throw std::runtime_error(fmt::format(
+        "{}/model.safetensors: config's positions \"{}\" / norm \"{}\" / model \"{}\" / score \"{}\" is not one ctrax makes",
+        out, m.positions, m.norm, m.model, m.score));
   return m;
 }
 

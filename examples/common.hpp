@@ -39,12 +39,21 @@ struct ModelFlags {
   std::string positions = "sinusoidal";   // sinusoidal, learned, rotary or linear-bias
   std::string norm = "pre";               // pre (Trax) or post (the paper)
   bool scale_embeddings = false;          // × √d_model (the paper)
+  // Which model: "transformer", or Trax's recurrent ones (models/rnn.hpp): "rnnlm" / "grulm" for
+  // lm, "lstm" (LSTMSeq2SeqAttn) for translate and chatbot; `score` picks its attention ("": Trax's).
+  std::string model = "transformer";
+  std::string score = "";
   models::TransformerConfig config(Mode mode) const;
+  // The language model / encoder–decoder these flags describe, in `mode`.
+  LayerPtr language_model(std::int64_t vocab_size, Mode mode) const;
+  LayerPtr seq2seq_model(std::int64_t vocab_size, Mode mode) const;
 };
 void add_model_flags(CLI::App& app, ModelFlags& m);
 // Only the architecture's choices of ModelFlags (--positions --norm --scale-embeddings), for
 // programs with their own size flags (inspect); add_model_flags includes them.
 void add_architecture_flags(CLI::App& app, ModelFlags& m);
+// --model (one of `models`, the first the default) and, when "lstm" is among them, --score.
+void add_model_choice(CLI::App& app, ModelFlags& m, const std::vector<std::string>& models);
 
 // Training flags: --batch-size --steps --lr --warmup --schedule --eval-every --minutes --seed
 // --threads --data --out.

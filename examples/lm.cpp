@@ -102,7 +102,7 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
         "{}: too little text: {} training and {} validation tokens (the last 10%), but training needs windows of "
         "--train-len/--max-len {} + 1 tokens and validation at least one token", t.data.empty() ? std::string(kFortunes) : t.data,
         train_ids->size(), valid_ids->size(), L));
-  auto model = models::TransformerLM(tok->vocab_size(), m.config(Mode::train));
+  auto model = m.language_model(tok->vocab_size(), Mode::train);
   const std::int64_t n_eval = data::lm_window_batches(static_cast<std::int64_t>(valid_ids->size()), B, L);
   train::Loop loop(
       model,
@@ -134,7 +134,7 @@ int eval_command(const std::string& out, int threads, const std::string& data_pa
   examples::apply_threads(threads);
   const auto m = examples::model_flags_from(out);
   const auto tok = load_tokenizer(examples::config_string(out, "tokenizer"), out);
-  auto model = models::TransformerLM(tok->vocab_size(), m.config(Mode::eval));
+  auto model = m.language_model(tok->vocab_size(), Mode::eval);
   model->init(ShapeDtype{{1, std::min(length, m.max_len)}, DType::int32});
   train::load_weights(examples::weights_to_use(out), *model);
   const auto valid_ids = std::make_shared<const std::vector<std::int32_t>>(tok->encode(split_text(data_path).second));
@@ -165,7 +165,7 @@ int sample_command(const std::string& out, int threads, const std::string& promp
   examples::apply_threads(threads);
   const auto m = examples::model_flags_from(out);
   const auto tok = load_tokenizer(examples::config_string(out, "tokenizer"), out);
-  auto model = models::TransformerLM(tok->vocab_size(), m.config(Mode::predict));
+  auto model = m.language_model(tok->vocab_size(), Mode::predict);
   model->init(ShapeDtype{{1, 1}, DType::int32});
   train::load_weights(examples::weights_to_use(out), *model);
 
@@ -210,6 +210,7 @@ int main(int argc, char** argv) {
   std::int64_t sp_vocab = 2000;
   auto* train = app.add_subcommand("train", "train (or resume) a model; default corpus: the fortunes package");
   examples::add_model_flags(*train, m);
+  examples::add_model_choice(*train, m, {"transformer", "rnnlm", "grulm"});
   examples::add_train_flags(*train, t, false);
   train->add_option("--tokenizer", tokenizer, "char (bytes) or sentencepiece (learned from the training text)")
       ->check(CLI::IsMember({"char", "sentencepiece"}))->capture_default_str();

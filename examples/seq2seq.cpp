@@ -59,7 +59,7 @@ void train_seq2seq(std::shared_ptr<io::RunLock> lock, const ModelFlags& m, const
                    const KeepBest& keep_best) {
   const auto train = encode(tok, train_pairs, m.max_len), val = encode(tok, val_pairs, m.max_len);
   const data::PadOptions pad{.max_len = m.max_len, .pad_multiple = 4};
-  auto model = models::Transformer(tok.vocab_size(), std::nullopt, m.config(Mode::train));
+  auto model = m.seq2seq_model(tok.vocab_size(), Mode::train);
   const auto n_val = static_cast<std::int64_t>(val_pairs.size());
   train::Loop loop(
       model,
@@ -94,7 +94,7 @@ void require_text(const std::vector<std::string>& texts, const std::string& argu
 
 Seq2Seq::Seq2Seq(const std::string& out)
     : m_(model_flags_from(out)), tok_(data::SentencePieceTokenizer::load(spm_path(out))) {
-  model_ = models::Transformer(tok_->vocab_size(), std::nullopt, m_.config(Mode::predict));
+  model_ = m_.seq2seq_model(tok_->vocab_size(), Mode::predict);
   model_->init({ShapeDtype{{1, 8}, DType::int32}, ShapeDtype{{1, 1}, DType::int32}});
   train::load_weights(weights_to_use(out), *model_);
 }

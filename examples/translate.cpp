@@ -136,6 +136,7 @@ int main(int argc, char** argv) {
   std::string src = "en", tgt = "de";
   auto* train = app.add_subcommand("train", "train (or resume) the translator");
   examples::add_model_flags(*train, m);
+  examples::add_model_choice(*train, m, {"transformer", "lstm"});
   examples::add_train_flags(*train, t, true);
   train->add_option("--vocab-size", vocab_size, "joint SentencePiece vocabulary size")->capture_default_str()
       ->check(examples::number_in(8, 1e6));

@@ -60,6 +60,13 @@ lm)
       "$exe" sample --out "$tmp/$positions" --prompt "Th" --length 12 --threads 1 >"$tmp/sample" 2>&1 || { cat "$tmp/sample"; fail "sample --positions $positions"; }
       [ "$(wc -c <"$tmp/sample")" -ge 3 ] || fail "sample --positions $positions printed nothing"
     done
+    # Trax's recurrent language models train, evaluate and sample (beyond --max-len: the state carries on).
+    for model in rnnlm grulm; do
+      "$exe" train --out "$tmp/$model" --model "$model" --steps 2 --eval-every 2 --max-len 16 "${tiny[@]}" >"$tmp/log" 2>&1 \
+        || { cat "$tmp/log"; fail "train --model $model"; }
+      "$exe" sample --out "$tmp/$model" --prompt "Th" --length 24 --threads 1 >"$tmp/sample" 2>&1 || { cat "$tmp/sample"; fail "sample --model $model"; }
+      [ "$(wc -c <"$tmp/sample")" -ge 3 ] || fail "sample --model $model printed nothing"
+    done
   else
     echo "SKIP (lm): /usr/share/games/fortunes not found (apt-get install fortunes)"
   fi
@@ -120,6 +127,14 @@ translate)
     "$exe" bleu --data "$data/multi30k" --out "$run" --limit 8 --threads 1 >"$tmp/log" 2>/dev/null || fail "bleu"
     expect "greedy): BLEU = " "$tmp/log"
     expect "beam 4): BLEU = " "$tmp/log"
+    # Trax's LSTMSeq2SeqAttn with the notes' additive score: train, translate greedily and with beams.
+    "$exe" train --data "$data/multi30k" --out "$tmp/lstm" --model lstm --score additive --limit 200 --vocab-size 300 \
+      --steps 3 --eval-every 3 --max-len 48 "${tiny[@]}" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "train --model lstm"; }
+    expect "eval  accuracy" "$tmp/log"
+    "$exe" translate --out "$tmp/lstm" --threads 1 --beams 2 "A dog runs." "Two men." >"$tmp/log" || fail "translate (lstm)"
+    [ "$(wc -l <"$tmp/log")" -eq 2 ] || fail "translate (lstm): expected two lines"
+    "$exe" train --data "$data/multi30k" --out "$tmp/lstm" --model transformer >"$tmp/log" 2>&1 && fail "resume with another --model"
+    expect "model" "$tmp/log"
   fi
   "$exe" train --data "$tmp/nowhere" --out "$tmp/x" >"$tmp/log" 2>&1 && fail "train on a missing directory succeeded"
   expect "no train.en or train.en.gz" "$tmp/log"
