@@ -4,6 +4,7 @@
 //   env -u OPENBLAS_CORETYPE build/bench/bench_train --model lm --config M [--steps N] [--json]
 //   env -u OPENBLAS_CORETYPE build/bench/bench_train --model lm --config M --generate 256
 //   CTRAX_PROFILE=1 build/bench/bench_train --model encoder --config S     # where the time goes
+//   build/bench/bench_train --model lstm --config M      # against bench/pytorch_lstm_lm.py (nn.LSTM)
 //
 // THE SAME WORK as the reference: Trax-style pre-norm TransformerLM / TransformerEncoder (2
 // classes), dropout 0.1 (attention probabilities included), cross-entropy, Adam (lr 1e-3), random
@@ -12,6 +13,8 @@
 //                     S   256   128     512  2      4     128 16
 //                     M   256   256    1024  4      4     256 16
 //                     L  8192   512    2048  6      8     256  8
+// --model lstm: ShiftRight, Embedding, `layers` × LSTM(d_model) (layers/rnn.hpp), Dense(vocab) —
+// bench/pytorch_lstm_lm.py's model, no dropout; FLOPs 6·B·L·(layers·8d² + d·V).
 // Reported after --warmup steps: median ms/step, tokens/s (batch·seq / median), GFLOP/s by the
 // references' formula 6·N_mm·B·L + 12·layers·L²·d·B with N_mm = layers·(4d² + 2d·d_ff) + d·V_out,
 // and peak RSS. --generate N: greedy decoding of N tokens, batch 1, with the KV cache (predict
@@ -34,6 +37,7 @@
 #include "core/tensor/profile.hpp"
 #include "core/train/adam.hpp"
 #include "layers/metrics.hpp"
+#include "layers/layers.hpp"
 #include "models/transformer.hpp"
 
 using namespace ctrax;
@@ -70,7 +74,7 @@ int main(int argc, char** argv) {
   int steps = 0, warmup = 3, threads = 0;
   std::int64_t generate = 0;
   bool json = false, sgemm = false;
-  app.add_option("--model", model_name, "lm or encoder")->check(CLI::IsMember({"lm", "encoder"}))->capture_default_str();
+  app.add_option("--model", model_name, "lm, encoder or lstm")->check(CLI::IsMember({"lm", "encoder", "lstm"}))->capture_default_str();
   app.add_option("--config", config_name, "S, M or L (RESULTS.md)")->check(CLI::IsMember({"S", "M", "L"}))->capture_default_str();
   app.add_option("--steps", steps, "timed steps (default: S 20, M 8, L 5, as the reference)");
   app.add_option("--warmup", warmup, "untimed steps first")->capture_default_str();
@@ -104,11 +108,11 @@ int main(int argc, char** argv) {
   models::TransformerConfig c{.d_model = k.d_model, .d_ff = k.d_ff, .n_layers = k.layers,
                               .n_heads = k.heads, .max_len = std::max<std::int64_t>(k.seq, generate + 1),
                               .dropout = 0.1};
-  const bool lm = model_name == "lm";
-  const std::string script = lm ? "ctrax_lm" : "ctrax_encoder";
+  const bool lstm = model_name == "lstm", lm = model_name == "lm" || lstm;
+  const std::string script = "ctrax_" + model_name;
 
   if (generate > 0) {
-    if (!lm) throw std::invalid_argument("--generate needs --model lm");
+    if (model_name != "lm") throw std::invalid_argument("--generate needs --model lm");
     c.mode = Mode::predict;
     auto decoder = models::TransformerLM(k.vocab, c);
     decoder->init(ShapeDtype{{1, 1}, DType::int32}, Rng(0));
@@ -127,7 +131,12 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  auto model = lm ? models::TransformerLM(k.vocab, c) : models::TransformerEncoder(k.vocab, 2, c);
+  layers::LayerList lstms;
+  for (int i = 0; lstm && i < k.layers; ++i) lstms.push_back(layers::LSTM(k.d_model));
+  auto model = lstm ? LayerPtr(layers::Serial(layers::ShiftRight(), layers::Embedding(k.vocab, k.d_model), lstms,
+                                                      layers::Dense(k.vocab)))
+               : lm ? models::TransformerLM(k.vocab, c)
+                    : models::TransformerEncoder(k.vocab, 2, c);
   auto with_loss = layers::make_serial({model, layers::WeightedCategoryCrossEntropy()});
   const auto batch = [&](int i) -> Stack {
     const Rng r = Rng(1).fold_in(static_cast<std::uint64_t>(i));
@@ -160,8 +169,10 @@ int main(int argc, char** argv) {
   for (double t : ms) mean += t / static_cast<double>(ms.size());
   const double tokens = static_cast<double>(k.batch * k.seq);
   const double d = static_cast<double>(k.d_model);
-  const double n_mm = k.layers * (4 * d * d + 2 * d * static_cast<double>(k.d_ff)) + d * static_cast<double>(lm ? k.vocab : 2);
-  const double flops = 6 * n_mm * tokens + 12.0 * k.layers * static_cast<double>(k.seq * k.seq) * d * static_cast<double>(k.batch);
+  const double n_mm = lstm ? k.layers * 8 * d * d + d * static_cast<double>(k.vocab)
+                           : k.layers * (4 * d * d + 2 * d * static_cast<double>(k.d_ff)) + d * static_cast<double>(lm ? k.vocab : 2);
+  const double attention = lstm ? 0 : 12.0 * k.layers * static_cast<double>(k.seq * k.seq) * d * static_cast<double>(k.batch);
+  const double flops = 6 * n_mm * tokens + attention;
   fmt::print("train: {:.0f} tok/s | {:.1f} ms/step median ({:.1f} mean, {} steps after {} warm-up) | {:.2f} GFLOP/step -> "
              "{:.1f} GFLOP/s | params {:.2f}M | peak RSS {:.0f} MB | loss {:.3f}->{:.3f} | threads={}\n",
              tokens / med * 1e3, med, mean, steps, warmup, flops / 1e9, flops / med / 1e6,

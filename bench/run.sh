@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ctrax against the PyTorch reference, side by side in one run.
 #
-#   bench/run.sh [S|M|L] [lm|encoder|decode] [REPS]        (defaults: M lm 3)
+#   bench/run.sh [S|M|L] [lm|encoder|decode|lstm] [REPS]        (defaults: M lm 3)
 #
 # Runs ctrax (bench/bench_train, all cores = CTRAX_NUM_THREADS) and the reference
 # (../shared/bench/pytorch_{lm,encoder}.py at its best setting: --threads 1 --blas-threads 2,
@@ -9,6 +9,8 @@
 # ../shared/bench/RESULTS.md) or, on a CPU OpenBLAS does not recognise, both with the same
 # suggested core (`build/examples/inspect --blas`), prints both medians and ends with the line
 #   ratio_vs_pytorch=X.XX        (ctrax tokens/s ÷ PyTorch tokens/s)
+# `lstm` trains an LSTM language model (layers/rnn.hpp) against nn.LSTM (bench/pytorch_lstm_lm.py, this
+# repository's reference; same vocab, d_model, layers, seq and batch as the config, no dropout).
 # `decode` compares greedy decoding of 256 tokens: ctrax with its KV cache, the reference re-running
 # the whole prefix (its only mode), 1 thread as RESULTS.md measures it best. At L the line
 # before the ratio gives ctrax's model GFLOP/s as a share of OpenBLAS's 2-thread sgemm peak,
@@ -21,7 +23,7 @@ what=${2:-lm}
 reps=${3:-3}
 shared=${CTRAX_SHARED:-$(pwd)/../shared}
 case "$config" in S|M|L) ;; *) echo "run.sh: config is S, M or L, got $config" >&2; exit 2 ;; esac
-case "$what" in lm|encoder|decode) ;; *) echo "run.sh: lm, encoder or decode, got $what" >&2; exit 2 ;; esac
+case "$what" in lm|encoder|decode|lstm) ;; *) echo "run.sh: lm, encoder, decode or lstm, got $what" >&2; exit 2 ;; esac
 [ -f "$shared/bench/pytorch_lm.py" ] || { echo "run.sh: $shared/bench/pytorch_lm.py not found (set CTRAX_SHARED)" >&2; exit 1; }
 
 if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
@@ -50,7 +52,13 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
 for rep in $(seq "$reps"); do
-  if [ "$what" = decode ]; then
+  if [ "$what" = lstm ]; then
+    lstm_flags=(--vocab "${flags[1]}" --d-model "${flags[3]}" --layers "${flags[7]}" --seq "${flags[11]}" --batch "${flags[13]}"
+                --steps "${flags[15]}")
+    "${blas[@]}" build/bench/bench_train --model lstm --config "$config" --json --tag ctrax | tee -a "$log" | grep -v '^JSON'
+    "${blas[@]}" GLIBC_TUNABLES=$tunables /usr/bin/python3 bench/pytorch_lstm_lm.py "${lstm_flags[@]}" \
+      --threads 1 --blas-threads 2 --json --tag pytorch | tee -a "$log" | grep -v '^JSON'
+  elif [ "$what" = decode ]; then
     "${blas[@]}" build/bench/bench_train --model lm --config "$config" --generate 256 --json --tag ctrax | tee -a "$log" | grep -v '^JSON'
     "${blas[@]}" GLIBC_TUNABLES=$tunables /usr/bin/python3 "$shared/bench/pytorch_lm.py" "${flags[@]}" \
       --threads 1 --generate 256 --json --tag pytorch | tee -a "$log" | grep -v '^JSON'
@@ -60,7 +68,7 @@ for rep in $(seq "$reps"); do
       --threads 1 --blas-threads 2 --dropout 0.1 --json --tag pytorch | tee -a "$log" | grep -v '^JSON'
   fi
 done
-if [ "$config" = L ] && [ "$what" != decode ]; then
+if [ "$config" = L ] && [ "$what" != decode ] && [ "$what" != lstm ]; then
   "${blas[@]}" build/bench/bench_train --sgemm-peak --threads 2 --json --tag peak | tee -a "$log" | grep -v '^JSON'
 fi
 
