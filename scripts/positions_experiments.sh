@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The measurements of docs/06_positions_and_norms.md, from scratch:
 #
-#   scripts/positions_experiments.sh [RUNS_DIR]        (default runs/positions; ~70 min on 2 cores)
+#   scripts/positions_experiments.sh [RUNS_DIR]        (default runs/positions; ~75 min on 2 cores)
 #
 # 1. Extrapolation: TransformerLM on Tiny Shakespeare (the lm example's defaults: d_model 256,
 #    4 layers, bytes), trained on windows of 128 in a model built for 512 positions, the same
@@ -24,7 +24,7 @@ table="$runs/extrapolation.tsv"
 echo -e "positions\tlength\tloss\taccuracy" >"$table.tmp"
 for p in sinusoidal learned rotary linear-bias; do
   $lm train "${common[@]}" --out "$runs/extrapolate-$p" --positions "$p" --max-len 512 --train-len 128 \
-    --steps 1100 --warmup 100 --eval-every 220 | grep -E "Step .*eval|trained|already" || true
+    --steps 900 --warmup 100 --eval-every 150 | grep -E "Step .*eval|trained|already" || true
   for n in 128 256 512; do
     line=$($lm eval --out "$runs/extrapolate-$p" --data "$data" --length "$n" --threads 2 2>&1 | tail -1)
     echo "$p $n: $line"
