@@ -34,6 +34,21 @@ int sequence_axis(const Stack& inputs, int axis) {
 // The last position of a (B, L, w) sequence: (B, w).
 Tensor last_position(const Tensor& s) { return squeeze(slice(s, 1, s.dim(1) - 1, s.dim(1)), 1); }
 
+// The two checks every cell makes. A state of the wrong width almost always comes from Trax's
+// composition (MakeZeroState sizes the state from the input's depth), so the message says so.
+// `multiplier` is 2 for LSTM's [c, h], 1 for GRU's s.
+void check_state_width(const char* cell, const char* layer, const Shape& state, std::int64_t n, int multiplier) {
+  if (state.empty() || state.back() != multiplier * n)
+    throw std::invalid_argument(fmt::format(
+        "{}: the state must have width {}·n_units = {}, got {} ({}_{} makes its zero state from the input's depth, "
+        "as Trax does: give it inputs of depth {})",
+        cell, multiplier, multiplier * n, ctrax::to_string(state), layer, n, n));
+}
+void check_input_depth(const char* cell, std::int64_t d, std::int64_t n, const Tensor& w) {
+  if (d + n != w.dim(0))
+    throw std::invalid_argument(fmt::format("{} was initialised for inputs of depth {}, got {}", cell, w.dim(0) - n, d));
+}
+
 class LSTMCellLayer final : public Layer {
  public:
   LSTMCellLayer(std::int64_t n_units, double forget_bias, std::source_location created)
@@ -72,18 +87,10 @@ class LSTMCellLayer final : public Layer {
   }
 
  private:
-  void check_state(const Shape& state) const {
-    if (state.empty() || state.back() != 2 * n_)
-      throw std::invalid_argument(fmt::format(
-          "LSTMCell: the state [c, h] must have width 2·n_units = {}, got {} (LSTM_{} makes its zero state from "
-          "the input's depth, as Trax does: give it inputs of depth {})",
-          2 * n_, ctrax::to_string(state), n_, n_));
-  }
+  void check_state(const Shape& state) const { check_state_width("LSTMCell", "LSTM", state, n_, 2); }
   void check(std::int64_t d, const Tensor& state) const {
     check_state(state.shape());
-    if (d + n_ != weights()[0].dim(0))
-      throw std::invalid_argument(fmt::format("LSTMCell was initialised for inputs of depth {}, got {}",
-                                              weights()[0].dim(0) - n_, d));
+    check_input_depth("LSTMCell", d, n_, weights()[0]);
   }
 
   std::int64_t n_;
@@ -131,18 +138,10 @@ class GRUCellLayer final : public Layer {
   }
 
  private:
-  void check_state(const Shape& state) const {
-    if (state.empty() || state.back() != n_)
-      throw std::invalid_argument(fmt::format(
-          "GRUCell: the state must have width n_units = {}, got {} (GRU_{} makes its zero state from the "
-          "input's depth, as Trax does: give it inputs of depth {})",
-          n_, ctrax::to_string(state), n_, n_));
-  }
+  void check_state(const Shape& state) const { check_state_width("GRUCell", "GRU", state, n_, 1); }
   void check(std::int64_t d, const Tensor& state) const {
     check_state(state.shape());
-    if (d + n_ != weights()[0].dim(0))
-      throw std::invalid_argument(fmt::format("GRUCell was initialised for inputs of depth {}, got {}",
-                                              weights()[0].dim(0) - n_, d));
+    check_input_depth("GRUCell", d, n_, weights()[0]);
   }
 
   std::int64_t n_;
