@@ -45,13 +45,17 @@ LayerPtr ModelFlags::language_model(std::int64_t vocab_size, Mode mode) const {
   return models::TransformerLM(vocab_size, config(mode));
 }
 
-LayerPtr ModelFlags::seq2seq_model(std::int64_t vocab_size, Mode mode) const {
+LayerPtr ModelFlags::seq2seq_model(std::int64_t vocab_size, Mode mode, bool attention_weights) const {
+  if (attention_weights && (model != "lstm" || score.empty()))
+    throw std::invalid_argument(fmt::format(
+        "attention weights are drawn for --model lstm with a --score (this model: {}{}); Trax's multi-head "
+        "attention has one map per head", model, score.empty() ? "" : ", score " + score));
   if (model == "lstm")
     return models::LSTMSeq2SeqAttn(vocab_size, vocab_size,
                                    {.d_model = d_model, .n_encoder_layers = n_layers, .n_decoder_layers = n_layers,
                                     .n_attention_heads = n_heads, .attention_dropout = dropout, .mode = mode,
                                     .score = score.empty() ? std::nullopt : std::optional(layers::parse_score(score)),
-                                    .max_len = max_len});
+                                    .max_len = max_len, .return_attention_weights = attention_weights});
   return models::Transformer(vocab_size, std::nullopt, config(mode));
 }
 

@@ -46,7 +46,8 @@ struct ModelFlags {
   models::TransformerConfig config(Mode mode) const;
   // The language model / encoder–decoder these flags describe, in `mode`.
   LayerPtr language_model(std::int64_t vocab_size, Mode mode) const;
-  LayerPtr seq2seq_model(std::int64_t vocab_size, Mode mode) const;
+  // attention_weights: LSTMSeq2SeqAttn's α as a third output (needs model "lstm" and a score).
+  LayerPtr seq2seq_model(std::int64_t vocab_size, Mode mode, bool attention_weights = false) const;
 };
 void add_model_flags(CLI::App& app, ModelFlags& m);
 // Only the architecture's choices of ModelFlags (--positions --norm --scale-embeddings), for

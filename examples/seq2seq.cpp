@@ -125,4 +125,34 @@ std::vector<std::string> Seq2Seq::operator()(const std::vector<std::string>& sou
   return out;
 }
 
+Alignment Seq2Seq::align(const std::string& source) {
+  auto reader = m_.seq2seq_model(tok_->vocab_size(), Mode::eval, /*attention_weights=*/true);
+  auto ids = tok_->encode(source);
+  if (static_cast<std::int64_t>(ids.size()) > m_.max_len) ids.resize(static_cast<std::size_t>(m_.max_len));
+  const auto Ls = static_cast<std::int64_t>(ids.size());
+  const Tensor src = data::pad_rows(data::Sequences{ids}, std::max<std::int64_t>(Ls, 1));
+  const Tensor gen = decode::autoregressive_sample(*model_, src, 0,
+                                                   {.temperature = 0, .max_length = std::min<std::int64_t>(m_.max_len - 1, 2 * Ls + 10)});
+  std::vector<std::int32_t> out;   // the translation, up to and with its EOS
+  for (std::int64_t t = 0; t < gen.dim(1); ++t) {
+    const std::int32_t id = gen.data<std::int32_t>()[t];
+    if (id == data::kPadId) break;
+    out.push_back(id);
+    if (id == data::kEosId) break;
+  }
+  if (out.empty()) out.push_back(data::kEosId);
+  const Tensor tgt = data::pad_rows(data::Sequences{out}, static_cast<std::int64_t>(out.size()));
+  reader->init(signature_of(Stack{src, tgt}));
+  reader->set_all_weights(model_->all_weights());
+  const Tensor alpha = (*reader)(Stack{src, tgt})[2].to(DType::float64);   // (1, Lt, Ls)
+  Alignment a{.translation = tok_->decode(out)};
+  for (std::int32_t id : ids) a.source.push_back(tok_->piece(id));
+  for (std::int32_t id : out) a.target.push_back(id == data::kEosId ? "</s>" : tok_->piece(id));
+  const double* p = alpha.data<double>();
+  for (std::size_t t = 0; t < out.size(); ++t)
+    a.weights.emplace_back(p + static_cast<std::int64_t>(t) * alpha.dim(2),
+                           p + static_cast<std::int64_t>(t) * alpha.dim(2) + Ls);
+  return a;
+}
+
 }  // namespace ctrax::examples

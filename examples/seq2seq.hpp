@@ -36,6 +36,14 @@ void train_seq2seq(std::shared_ptr<io::RunLock> lock, const ModelFlags& m, const
                    const KeepBest& keep_best);
 
 // The predict-mode model of a run directory with its trained weights and tokenizer.
+// What the attention read: the greedy translation of one sentence, its pieces, and the weight
+// each target piece (rows; the last is EOS) gave each source piece (columns).
+struct Alignment {
+  std::string translation = "";
+  std::vector<std::string> source = {}, target = {};
+  std::vector<std::vector<double>> weights = {};
+};
+
 class Seq2Seq {
  public:
   explicit Seq2Seq(const std::string& out);
@@ -43,6 +51,9 @@ class Seq2Seq {
   // log p / length^length_penalty.
   std::vector<std::string> operator()(const std::vector<std::string>& sources, std::int64_t n_beams,
                                       double length_penalty);
+  // For --model lstm with a --score: translates greedily, then reads the weights of the eval-mode
+  // model on (source, translation).
+  Alignment align(const std::string& source);
 
  private:
   ModelFlags m_;   // first: a directory without a model says so before anything else

@@ -16,8 +16,13 @@
 // DECODING (`translate`, `bleu`) runs the predict-mode model: the source is encoded once, the
 // decoder emits one token at a time with its KV caches, greedily or with beam search. `bleu`
 // reports corpus BLEU-4 (sacreBLEU's 13a tokenization, core/data/bleu.hpp) on the test split.
+//
+// THE RNN MODEL. `--model lstm` trains Trax's LSTMSeq2SeqAttn (models/rnn.hpp) instead, with its
+// multi-head attention or, with `--score dot|scaled_dot|general|additive|location`, the RNN
+// attention of the notes; `align` then shows which source pieces each target piece attended to.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <filesystem>
@@ -82,6 +87,30 @@ int translate_command(const std::string& out, int threads, std::int64_t n_beams,
   examples::Seq2Seq translator(out);
   const auto result = translator(texts, n_beams, length_penalty);
   for (const auto& r : result) fmt::print("{}\n", r);
+  return 0;
+}
+
+// The translation, then the weights as a table (a row per target piece, a column per source
+// piece, in percent), and with --json the same as JSON for scripts/plot_alignment.py.
+int align_command(const std::string& out, int threads, const std::string& text, const std::string& json_path) {
+  examples::require_text({text}, "TEXT", "give a sentence to translate");
+  examples::apply_threads(threads);
+  examples::Seq2Seq translator(out);
+  const examples::Alignment a = translator.align(text);
+  fmt::print("{}\n\n{:>12}", a.translation, "");
+  for (const auto& s : a.source) fmt::print(" {:>8.8}", s);
+  fmt::print("\n");
+  for (std::size_t t = 0; t < a.target.size(); ++t) {
+    fmt::print("{:>12.12}", a.target[t]);
+    for (double w : a.weights[t]) fmt::print(" {:>8.0f}", 100 * w);
+    fmt::print("\n");
+  }
+  if (!json_path.empty()) {
+    const nlohmann::json j = {{"sentence", text}, {"translation", a.translation}, {"source", a.source},
+                              {"target", a.target}, {"weights", a.weights}};
+    io::write_atomically(json_path, j.dump(1) + "\n");
+    fmt::print("alignment written to {}\n", json_path);
+  }
   return 0;
 }
 
@@ -158,6 +187,13 @@ int main(int argc, char** argv) {
       ->check(examples::number_in(0, 10));
   translate->add_option("TEXT", texts, "sentence(s) in the source language")->required();
 
+  std::string align_text, align_json;
+  auto* align = app.add_subcommand("align", "translate one sentence and show which source pieces each target piece "
+                                            "attended to (--model lstm with a --score)");
+  examples::add_use_flags(*align, out, threads);
+  align->add_option("TEXT", align_text, "a sentence in the source language")->required();
+  align->add_option("--json", align_json, "also write the weights as JSON (scripts/plot_alignment.py draws them)");
+
   auto* bleu = app.add_subcommand("bleu", "corpus BLEU on a split, greedy and with beam search");
   examples::add_use_flags(*bleu, out, threads);
   bleu->add_option("--data", data_dir, "dataset directory")->required();
@@ -178,6 +214,7 @@ int main(int argc, char** argv) {
       return train_command(std::move(lock), m, t, vocab_size, src, tgt, limit);
     }
     if (*translate) return translate_command(out, threads, n_beams, length_penalty, texts);
+    if (*align) return align_command(out, threads, align_text, align_json);
     return bleu_command(data_dir, out, threads, split, batch, beams, length_penalty, limit, save);
   });
 }

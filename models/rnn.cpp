@@ -81,11 +81,16 @@ LayerPtr LSTMSeq2SeqAttn(std::int64_t input_vocab_size, std::int64_t target_voca
       Embedding(target_vocab_size, c.d_model),
       LSTM(c.d_model, {.mode = c.mode}));
 
-  // (q, k, v, mask, tgt) → (decoder vectors, mask, tgt)
+  if (c.return_attention_weights && !c.score)
+    throw std::invalid_argument("LSTMSeq2SeqAttn: return_attention_weights needs a score function (.score)");
+  // (q, k, v, mask, tgt) → (decoder vectors, mask, tgt), and with the weights out α at the bottom
+  const bool weights = c.return_attention_weights;
   const LayerPtr attention =
       c.score ? Serial(Select({0, 1, 3, 0, 3}, 4),     // s h mask s mask
-                       ScoreAttention({.score = *c.score, .max_len = c.max_len}),   // a s mask
-                       LuongOutput(c.d_model))            // s̃ mask
+                       ScoreAttention({.score = *c.score, .max_len = c.max_len, .return_weights = weights}),
+                       weights ? LayerList{Select({0, 2, 1}, 3)} : LayerList{},      // a s [α] mask
+                       LuongOutput(c.d_model),                        // s̃ [α] mask
+                       weights ? LayerList{Select({0, 2, 3, 1}, 4)} : LayerList{})  // s̃ mask tgt [α]
               : LayerPtr(Residual(AttentionQKV(c.d_model, {.n_heads = c.n_attention_heads,
                                                           .dropout = c.attention_dropout,
                                                           .mode = c.mode})));

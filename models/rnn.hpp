@@ -66,8 +66,11 @@ struct LSTMSeq2SeqAttnConfig {
   Mode mode = Mode::train;
   std::optional<layers::Score> score = std::nullopt;  // empty: Trax's AttentionQKV
   std::int64_t max_len = 0;                           // the location score's source positions
+  // With a score: the attention weights α (B, L_tgt, L_in) become a third output, for alignment
+  // pictures (which source tokens each target token read).
+  bool return_attention_weights = false;
 };
-// Tokens (in (B, L_in), tgt (B, L_tgt)) → (log-probabilities (B, L_tgt, V_tgt), tgt).
+// Tokens (in (B, L_in), tgt (B, L_tgt)) → (log-probabilities (B, L_tgt, V_tgt), tgt[, α]).
 LayerPtr LSTMSeq2SeqAttn(std::int64_t input_vocab_size = 256, std::int64_t target_vocab_size = 256,
                          const LSTMSeq2SeqAttnConfig& c = {});
 

@@ -133,6 +133,16 @@ translate)
     expect "eval  accuracy" "$tmp/log"
     "$exe" translate --out "$tmp/lstm" --threads 1 --beams 2 "A dog runs." "Two men." >"$tmp/log" || fail "translate (lstm)"
     [ "$(wc -l <"$tmp/log")" -eq 2 ] || fail "translate (lstm): expected two lines"
+    "$exe" align --out "$tmp/lstm" --threads 1 --json "$tmp/align.json" "A dog runs." >"$tmp/log" || fail "align"
+    expect "alignment written to" "$tmp/log"
+    /usr/bin/python3 - "$tmp/align.json" <<'PY' || fail "align: rows of weights that do not sum to one"
+import json, sys
+a = json.load(open(sys.argv[1]))
+assert a["target"] and len(a["weights"]) == len(a["target"])   # an untrained model may never write EOS
+assert all(len(r) == len(a["source"]) and abs(sum(r) - 1) < 1e-4 for r in a["weights"])
+PY
+    "$exe" align --out "$run" --threads 1 "A dog runs." >"$tmp/log" 2>&1 && fail "align on the Transformer"
+    expect "attention weights are drawn for --model lstm with a --score" "$tmp/log"
     "$exe" train --data "$data/multi30k" --out "$tmp/lstm" --model transformer >"$tmp/log" 2>&1 && fail "resume with another --model"
     expect "model" "$tmp/log"
   fi

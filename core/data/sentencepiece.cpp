@@ -116,4 +116,10 @@ std::string SentencePieceTokenizer::decode(std::span<const std::int32_t> ids) co
   return out;
 }
 
+std::string SentencePieceTokenizer::piece(std::int32_t id) const {
+  if (id < 0 || id >= vocab_size())
+    throw std::out_of_range(fmt::format("SentencePiece: id {} is outside the vocabulary of {}", id, vocab_size()));
+  return impl_->processor.IdToPiece(id);
+}
+
 }  // namespace ctrax::data

@@ -39,6 +39,8 @@ class SentencePieceTokenizer final : public Tokenizer {
   std::vector<std::int32_t> encode(std::string_view text) const override;
   std::string decode(std::span<const std::int32_t> ids) const override;
   std::string name() const override { return "sentencepiece"; }
+  // The piece an id stands for, as SentencePiece writes it ("▁dog": '▁' marks a word's start).
+  std::string piece(std::int32_t id) const;
 
  private:
   struct Impl;

@@ -62,6 +62,7 @@ CombinatorArgs combinator_args(std::source_location here, Args&&... args) {
       out.layers.emplace_back(std::forward<A>(a));
   };
   (take(std::forward<Args>(args)), ...);
+  (void)take;   // unused when there are no arguments (Serial())
   return out;
 }
 

@@ -141,6 +141,23 @@ TEST_CASE("the models print as Trax builds them") {
   ])") != std::string::npos, luong);
 }
 
+TEST_CASE("LSTMSeq2SeqAttn can hand out its attention weights: rows of α sum to one, padding gets none") {
+  auto plain = LSTMSeq2SeqAttn(11, 11, {.d_model = 6, .mode = Mode::eval, .score = layers::Score::general});
+  plain->init(signature_of(Stack{kSrc, kTgt}), Rng(4));
+  auto reader = LSTMSeq2SeqAttn(11, 11, {.d_model = 6, .mode = Mode::eval, .score = layers::Score::general,
+                                          .return_attention_weights = true});
+  const Signature out = reader->init(signature_of(Stack{kSrc, kTgt}), Rng(5));
+  REQUIRE(out.size() == 3);
+  CHECK(out[2].shape == Shape{2, 4, 6});
+  reader->set_all_weights(plain->all_weights());
+  const Stack got = (*reader)(Stack{kSrc, kTgt});
+  expect_close(got[0], (*plain)(Stack{kSrc, kTgt})[0], 0);   // the same model, one more output
+  expect_close(sum(got[2], {-1}), Tensor::ones({2, 4}), 1e-6);
+  const auto a = got[2].to_doubles();
+  for (int t = 0; t < 4; ++t) CHECK(a[t * 6 + 4] + a[t * 6 + 5] == 0.0);   // row 0's two padded source tokens
+  CHECK_THROWS_AS(LSTMSeq2SeqAttn(11, 11, {.return_attention_weights = true}), std::invalid_argument);
+}
+
 TEST_CASE("the models are deterministic under a seed") {
   for (auto make : {MakeLM([](Mode m) { return RNNLM(11, {.d_model = 6, .mode = m}); }),
                     MakeLM([](Mode m) { return GRULM(11, {.d_model = 6, .mode = m}); })}) {
