@@ -129,6 +129,11 @@ void add_model_choice(CLI::App& app, ModelFlags& m, const std::vector<std::strin
                    "--model lstm: the attention's score function, dot, scaled_dot, general, additive or location "
                    "(default: Trax's multi-head AttentionQKV)")
         ->check(CLI::IsMember({"dot", "scaled_dot", "general", "additive", "location"}));
+  // A score only the LSTM model reads would otherwise be stored and silently ignored.
+  app.parse_complete_callback([&m] {
+    if (!m.score.empty() && m.model != "lstm")
+      throw CLI::ValidationError("--score", "applies to --model lstm only (the model here: " + m.model + ")");
+  });
 }
 
 void add_train_flags(CLI::App& app, TrainFlags& t, bool data_required) {

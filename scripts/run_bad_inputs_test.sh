@@ -229,6 +229,7 @@ bad translate-penalty-nan "--length-penalty: expected a number from 0 to 10, got
 bad translate-uneven      "parallel files differ in length: m30k_uneven/train.en has 120 lines, m30k_uneven/train.de has 117" "$translate" train --data m30k_uneven --out tnew "${tiny[@]}"
 bad translate-no-data     "nowhere: no train.en or train.en.gz" "$translate" train --data nowhere --out tnew
 bad translate-bleu-split  "m30k: no nosuch.en or nosuch.en.gz" "$translate" bleu --out trun --data m30k --split nosuch
+bad translate-score-alone "--score: applies to --model lstm only (the model here: transformer)" "$translate" train --data m30k --out tnew --score dot "${tiny[@]}"
 bad translate-no-model    "nowhere: no model.safetensors here" "$translate" translate --out nowhere "A dog."
 
 echo "$passed passed, $failed failed (bad-input catalogue)"
