@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,23 @@ inline void expect_layer_gradients(const LayerPtr& layer, const Stack& inputs) {
                    }),
                    all);
   layer->bind_all_weights(weights);
+}
+
+// A language model that make(mode) builds reproduces, in predict mode, its eval-mode outputs for
+// tokens x (B, L): fed the start token 0 and then token t−1 at step t (predict mode does not
+// shift), one position at a time, with the eval model's weights.
+inline void expect_lm_eval_equals_predict(const std::function<LayerPtr(Mode)>& make, const Tensor& x,
+                                          double tol = 1e-5) {
+  auto eval = make(Mode::eval);
+  eval->init(signature_of(Stack{x}), Rng(2));
+  const Tensor expected = (*eval)(x);
+  auto predict = make(Mode::predict);
+  predict->init(ShapeDtype{{x.dim(0), 1}, DType::int32}, Rng(9));
+  predict->set_all_weights(eval->all_weights());
+  for (std::int64_t t = 0; t < x.dim(1); ++t) {
+    const Tensor step = t == 0 ? Tensor::zeros({x.dim(0), 1}, DType::int32) : slice(x, 1, t - 1, t);
+    expect_close((*predict)(step), slice(expected, 1, t, t + 1), tol);
+  }
 }
 
 }  // namespace ctrax::testing

@@ -39,17 +39,7 @@ TEST_CASE("eval == predict for every position kind and norm: TransformerLM one t
   const Tensor x = tensor({3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8}, {2, 6});
   for (const Variant& v : kVariants) {
     CAPTURE(v.name);
-    auto eval = TransformerLM(11, variant(v.positions, v.norm, v.scale, Mode::eval));
-    eval->init(signature_of(Stack{x}), Rng(2));
-    const Tensor expected = (*eval)(x);
-    auto predict = TransformerLM(11, variant(v.positions, v.norm, v.scale, Mode::predict));
-    predict->init(ShapeDtype{{2, 1}, DType::int32}, Rng(9));
-    predict->set_all_weights(eval->all_weights());
-    std::vector<int> prev = {0, 0};
-    for (int t = 0; t < 6; ++t) {
-      expect_close((*predict)(tensor({prev[0], prev[1]}, {2, 1})), slice(expected, 1, t, t + 1), 1e-5);
-      prev = {x.data<std::int32_t>()[t], x.data<std::int32_t>()[6 + t]};
-    }
+    expect_lm_eval_equals_predict([&](Mode m) { return TransformerLM(11, variant(v.positions, v.norm, v.scale, m)); }, x);
   }
 }
 

@@ -212,20 +212,7 @@ TEST_CASE("predict-mode Transformer names its weights as the train-mode one (Cac
 
 TEST_CASE("eval == predict: TransformerLM fed one token at a time reproduces eval logits") {
   const Tensor x = tokens({3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8}, 2, 6);
-  auto eval = TransformerLM(11, tiny(Mode::eval));
-  eval->init(signature_of(Stack{x}), Rng(2));
-  const Tensor expected = (*eval)(x);  // (2, 6, 11)
-
-  auto predict = TransformerLM(11, tiny(Mode::predict));
-  predict->init(ShapeDtype{{2, 1}, DType::int32}, Rng(9));
-  predict->set_all_weights(eval->all_weights());
-  // predict mode does not shift: feed the start token 0, then token t-1 at step t
-  std::vector<int> prev = {0, 0};
-  for (int t = 0; t < 6; ++t) {
-    const Tensor step = tensor({prev[0], prev[1]}, {2, 1});
-    expect_close((*predict)(step), slice(expected, 1, t, t + 1), 1e-5);
-    prev = {x.data<std::int32_t>()[t], x.data<std::int32_t>()[6 + t]};
-  }
+  expect_lm_eval_equals_predict([](Mode m) { return TransformerLM(11, tiny(m)); }, x);
 }
 
 TEST_CASE("reset_state empties the KV caches and keeps every weight (the same tensors, no re-draw)") {
