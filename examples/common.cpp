@@ -52,10 +52,12 @@ LayerPtr ModelFlags::seq2seq_model(std::int64_t vocab_size, Mode mode, bool atte
         "attention has one map per head", model, score.empty() ? "" : ", score " + score));
   if (model == "lstm")
     return models::LSTMSeq2SeqAttn(vocab_size, vocab_size,
-                                   {.d_model = d_model, .n_encoder_layers = n_layers, .n_decoder_layers = n_layers,
+                                   {.d_model = d_model, .n_encoder_layers = n_layers,
+                                    .n_decoder_layers = decoder_layers < 0 ? n_layers : decoder_layers,
                                     .n_attention_heads = n_heads, .attention_dropout = dropout, .mode = mode,
                                     .score = score.empty() ? std::nullopt : std::optional(layers::parse_score(score)),
-                                    .max_len = max_len, .return_attention_weights = attention_weights});
+                                    .max_len = max_len, .return_attention_weights = attention_weights,
+                                    .scale_embeddings = scale_embeddings});
   return models::Transformer(vocab_size, std::nullopt, config(mode));
 }
 
@@ -122,17 +124,24 @@ void add_model_choice(CLI::App& app, ModelFlags& m, const std::vector<std::strin
   m.model = models.front();
   app.add_option("--model", m.model,
                  "transformer, or one of Trax's recurrent models (rnnlm: LSTM cells, grulm; lstm: LSTMSeq2SeqAttn); "
-                 "--d-ff, --positions, --norm and --scale-embeddings are the Transformer's alone")
+                 "--d-ff, --positions and --norm are the Transformer's alone (--scale-embeddings: Transformer and lstm)")
       ->capture_default_str()->check(CLI::IsMember(models));
   if (std::find(models.begin(), models.end(), "lstm") != models.end())
     app.add_option("--score", m.score,
                    "--model lstm: the attention's score function, dot, scaled_dot, general, additive or location "
                    "(default: Trax's multi-head AttentionQKV)")
         ->check(CLI::IsMember({"dot", "scaled_dot", "general", "additive", "location"}));
-  // A score only the LSTM model reads would otherwise be stored and silently ignored.
+  if (std::find(models.begin(), models.end(), "lstm") != models.end())
+    app.add_option("--decoder-layers", m.decoder_layers,
+                   "--model lstm: LSTMs after the attention (Trax: 2; 0: predict from the attentional state, "
+                   "as Luong et al.; default: --n-layers)")
+        ->check(CLI::Range(0, 64));
+  // Options only the LSTM model reads would otherwise be stored and silently ignored.
   app.parse_complete_callback([&m] {
     if (!m.score.empty() && m.model != "lstm")
       throw CLI::ValidationError("--score", "applies to --model lstm only (the model here: " + m.model + ")");
+    if (m.decoder_layers >= 0 && m.model != "lstm")
+      throw CLI::ValidationError("--decoder-layers", "applies to --model lstm only (the model here: " + m.model + ")");
   });
 }
 
@@ -201,6 +210,7 @@ std::string config_json(const ModelFlags& m, const TrainFlags& t, const std::str
   j["scale_embeddings"] = m.scale_embeddings;
   j["model"] = m.model;
   j["score"] = m.score;
+  j["decoder_layers"] = m.decoder_layers;
   j["flags"] = json::parse(t.run_flags);
   return j.dump();
 }
@@ -259,7 +269,8 @@ ModelFlags model_flags_from(const std::string& out) {
                .norm = or_default(std::string("norm"), std::string("pre")),
                .scale_embeddings = or_default(std::string("scale_embeddings"), false),
                .model = or_default(std::string("model"), std::string("transformer")),
-               .score = or_default(std::string("score"), std::string(""))};
+               .score = or_default(std::string("score"), std::string("")),
+               .decoder_layers = or_default(std::string("decoder_layers"), -1)};
   const std::set<std::string> positions = {"sinusoidal", "learned", "rotary", "linear-bias"}, norms = {"pre", "post"},
                               kinds = {"transformer", "rnnlm", "grulm", "lstm"},
                               scores = {"", "dot", "scaled_dot", "general", "additive", "location"};

@@ -43,6 +43,7 @@ struct ModelFlags {
   // lm, "lstm" (LSTMSeq2SeqAttn) for translate and chatbot; `score` picks its attention ("": Trax's).
   std::string model = "transformer";
   std::string score = "";
+  int decoder_layers = -1;                // lstm: LSTMs after the attention (-1: as many as n_layers)
   models::TransformerConfig config(Mode mode) const;
   // The language model / encoder–decoder these flags describe, in `mode`.
   LayerPtr language_model(std::int64_t vocab_size, Mode mode) const;
@@ -53,7 +54,8 @@ void add_model_flags(CLI::App& app, ModelFlags& m);
 // Only the architecture's choices of ModelFlags (--positions --norm --scale-embeddings), for
 // programs with their own size flags (inspect); add_model_flags includes them.
 void add_architecture_flags(CLI::App& app, ModelFlags& m);
-// --model (one of `models`, the first the default) and, when "lstm" is among them, --score.
+// --model (one of `models`, the first the default) and, when "lstm" is among them, --score and
+// --decoder-layers.
 void add_model_choice(CLI::App& app, ModelFlags& m, const std::vector<std::string>& models);
 
 // Training flags: --batch-size --steps --lr --warmup --schedule --eval-every --minutes --seed

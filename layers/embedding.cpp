@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/layer/fn.hpp"
 #include "core/tensor/ops.hpp"
 #include "layers/initializers.hpp"
 
@@ -42,6 +43,11 @@ class EmbeddingLayer final : public Layer {
 
 LayerPtr Embedding(std::int64_t vocab_size, std::int64_t d_feature, std::source_location created) {
   return std::make_shared<EmbeddingLayer>(vocab_size, d_feature, created);
+}
+
+LayerPtr ScaleBy(double factor, std::source_location created) {
+  return Fn(fmt::format("ScaleBy({:.4g})", factor), std::function<Tensor(TensorArg)>([factor](const Tensor& x) { return x * factor; }), 1,
+            created);
 }
 
 }  // namespace ctrax::layers

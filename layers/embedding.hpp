@@ -23,4 +23,10 @@ namespace ctrax::layers {
 LayerPtr Embedding(std::int64_t vocab_size, std::int64_t d_feature,
                    std::source_location created = std::source_location::current());
 
+// ScaleBy(√d) — x → x·√d, the paper's scaling of embeddings (Vaswani et al. 2017, §3.4). With
+// Trax's table (variance 1/d) an embedded vector has norm ≈ 1; scaled, each element has variance 1,
+// as large as what a layer's Glorot-initialised weights expect of their inputs. Printed
+// ScaleBy(16) for d = 256. The models apply it when their config asks (scale_embeddings).
+LayerPtr ScaleBy(double factor, std::source_location created = std::source_location::current());
+
 }  // namespace ctrax::layers

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/layer/combinators.hpp"
 #include "core/tensor/ops.hpp"
 #include "layers/initializers.hpp"
@@ -20,6 +22,15 @@ Initializer plus(Initializer init, double c) {
   return [init = std::move(init), c](const Shape& shape, const Rng& rng, DType dtype) {
     Tensor t = init(shape, rng, dtype);
     return c == 0 ? t : t + c;
+  };
+}
+
+// `init` plus a constant on the forget gate's quarter of an LSTM bias (i, j, f, o: [2n, 3n)).
+Initializer plus_on_forget_gate(Initializer init, std::int64_t n, double c) {
+  return [init = std::move(init), n, c](const Shape& shape, const Rng& rng, DType dtype) {
+    std::vector<double> offset(static_cast<std::size_t>(4 * n), 0.0);
+    std::fill(offset.begin() + 2 * n, offset.begin() + 3 * n, c);
+    return init(shape, rng, dtype) + Tensor::from_doubles(offset, shape, dtype);
   };
 }
 
@@ -71,7 +82,7 @@ class LSTMCellLayer final : public Layer {
     const DType dt = weight_dtype(input.at(0).dtype);
     const auto keys = rng().split(2);
     add_weight("w", {x.back() + n_, 4 * n_}, dt, glorot_uniform(), keys[0]);
-    add_weight("b", {4 * n_}, dt, plus(random_normal(1e-6), forget_bias_), keys[1]);
+    add_weight("b", {4 * n_}, dt, plus_on_forget_gate(random_normal(1e-6), n_, forget_bias_), keys[1]);
   }
 
   Stack forward(const Stack& inputs) override {

@@ -8,8 +8,14 @@
 //     c_t = c_{t−1} ⊙ σ(f) + σ(i) ⊙ tanh(j)      forget some of the old memory, write some new
 //     h_t = tanh(c_t) ⊙ σ(o)                      show some of it
 //     returns (h_t, [c_t, h_t])
-//   W ~ Glorot-uniform; b ~ N(0, 1e-6²) + forget_bias (1.0). As in Trax the forget bias is added
-//   to all four gates' biases, not only f's (so σ(i), σ(f) and σ(o) all start near 0.73).
+//   W ~ Glorot-uniform; b ~ N(0, 1e-6²), plus forget_bias (1.0) on f's quarter: σ(f) starts near
+//   0.73, so the memory is kept by default (Gers et al. 2000; Jozefowicz et al. 2015).
+//   DIFFERENCE FROM TRAX: Trax adds forget_bias to all four gates' biases. Then tanh(j) starts at
+//   tanh(1) = 0.76 whatever the input, c climbs to ≈ 2 where tanh saturates (tanh'(2) = 0.07), and
+//   each layer passes on ~1/50 of its input's signal and gradient: a stack of LSTMs behind an
+//   attention, as in LSTMSeq2SeqAttn, does not learn (a 500-step copy task: 0% with Trax's bias,
+//   96% with f's alone; docs/07_attention_before_transformers.md). TensorFlow, Keras and every
+//   paper put it on f alone.
 //
 // GRUCell(n) — 2 → 2, the gated recurrent unit (Cho et al. 2014). The state s has width n:
 //     u, r = split(σ([x_t, s_{t−1}] · W1 + b1), 2)             W1: (d + n, 2n)  update, reset

@@ -24,6 +24,8 @@
 //   With .score set, the attention is the notes' RNN attention instead of Trax's multi-head one:
 //   ScoreAttention(score) gives the context a_t and LuongOutput(d) the attentional state
 //   s̃_t = tanh(W_c[a_t; s_t] + b_c), in place of the residual sum (layers/score_attention.hpp).
+//   n_decoder_layers = 0 predicts from s̃_t directly, as the notes and Luong et al. (2015) do;
+//   Trax's default, 2, runs two more LSTMs over the attention's output first.
 //
 // Where ctrax differs, on purpose: the LSTM and GRU layers get the model's mode (Trax builds them in
 // train mode, so in predict mode they forget their state between tokens and decoding one token at
@@ -69,6 +71,9 @@ struct LSTMSeq2SeqAttnConfig {
   // With a score: the attention weights α (B, L_tgt, L_in) become a third output, for alignment
   // pictures (which source tokens each target token read).
   bool return_attention_weights = false;
+  // Multiply both embeddings by √d_model (ScaleBy, as the Transformer's option): not Trax's, but
+  // what makes this model learn quickly (docs/07_attention_before_transformers.md).
+  bool scale_embeddings = false;
 };
 // Tokens (in (B, L_in), tgt (B, L_tgt)) → (log-probabilities (B, L_tgt, V_tgt), tgt[, α]).
 LayerPtr LSTMSeq2SeqAttn(std::int64_t input_vocab_size = 256, std::int64_t target_vocab_size = 256,

@@ -38,10 +38,7 @@ LayerList AddAndNorm(const TransformerConfig& c, const LayerList& f) {
 // table (sinusoidal or learned; rotary positions live in the attention layers instead).
 LayerList EmbeddingTail(const TransformerConfig& c, Mode mode, bool mode_given = true) {
   LayerList out;
-  if (c.scale_embeddings) {
-    const double scale = std::sqrt(static_cast<double>(c.d_model));
-    out.push_back(Fn(fmt::format("ScaleBy({:.4g})", scale), [scale](const Tensor& x) { return x * scale; }));
-  }
+  if (c.scale_embeddings) out.push_back(ScaleBy(std::sqrt(static_cast<double>(c.d_model))));
   out.push_back(DropoutOf(c));
   const PositionalEncodingOptions options = mode_given ? PositionalEncodingOptions{.mode = mode}
                                                        : PositionalEncodingOptions{};

@@ -53,11 +53,19 @@ TEST_CASE("GRUCell, one step on literal values") {
   expect_tensor(out[1], {1, 1}, {s}, 1e-14);
 }
 
-TEST_CASE("cells are initialised as Trax's: LSTM biases at forget_bias 1.0 on all four gates, GRU kernels U(±0.01)") {
+TEST_CASE("cells are initialised: LSTM forget_bias 1.0 on the f gate alone (i, j, o at 0), GRU kernels U(±0.01) as Trax's") {
   auto lstm = LSTMCell(8);
   lstm->init(Signature{{{3, 8}, DType::float32}, {{3, 16}, DType::float32}}, Rng(1));
   CHECK(lstm->weights()[0].shape() == Shape{16, 32});
-  for (double b : lstm->weights()[1].to_doubles()) CHECK(std::abs(b - 1.0) < 1e-4);
+  const auto b = lstm->weights()[1].to_doubles();
+  for (std::size_t k = 0; k < b.size(); ++k) {
+    CAPTURE(k);
+    CHECK(std::abs(b[k] - (k >= 16 && k < 24 ? 1.0 : 0.0)) < 1e-4);   // gates i, j, f, o of 8 each
+  }
+  auto custom = LSTMCell(8, 2.5);
+  custom->init(Signature{{{3, 8}, DType::float32}, {{3, 16}, DType::float32}}, Rng(1));
+  CHECK(std::abs(custom->weights()[1].to_doubles()[20] - 2.5) < 1e-4);
+  CHECK(std::abs(custom->weights()[1].to_doubles()[4]) < 1e-4);
   auto gru = GRUCell(8);
   gru->init(Signature{{{3, 8}, DType::float32}, {{3, 8}, DType::float32}}, Rng(1));
   CHECK(gru->weights()[0].shape() == Shape{16, 16});

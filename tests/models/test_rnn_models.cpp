@@ -124,6 +124,12 @@ TEST_CASE("the models print as Trax builds them") {
       Tanh
     ]
   ])") != std::string::npos, luong);
+  // scale_embeddings: ScaleBy(√d) after both embeddings; 0 decoder layers: Dense right after.
+  const std::string scaled =
+      LSTMSeq2SeqAttn(11, 11, {.d_model = 16, .n_decoder_layers = 0, .scale_embeddings = true})->to_string();
+  CHECK_MESSAGE(scaled.find("Embedding_11_16\n      ScaleBy(4)\n      LSTM_16") != std::string::npos, scaled);
+  CHECK_MESSAGE(scaled.find("Embedding_11_16\n      ScaleBy(4)\n      LSTM_16\n    ]\n  ]") != std::string::npos, scaled);
+  CHECK_MESSAGE(scaled.find("Select[0,2]_in3_out2\n  Dense_11") != std::string::npos, scaled);
 }
 
 TEST_CASE("LSTMSeq2SeqAttn can hand out its attention weights: rows of α sum to one, padding gets none") {
@@ -172,6 +178,8 @@ TEST_CASE("eval == predict: LSTMSeq2SeqAttn with Trax's attention and with every
     CAPTURE(layers::score_name(score));
     expect_seq2seq_eval_equals_predict({.d_model = 6, .score = score, .max_len = 8});
   }
+  expect_seq2seq_eval_equals_predict({.d_model = 6, .n_decoder_layers = 0, .score = layers::Score::general,
+                                      .scale_embeddings = true});
 }
 
 // The shared checker on a model's probabilities, exp(log-probabilities), in every weight. (On the
