@@ -14,7 +14,9 @@
 //                     M   256   256    1024  4      4     256 16
 //                     L  8192   512    2048  6      8     256  8
 // --model lstm: ShiftRight, Embedding, `layers` × LSTM(d_model) (layers/rnn.hpp), Dense(vocab) —
-// bench/pytorch_lstm_lm.py's model, no dropout; FLOPs 6·B·L·(layers·8d² + d·V).
+// bench/pytorch_lstm_lm.py's model, no dropout; FLOPs 6·B·L·(layers·8d² + d·V). With d_ff = 4d a
+// Transformer block has 12d² weights and an LSTM layer 8d², so `--model lstm --config M --layers 6`
+// has the M TransformerLM's parameters (docs/07_attention_before_transformers.md).
 // Reported after --warmup steps: median ms/step, tokens/s (batch·seq / median), GFLOP/s by the
 // references' formula 6·N_mm·B·L + 12·layers·L²·d·B with N_mm = layers·(4d² + 2d·d_ff) + d·V_out,
 // and peak RSS. --generate N: greedy decoding of N tokens, batch 1, with the KV cache (predict
@@ -71,12 +73,14 @@ double ms_since(Clock::time_point t0) {
 int main(int argc, char** argv) {
   CLI::App app{"Train the PyTorch reference's models with ctrax and report tokens/s, GFLOP/s, RSS."};
   std::string model_name = "lm", config_name = "S", tag;
-  int steps = 0, warmup = 3, threads = 0;
+  int steps = 0, warmup = 3, threads = 0, layers = 0;
   std::int64_t generate = 0;
   bool json = false, sgemm = false;
   app.add_option("--model", model_name, "lm, encoder or lstm")->check(CLI::IsMember({"lm", "encoder", "lstm"}))->capture_default_str();
   app.add_option("--config", config_name, "S, M or L (RESULTS.md)")->check(CLI::IsMember({"S", "M", "L"}))->capture_default_str();
   app.add_option("--steps", steps, "timed steps (default: S 20, M 8, L 5, as the reference)");
+  app.add_option("--layers", layers, "blocks / LSTM layers instead of the config's (e.g. --model lstm --config M "
+                 "--layers 6: the M TransformerLM's parameter count)")->check(CLI::Range(1, 1000));
   app.add_option("--warmup", warmup, "untimed steps first")->capture_default_str();
   app.add_option("--threads", threads, "threads (0: CTRAX_NUM_THREADS or all cores)")->capture_default_str();
   app.add_option("--generate", generate, "> 0: decode this many tokens greedily instead of training");
@@ -102,7 +106,8 @@ int main(int argc, char** argv) {
     if (json) fmt::print("JSON {{\"tag\": \"{}\", \"script\": \"sgemm\", \"gflops\": {}}}\n", tag, gflops);
     return 0;
   }
-  const Config k = kConfigs.at(config_name);
+  Config k = kConfigs.at(config_name);
+  if (layers > 0) k.layers = layers;
   if (steps == 0) steps = config_name == "S" ? 20 : config_name == "M" ? 8 : 5;
 
   models::TransformerConfig c{.d_model = k.d_model, .d_ff = k.d_ff, .n_layers = k.layers,

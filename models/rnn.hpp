@@ -30,7 +30,8 @@
 // Where ctrax differs, on purpose: the LSTM and GRU layers get the model's mode (Trax builds them in
 // train mode, so in predict mode they forget their state between tokens and decoding one token at
 // a time does not reproduce the model); in predict mode the encoder runs once per sequence (Cache),
-// as in ctrax's Transformer; RNNLM takes any n_layers ≥ 1 (Trax asserts 2).
+// as in ctrax's Transformer; RNNLM takes any n_layers ≥ 1 (Trax asserts 2); the LSTMs' forget bias
+// is on the forget gate alone (layers/rnn.hpp says why).
 #pragma once
 
 #include <functional>
