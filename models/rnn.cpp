@@ -72,16 +72,18 @@ LayerPtr LSTMSeq2SeqAttn(std::int64_t input_vocab_size, std::int64_t target_voca
   check_layers("LSTMSeq2SeqAttn", "n_encoder_layers", c.n_encoder_layers, 1);
   check_layers("LSTMSeq2SeqAttn", "n_decoder_layers", c.n_decoder_layers, 0);
   const Mode encoder_mode = c.mode == Mode::predict ? Mode::eval : c.mode;
-  const LayerList scaling = c.scale_embeddings ? LayerList{ScaleBy(std::sqrt(static_cast<double>(c.d_model)))}
-                                               : LayerList{};
+  // × √d after each embedding when asked (a fresh layer for each: no instance shared by accident)
+  const auto scaling = [&] {
+    return c.scale_embeddings ? LayerList{ScaleBy(std::sqrt(static_cast<double>(c.d_model)))} : LayerList{};
+  };
   LayerPtr input_encoder = Serial(
-      Embedding(input_vocab_size, c.d_model), scaling,
+      Embedding(input_vocab_size, c.d_model), scaling(),
       repeat(c.n_encoder_layers, [&] { return LSTM(c.d_model, {.mode = encoder_mode}); }));
   if (c.mode == Mode::predict) input_encoder = Cache(input_encoder);   // runs once per sequence
 
   const LayerPtr pre_attention_decoder = Serial(
       ShiftRight({.mode = c.mode}),
-      Embedding(target_vocab_size, c.d_model), scaling,
+      Embedding(target_vocab_size, c.d_model), scaling(),
       LSTM(c.d_model, {.mode = c.mode}));
 
   if (c.return_attention_weights && !c.score)
