@@ -274,6 +274,9 @@ ModelFlags model_flags_from(const std::string& out) {
   const std::set<std::string> positions = {"sinusoidal", "learned", "rotary", "linear-bias"}, norms = {"pre", "post"},
                               kinds = {"transformer", "rnnlm", "grulm", "lstm"},
                               scores = {"", "dot", "scaled_dot", "general", "additive", "location"};
+  if (m.decoder_layers < -1 || m.decoder_layers > 64)   // --decoder-layers' range, or -1: as many as n_layers
+    throw std::runtime_error(fmt::format("{}/model.safetensors: config's \"decoder_layers\": expected -1 or a number "
+                                         "from 0 to 64, got {}", out, m.decoder_layers));
   if (!positions.count(m.positions) || !norms.count(m.norm) || !kinds.count(m.model) || !scores.count(m.score))
     throw std::runtime_error(fmt::format(
         "{}/model.safetensors: config's positions \"{}\" / norm \"{}\" / model \"{}\" / score \"{}\" is not one ctrax makes",

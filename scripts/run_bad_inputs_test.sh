@@ -190,6 +190,8 @@ fresh c13; edit_checkpoint c13/model.safetensors "m['config'] = '{not json'; c =
 bad checkpoint-config-not-json "its config is not JSON" "$lm" sample --out c13
 fresh c14; edit_checkpoint c14/model.safetensors "c['d_model'] = 'wide'"
 bad checkpoint-config-type    "config's \"d_model\" is \"wide\", expected a number" "$lm" sample --out c14
+fresh c15; edit_checkpoint c15/model.safetensors "c['decoder_layers'] = 1000"
+bad checkpoint-decoder-layers "config's \"decoder_layers\": expected -1 or a number from 0 to 64, got 1000" "$lm" sample --out c15
 
 # --- lm sample ------------------------------------------------------------------------------
 S=("$lm" sample --out lmrun)
@@ -230,6 +232,8 @@ bad translate-uneven      "parallel files differ in length: m30k_uneven/train.en
 bad translate-no-data     "nowhere: no train.en or train.en.gz" "$translate" train --data nowhere --out tnew
 bad translate-bleu-split  "m30k: no nosuch.en or nosuch.en.gz" "$translate" bleu --out trun --data m30k --split nosuch
 bad translate-score-alone "--score: applies to --model lstm only (the model here: transformer)" "$translate" train --data m30k --out tnew --score dot "${tiny[@]}"
+bad translate-decoder-layers-alone "--decoder-layers: applies to --model lstm only (the model here: transformer)" "$translate" train --data m30k --out tnew --decoder-layers 0 "${tiny[@]}"
+bad translate-decoder-layers-range "--decoder-layers: Value 65 not in range 0 to 64" "$translate" train --data m30k --out tnew --model lstm --decoder-layers 65 "${tiny[@]}"
 bad translate-no-model    "nowhere: no model.safetensors here" "$translate" translate --out nowhere "A dog."
 
 echo "$passed passed, $failed failed (bad-input catalogue)"

@@ -60,20 +60,26 @@ Stack reverse_batch(std::int64_t i) {
   return {x, y, Tensor::ones({B, L})};
 }
 
+// Adam at `lr` on batches(i), reporting every `every` steps; and the held-out evaluation on
+// batches(1000 + i): cross-entropy and accuracy over n_batches.
+TrainTask adam_task(Stack (*batches)(std::int64_t), double lr, int every) {
+  return {.labeled_data = batches, .loss_layer = layers::WeightedCategoryCrossEntropy(),
+          .optimizer = Adam({.learning_rate = lr}), .n_steps_per_checkpoint = every};
+}
+EvalTask held_out(Stack (*batches)(std::int64_t), int n_batches) {
+  return {.labeled_data = [batches](std::int64_t i) { return batches(1000 + i); },
+          .metrics = {layers::WeightedCategoryCrossEntropy(), layers::WeightedCategoryAccuracy()},
+          .n_eval_batches = n_batches};
+}
+
 }  // namespace
 
 TEST_CASE("TransformerLM learns to count through the Loop, and greedy decoding counts on") {
   TempDir dir;
   std::ostringstream out;
   auto lm = TransformerLM(V, small());
-  Loop loop(lm,
-            {{.labeled_data = counting_batch, .loss_layer = layers::WeightedCategoryCrossEntropy(),
-              .optimizer = Adam({.learning_rate = 0.01}), .n_steps_per_checkpoint = 50}},
-            {.eval_tasks = {{.labeled_data = [](std::int64_t i) { return counting_batch(1000 + i); },
-                             .metrics = {layers::WeightedCategoryCrossEntropy(),
-                                         layers::WeightedCategoryAccuracy()},
-                             .n_eval_batches = 2}},
-             .output_dir = dir.str(), .out = &out});
+  Loop loop(lm, {adam_task(counting_batch, 0.01, 50)},
+            {.eval_tasks = {held_out(counting_batch, 2)}, .output_dir = dir.str(), .out = &out});
   loop.run(1);
   const double loss1 = loop.last_value("eval", "WeightedCategoryCrossEntropy");
   const double acc1 = loop.last_value("eval", "WeightedCategoryAccuracy");
@@ -98,15 +104,8 @@ TEST_CASE("TransformerLM learns to count through the Loop, and greedy decoding c
 TEST_CASE("TransformerEncoder learns a sequence classification through the Loop") {
   std::ostringstream out;
   auto encoder = TransformerEncoder(10, 2, small());
-  Loop loop(encoder,
-            {{.labeled_data = contains_five_batch,
-              .loss_layer = layers::WeightedCategoryCrossEntropy(),
-              .optimizer = Adam({.learning_rate = 0.003}), .n_steps_per_checkpoint = 50}},
-            {.eval_tasks = {{.labeled_data = [](std::int64_t i) { return contains_five_batch(1000 + i); },
-                             .metrics = {layers::WeightedCategoryCrossEntropy(),
-                                         layers::WeightedCategoryAccuracy()},
-                             .n_eval_batches = 4}},
-             .out = &out});
+  Loop loop(encoder, {adam_task(contains_five_batch, 0.003, 50)},
+            {.eval_tasks = {held_out(contains_five_batch, 4)}, .out = &out});
   loop.run(1);
   const double loss1 = loop.last_value("eval", "WeightedCategoryCrossEntropy");
   const double acc1 = loop.last_value("eval", "WeightedCategoryAccuracy");
@@ -127,14 +126,7 @@ TEST_CASE("LSTMSeq2SeqAttn learns to reverse a sequence through its attention (T
     std::ostringstream out;
     auto model = LSTMSeq2SeqAttn(V, V, {.d_model = 32, .n_encoder_layers = 1, .n_decoder_layers = 1,
                                         .score = score, .max_len = L, .scale_embeddings = true});
-    Loop loop(model,
-              {{.labeled_data = reverse_batch, .loss_layer = layers::WeightedCategoryCrossEntropy(),
-                .optimizer = Adam({.learning_rate = 0.01}), .n_steps_per_checkpoint = 100}},
-              {.eval_tasks = {{.labeled_data = [](std::int64_t i) { return reverse_batch(1000 + i); },
-                               .metrics = {layers::WeightedCategoryCrossEntropy(),
-                                           layers::WeightedCategoryAccuracy()},
-                               .n_eval_batches = 2}},
-               .out = &out});
+    Loop loop(model, {adam_task(reverse_batch, 0.01, 100)}, {.eval_tasks = {held_out(reverse_batch, 2)}, .out = &out});
     loop.run(1);
     const double loss1 = loop.last_value("eval", "WeightedCategoryCrossEntropy");
     loop.run(299);
