@@ -48,8 +48,8 @@ LayerPtr ModelFlags::language_model(std::int64_t vocab_size, Mode mode) const {
 LayerPtr ModelFlags::seq2seq_model(std::int64_t vocab_size, Mode mode, bool attention_weights) const {
   if (attention_weights && (model != "lstm" || score.empty()))
     throw std::invalid_argument(fmt::format(
-        "attention weights are drawn for --model lstm with a --score (this model: {}{}); Trax's multi-head "
-        "attention has one map per head", model, score.empty() ? "" : ", score " + score));
+        "LSTMSeq2SeqAttn returns its attention weights with a --score (this model: {}{}); a Transformer's "
+        "are read by layers::attention_weights", model, score.empty() ? "" : ", score " + score));
   if (model == "lstm")
     return models::LSTMSeq2SeqAttn(vocab_size, vocab_size,
                                    {.d_model = d_model, .n_encoder_layers = n_layers,
@@ -59,6 +59,12 @@ LayerPtr ModelFlags::seq2seq_model(std::int64_t vocab_size, Mode mode, bool atte
                                     .max_len = max_len, .return_attention_weights = attention_weights,
                                     .scale_embeddings = scale_embeddings});
   return models::Transformer(vocab_size, std::nullopt, config(mode));
+}
+
+void require_text(const std::vector<std::string>& texts, const std::string& argument, const std::string& hint) {
+  for (std::size_t i = 0; i < texts.size(); ++i)
+    if (texts[i].find_first_not_of(" \t\r\n") == std::string::npos)
+      throw std::invalid_argument(fmt::format("{} {} of {} is empty: {}", argument, i + 1, texts.size(), hint));
 }
 
 CLI::Validator number_in(double lo, double hi, bool lo_open) {

@@ -26,6 +26,10 @@
 
 namespace ctrax::examples {
 
+// Throws unless every text has a non-blank character: "TEXT 2 of 3 is empty: give a sentence to
+// translate" (argument = "TEXT", hint = "give a sentence to translate").
+void require_text(const std::vector<std::string>& texts, const std::string& argument, const std::string& hint);
+
 // CLI check: a finite number from lo to hi (lo itself excluded when lo_open). NaN, infinities and
 // out-of-range values are refused with the bounds as written ("--lr: expected a number above 0
 // and at most 10, got nan"), before any conversion can saturate them.

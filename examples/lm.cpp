@@ -16,11 +16,15 @@
 // positions chapter (docs) measures extrapolation — `lm eval --length N` then scores the validation
 // split in windows of N > L.
 //
+// ATTENTION (`lm attention --out RUN TEXT [--json FILE]`) reads every head's weights on a text
+// (layers/attention_weights.hpp): the docs' heatmaps of what each head looks at.
+//
 // SAMPLING uses the predict-mode model (KV cache). A sample longer than the model's context
 // (--max-len) slides: when the context is full, the last half is re-read as the prompt of the
 // next stretch.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <filesystem>
@@ -36,6 +40,8 @@
 #include "core/train/checkpoint.hpp"
 #include "examples/common.hpp"
 #include "core/tensor/ops.hpp"
+#include "core/io/atomic_file.hpp"
+#include "layers/attention_weights.hpp"
 #include "layers/metrics.hpp"
 
 using namespace ctrax;
@@ -195,6 +201,56 @@ int sample_command(const std::string& out, int threads, const std::string& promp
   return 0;
 }
 
+// Every head's attention on one text: a summary line per head (how far back it reads, how much
+// of its weight stays on the current position or goes to the start), and with --json the maps for
+// scripts/plot_attention.py. TransformerLM shifts its input right, so position i holds the piece
+// before it (position 0 the start token): rows and columns are labelled with what each position
+// holds, and row i is what the model read to predict piece i of the text.
+int attention_command(const std::string& out, int threads, const std::string& text, const std::string& json_path) {
+  examples::require_text({text}, "TEXT", "give a text whose attention to show");
+  examples::apply_threads(threads);
+  const auto m = examples::model_flags_from(out);
+  if (m.model != "transformer")
+    throw std::runtime_error(fmt::format("{}: attention needs a Transformer model; this one is {}", out, m.model));
+  const auto tok = load_tokenizer(examples::config_string(out, "tokenizer"), out);
+  std::vector<std::int32_t> ids = tok->encode(text);
+  if (static_cast<std::int64_t>(ids.size()) > m.max_len) ids.resize(static_cast<std::size_t>(m.max_len));
+  const auto L = static_cast<std::int64_t>(ids.size());
+  auto model = m.language_model(tok->vocab_size(), Mode::eval);
+  model->init(ShapeDtype{{1, L}, DType::int32});
+  train::load_weights(examples::weights_to_use(out), *model);
+  const auto maps = layers::attention_weights(*model, {data::pad_rows(std::span(&ids, 1), L)}, m.n_heads);
+  std::vector<std::string> held = {"<s>"};   // what position i holds: the piece before it
+  for (std::int64_t i = 0; i + 1 < L; ++i) held.push_back(tok->decode(std::span(&ids[static_cast<std::size_t>(i)], 1)));
+  nlohmann::json layers_json = nlohmann::json::array();
+  for (std::size_t l = 0; l < maps.size(); ++l) {
+    const Tensor a = maps[l].weights.to(DType::float64);   // (1, H, L, L)
+    const double* p = a.data<double>();
+    nlohmann::json heads = nlohmann::json::array();
+    for (std::int64_t h = 0; h < a.dim(1); ++h) {
+      double back = 0, own = 0, start = 0;
+      std::vector<std::vector<double>> rows;
+      for (std::int64_t i = 0; i < L; ++i) {
+        const double* row = p + (h * L + i) * L;
+        rows.emplace_back(row, row + L);
+        for (std::int64_t j = 0; j <= i; ++j) back += row[j] * static_cast<double>(i - j);
+        own += row[i];
+        start += row[0];
+      }
+      fmt::print("layer {} head {}: reads {:5.1f} positions back on average; {:3.0f}% on its own position, {:3.0f}% on the start\n",
+                 l + 1, h + 1, back / static_cast<double>(L), 100 * own / static_cast<double>(L), 100 * start / static_cast<double>(L));
+      heads.push_back(rows);
+    }
+    layers_json.push_back(heads);
+  }
+  if (!json_path.empty()) {
+    const nlohmann::json j = {{"text", text}, {"tokens", held}, {"layers", layers_json}};
+    io::write_atomically(json_path, j.dump(1) + "\n");
+    fmt::print("attention written to {}\n", json_path);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -246,6 +302,11 @@ int main(int argc, char** argv) {
   eval->add_option("--length", eval_length, "window length in tokens (beyond the training length: extrapolation)")
       ->capture_default_str()->check(examples::number_in(2, 1 << 20));
   eval->add_option("--batch-size", eval_batch, "windows per batch")->capture_default_str()->check(examples::number_in(1, 1 << 16));
+  std::string attention_text, attention_json;
+  auto* attention = app.add_subcommand("attention", "show how far back every head of every layer reads in a text");
+  examples::add_use_flags(*attention, out, threads);
+  attention->add_option("TEXT", attention_text, "the text (cut to the model's --max-len tokens)")->required();
+  attention->add_option("--json", attention_json, "also write every head's weights as JSON (scripts/plot_attention.py draws them)");
   CLI11_PARSE(app, argc, argv);
 
   return examples::run_main("lm", [&] {
@@ -254,6 +315,7 @@ int main(int argc, char** argv) {
       return train_command(std::move(lock), m, t, tokenizer, sp_vocab, train_len);
     }
     if (*eval) return eval_command(out, threads, eval_data, eval_length, eval_batch);
+    if (*attention) return attention_command(out, threads, attention_text, attention_json);
     return sample_command(out, threads, prompt, temperature, top_k, length, n_samples, seed);
   });
 }

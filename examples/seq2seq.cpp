@@ -10,6 +10,7 @@
 #include "core/io/stop_signals.hpp"
 #include "core/train/checkpoint.hpp"
 #include "core/train/loop.hpp"
+#include "layers/attention_weights.hpp"
 #include "layers/metrics.hpp"
 #include "models/transformer.hpp"
 
@@ -86,12 +87,6 @@ void train_seq2seq(std::shared_ptr<io::RunLock> lock, const ModelFlags& m, const
              loop.last_value("eval", "accuracy"));
 }
 
-void require_text(const std::vector<std::string>& texts, const std::string& argument, const std::string& hint) {
-  for (std::size_t i = 0; i < texts.size(); ++i)
-    if (texts[i].find_first_not_of(" \t\r\n") == std::string::npos)
-      throw std::invalid_argument(fmt::format("{} {} of {} is empty: {}", argument, i + 1, texts.size(), hint));
-}
-
 Seq2Seq::Seq2Seq(const std::string& out)
     : m_(model_flags_from(out)), tok_(data::SentencePieceTokenizer::load(spm_path(out))) {
   model_ = m_.seq2seq_model(tok_->vocab_size(), Mode::predict);
@@ -126,11 +121,12 @@ std::vector<std::string> Seq2Seq::operator()(const std::vector<std::string>& sou
 }
 
 Alignment Seq2Seq::align(const std::string& source) {
-  auto reader = m_.seq2seq_model(tok_->vocab_size(), Mode::eval, /*attention_weights=*/true);
   auto ids = tok_->encode(source);
   if (static_cast<std::int64_t>(ids.size()) > m_.max_len) ids.resize(static_cast<std::size_t>(m_.max_len));
   const auto Ls = static_cast<std::int64_t>(ids.size());
   const Tensor src = data::pad_rows(data::Sequences{ids}, std::max<std::int64_t>(Ls, 1));
+  const bool lstm = m_.model == "lstm";
+  auto reader = m_.seq2seq_model(tok_->vocab_size(), Mode::eval, /*attention_weights=*/lstm);   // checks first
   const Tensor gen = decode::autoregressive_sample(*model_, src, 0,
                                                    {.temperature = 0, .max_length = std::min<std::int64_t>(m_.max_len - 1, 2 * Ls + 10)});
   std::vector<std::int32_t> out;   // the translation, up to and with its EOS
@@ -141,17 +137,29 @@ Alignment Seq2Seq::align(const std::string& source) {
     if (id == data::kEosId) break;
   }
   if (out.empty()) out.push_back(data::kEosId);
-  const Tensor tgt = data::pad_rows(data::Sequences{out}, static_cast<std::int64_t>(out.size()));
+  const auto Lt = static_cast<std::int64_t>(out.size());
+  const Tensor tgt = data::pad_rows(data::Sequences{out}, Lt);
   reader->init(signature_of(Stack{src, tgt}));
   reader->set_all_weights(model_->all_weights());
-  const Tensor alpha = (*reader)(Stack{src, tgt})[2].to(DType::float64);   // (1, Lt, Ls)
   Alignment a{.translation = tok_->decode(out)};
   for (std::int32_t id : ids) a.source.push_back(tok_->piece(id));
   for (std::int32_t id : out) a.target.push_back(id == data::kEosId ? "</s>" : tok_->piece(id));
+  // (H, Lt, L_k) maps: LSTMSeq2SeqAttn's one α, or the Transformer's last cross-attention's heads.
+  const Tensor maps = lstm ? (*reader)(Stack{src, tgt})[2]
+                           : layers::attention_weights(*reader, {src, tgt}, m_.n_heads).back().weights;
+  const Tensor alpha = maps.to(DType::float64);
+  const std::int64_t H = lstm ? 1 : alpha.dim(1), Lk = alpha.dim(-1);
   const double* p = alpha.data<double>();
-  for (std::size_t t = 0; t < out.size(); ++t)
-    a.weights.emplace_back(p + static_cast<std::int64_t>(t) * alpha.dim(2),
-                           p + static_cast<std::int64_t>(t) * alpha.dim(2) + Ls);
+  a.weights.assign(static_cast<std::size_t>(Lt), std::vector<double>(static_cast<std::size_t>(Ls), 0.0));
+  for (std::int64_t h = 0; h < H; ++h) {
+    std::vector<std::vector<double>> head;
+    for (std::int64_t t = 0; t < Lt; ++t) {
+      const double* row = p + (h * Lt + t) * Lk;
+      head.emplace_back(row, row + Ls);
+      for (std::int64_t j = 0; j < Ls; ++j) a.weights[static_cast<std::size_t>(t)][static_cast<std::size_t>(j)] += row[j] / static_cast<double>(H);
+    }
+    if (!lstm) a.heads.push_back(std::move(head));
+  }
   return a;
 }
 

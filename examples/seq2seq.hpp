@@ -37,11 +37,13 @@ void train_seq2seq(std::shared_ptr<io::RunLock> lock, const ModelFlags& m, const
 
 // The predict-mode model of a run directory with its trained weights and tokenizer.
 // What the attention read: the greedy translation of one sentence, its pieces, and the weight
-// each target piece (rows; the last is EOS) gave each source piece (columns).
+// each target piece (rows; the last is EOS) gave each source piece (columns). For a Transformer,
+// the last decoder block's cross-attention: `heads` holds each head's map and `weights` their mean.
 struct Alignment {
   std::string translation = "";
   std::vector<std::string> source = {}, target = {};
   std::vector<std::vector<double>> weights = {};
+  std::vector<std::vector<std::vector<double>>> heads = {};
 };
 
 class Seq2Seq {
@@ -51,8 +53,8 @@ class Seq2Seq {
   // log p / length^length_penalty.
   std::vector<std::string> operator()(const std::vector<std::string>& sources, std::int64_t n_beams,
                                       double length_penalty);
-  // For --model lstm with a --score: translates greedily, then reads the weights of the eval-mode
-  // model on (source, translation).
+  // Translates greedily, then reads the attention of the eval-mode model on (source, translation):
+  // LSTMSeq2SeqAttn's α (needs a --score), or a Transformer's last cross-attention, per head.
   Alignment align(const std::string& source);
 
  private:
@@ -60,10 +62,6 @@ class Seq2Seq {
   std::unique_ptr<data::SentencePieceTokenizer> tok_;
   LayerPtr model_;
 };
-
-// Throws unless every text has a non-blank character: "TEXT 2 of 3 is empty: give a sentence to
-// translate" (argument = "TEXT", hint = "give a sentence to translate").
-void require_text(const std::vector<std::string>& texts, const std::string& argument, const std::string& hint);
 
 inline constexpr const char* kLengthPenaltyHelp =
     "beam search ranks finished outputs by log p / length^this (0: raw log p, short ones win)";

@@ -19,7 +19,8 @@
 //
 // THE RNN MODEL. `--model lstm` trains Trax's LSTMSeq2SeqAttn (models/rnn.hpp) instead, with its
 // multi-head attention or, with `--score dot|scaled_dot|general|additive|location`, the RNN
-// attention of the notes; `align` then shows which source pieces each target piece attended to.
+// attention of the notes. `align` shows which source pieces each target piece attended to: the
+// LSTM's α, or a Transformer's last cross-attention (layers/attention_weights.hpp), per head.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -91,7 +92,8 @@ int translate_command(const std::string& out, int threads, std::int64_t n_beams,
 }
 
 // The translation, then the weights as a table (a row per target piece, a column per source
-// piece, in percent), and with --json the same as JSON for scripts/plot_alignment.py.
+// piece, in percent; a Transformer's heads averaged), and with --json the same as JSON for
+// scripts/plot_alignment.py (a Transformer's maps per head too).
 int align_command(const std::string& out, int threads, const std::string& text, const std::string& json_path) {
   examples::require_text({text}, "TEXT", "give a sentence to translate");
   examples::apply_threads(threads);
@@ -106,8 +108,9 @@ int align_command(const std::string& out, int threads, const std::string& text, 
     fmt::print("\n");
   }
   if (!json_path.empty()) {
-    const nlohmann::json j = {{"sentence", text}, {"translation", a.translation}, {"source", a.source},
-                              {"target", a.target}, {"weights", a.weights}};
+    nlohmann::json j = {{"sentence", text}, {"translation", a.translation}, {"source", a.source},
+                        {"target", a.target}, {"weights", a.weights}};
+    if (!a.heads.empty()) j["heads"] = a.heads;
     io::write_atomically(json_path, j.dump(1) + "\n");
     fmt::print("alignment written to {}\n", json_path);
   }
@@ -189,7 +192,7 @@ int main(int argc, char** argv) {
 
   std::string align_text, align_json;
   auto* align = app.add_subcommand("align", "translate one sentence and show which source pieces each target piece "
-                                            "attended to (--model lstm with a --score)");
+                                            "attended to (the LSTM's α with a --score; a Transformer's last cross-attention, per head)");
   examples::add_use_flags(*align, out, threads);
   align->add_option("TEXT", align_text, "a sentence in the source language")->required();
   align->add_option("--json", align_json, "also write the weights as JSON (scripts/plot_alignment.py draws them)");

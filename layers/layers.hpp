@@ -7,6 +7,7 @@
 #include "core/layer/combinators.hpp"
 #include "layers/activations.hpp"
 #include "layers/attention.hpp"
+#include "layers/attention_weights.hpp"
 #include "layers/causal_attention.hpp"
 #include "layers/dense.hpp"
 #include "layers/dropout.hpp"

@@ -67,6 +67,22 @@ lm)
       "$exe" sample --out "$tmp/$model" --prompt "Th" --length 24 --threads 1 >"$tmp/sample" 2>&1 || { cat "$tmp/sample"; fail "sample --model $model"; }
       [ "$(wc -c <"$tmp/sample")" -ge 3 ] || fail "sample --model $model printed nothing"
     done
+    # Every head's attention on a text (here through rotary positions): a line per head, and maps
+    # whose rows sum to 1 with nothing above the diagonal.
+    "$exe" attention --out "$tmp/rotary" --threads 1 --json "$tmp/att.json" "The cat" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "attention"; }
+    expect "layer 1 head 1: reads .* positions back on average" "$tmp/log"
+    /usr/bin/python3 - "$tmp/att.json" <<'PY' || fail "attention: maps that are not causal rows summing to one"
+import json, sys
+a = json.load(open(sys.argv[1]))
+L = len(a["tokens"])
+assert L == 7 and a["tokens"][0] == "<s>" and a["tokens"][1] == "T", a["tokens"]
+for layer in a["layers"]:
+    for head in layer:
+        assert len(head) == L and all(abs(sum(r) - 1) < 1e-5 for r in head)
+        assert all(head[i][j] == 0 for i in range(L) for j in range(i + 1, L))
+PY
+    "$exe" attention --out "$tmp/rnnlm" "The cat" >"$tmp/log" 2>&1 && fail "attention on an RNN language model"
+    expect "attention needs a Transformer model; this one is rnnlm" "$tmp/log"
   else
     echo "SKIP (lm): /usr/share/games/fortunes not found (apt-get install fortunes)"
   fi
@@ -141,8 +157,14 @@ a = json.load(open(sys.argv[1]))
 assert a["target"] and len(a["weights"]) == len(a["target"])   # an untrained model may never write EOS
 assert all(len(r) == len(a["source"]) and abs(sum(r) - 1) < 1e-4 for r in a["weights"])
 PY
-    "$exe" align --out "$run" --threads 1 "A dog runs." >"$tmp/log" 2>&1 && fail "align on the Transformer"
-    expect "attention weights are drawn for --model lstm with a --score" "$tmp/log"
+    # The Transformer's alignment is its last cross-attention, one map per head and their mean.
+    "$exe" align --out "$run" --threads 1 --json "$tmp/align_t.json" "A dog runs." >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "align on the Transformer"; }
+    /usr/bin/python3 - "$tmp/align_t.json" <<'PY' || fail "align (Transformer): heads whose rows do not sum to one"
+import json, sys
+a = json.load(open(sys.argv[1]))
+assert a["heads"] and all(len(h) == len(a["target"]) for h in a["heads"])
+assert all(len(r) == len(a["source"]) and abs(sum(r) - 1) < 1e-4 for h in a["heads"] + [a["weights"]] for r in h)
+PY
     "$exe" train --data "$data/multi30k" --out "$tmp/lstm" --model transformer >"$tmp/log" 2>&1 && fail "resume with another --model"
     expect "model" "$tmp/log"
   fi

@@ -11,12 +11,18 @@ thread_local Trace* t_trace = nullptr;
 constexpr std::size_t kNoEvent = static_cast<std::size_t>(-1);
 }  // namespace
 
-Trace::Trace() : previous_(t_trace) { t_trace = this; }
+Trace::Trace(std::vector<std::string> keep_inputs_of)
+    : keep_inputs_of_(std::move(keep_inputs_of)), previous_(t_trace) {
+  t_trace = this;
+}
 Trace::~Trace() { t_trace = previous_; }
 
-std::size_t Trace::enter(const Layer& layer, const Stack& stack) {
+std::size_t Trace::enter(Layer& layer, const Stack& stack) {
   Trace* t = t_trace;
   if (!t) return kNoEvent;
+  if (std::find(t->keep_inputs_of_.begin(), t->keep_inputs_of_.end(), layer.name()) != t->keep_inputs_of_.end())
+    t->kept_.push_back({&layer, Stack(stack.begin(), stack.begin() + std::min<std::ptrdiff_t>(
+                                                         layer.n_in(), static_cast<std::ptrdiff_t>(stack.size())))});
   t->events_.push_back({t->depth_++, layer.display_name(), signatures(stack), ""});
   return t->events_.size() - 1;
 }

@@ -19,6 +19,10 @@
 // Items below a layer's n_in pass through and appear on both sides, which is the point: you see
 // the mask riding under the activations, and the targets under the model. Costs nothing when
 // no Trace is alive (one thread-local pointer test per layer call).
+//
+// Trace({"PureAttention"}) also keeps the tensors handed to every layer of that name, with the
+// layer itself (kept(), in execution order): how layers/attention_weights.hpp reads each
+// attention's inputs out of a whole model without the model knowing.
 #pragma once
 
 #include <cstddef>
@@ -38,21 +42,29 @@ class Trace {
     std::string after;    // ... and of the whole stack it returned
   };
 
-  Trace();
+  struct Kept {
+    Layer* layer;   // the layer called (alive as long as the model is)
+    Stack inputs;   // its n_in inputs
+  };
+
+  explicit Trace(std::vector<std::string> keep_inputs_of = {});
   ~Trace();
   Trace(const Trace&) = delete;
   Trace& operator=(const Trace&) = delete;
 
   const std::vector<Event>& events() const { return events_; }
+  const std::vector<Kept>& kept() const { return kept_; }
   std::string to_string() const;
 
   // Called by Layer::operator() (no-ops when no Trace is alive).
-  static std::size_t enter(const Layer& layer, const Stack& stack);
+  static std::size_t enter(Layer& layer, const Stack& stack);
   // `stack` null: the layer threw (printed as "(failed)").
   static void exit(std::size_t event, const Stack* stack);
 
  private:
   std::vector<Event> events_;
+  std::vector<std::string> keep_inputs_of_;
+  std::vector<Kept> kept_;
   int depth_ = 0;
   Trace* previous_;
 };

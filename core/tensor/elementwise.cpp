@@ -109,6 +109,7 @@ constexpr OpDef kNotEqual{"not_equal", profile::Family::elementwise, Accepts::an
 constexpr OpDef kLess{"less", profile::Family::elementwise, Accepts::any};
 constexpr OpDef kGreater{"greater", profile::Family::elementwise, Accepts::any};
 constexpr OpDef kLogicalNot{"logical_not", profile::Family::elementwise, Accepts::any};
+constexpr OpDef kLogicalAnd{"logical_and", profile::Family::elementwise, Accepts::any};
 
 Tensor scalar_like(double v, const Tensor& t) { return Tensor::scalar(v, t.dtype()); }
 
@@ -243,6 +244,11 @@ Tensor less(const Tensor& a, const Tensor& b) {
 }
 Tensor greater(const Tensor& a, const Tensor& b) {
   return compare(kGreater, a, b, [](auto x, auto y) { return x > y; });
+}
+Tensor logical_and(const Tensor& a, const Tensor& b) {
+  if (a.dtype() != DType::bool_ || b.dtype() != DType::bool_)
+    throw std::invalid_argument("logical_and needs two bool tensors, got " + a.signature() + " and " + b.signature());
+  return compare(kLogicalAnd, a, b, [](auto x, auto y) { return x && y; });
 }
 Tensor logical_not(const Tensor& m) {
   if (m.dtype() != DType::bool_)

@@ -48,6 +48,7 @@ Tensor not_equal(const Tensor& a, const Tensor& b);
 Tensor less(const Tensor& a, const Tensor& b);
 Tensor greater(const Tensor& a, const Tensor& b);
 Tensor logical_not(const Tensor& mask);
+Tensor logical_and(const Tensor& a, const Tensor& b);   // broadcasting, as PyTorch's mask & mask
 
 // Sums g over the axes along which a tensor of `shape` was broadcast to g's shape.
 Tensor sum_to(const Tensor& g, const Shape& shape);

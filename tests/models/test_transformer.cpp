@@ -62,6 +62,28 @@ TEST_CASE("Transformer: (source, target) to (logits, target)") {
   CHECK(out[1].dtype == DType::int32);
 }
 
+TEST_CASE("attention_weights reads Transformer's attentions in order: encoder, then decoder self and cross") {
+  auto t = Transformer(11, 7, tiny(Mode::eval));
+  const Tensor src = tokens({1, 2, 3, 0, 0, 0, 4, 5, 6, 7, 8, 9}, 2, 6);   // row 0: three pieces, then padding
+  const Tensor tgt = tokens({1, 2, 3, 4, 5, 6, 1, 2}, 2, 4);
+  t->init(signature_of(Stack{src, tgt}), Rng(2));
+  const auto w = layers::attention_weights(*t, {src, tgt}, 2);
+  REQUIRE(w.size() == 4);   // 2 encoder blocks; 1 decoder block: causal self-attention, cross-attention
+  CHECK(w[0].layer == "PureAttention");
+  CHECK(w[1].layer == "PureAttention");
+  CHECK(w[2].layer == "DotProductCausalAttention");
+  CHECK(w[3].layer == "PureAttention");
+  CHECK(w[0].weights.shape() == Shape{2, 2, 6, 6});
+  CHECK(w[2].weights.shape() == Shape{2, 2, 4, 4});
+  CHECK(w[3].weights.shape() == Shape{2, 2, 4, 6});   // target queries over source keys
+  const auto cross = w[3].weights.to_doubles();        // row 0's padded source pieces get nothing
+  for (int row = 0; row < 2 * 4; ++row)
+    for (int j = 3; j < 6; ++j) CHECK(cross[static_cast<std::size_t>(row * 6 + j)] == 0.0);
+  auto lm = TransformerLM(11, tiny(Mode::eval));
+  lm->init(ShapeDtype{{1, 5}, DType::int32}, Rng(3));
+  CHECK(layers::attention_weights(*lm, {tokens({1, 2, 3, 4, 5}, 1, 5)}, 2).size() == 2);   // one per DecoderBlock
+}
+
 TEST_CASE("parameter counts match hand-computed totals") {
   const std::int64_t d = 8, f = 12, V = 11, M = 16;
   auto lm = TransformerLM(V, tiny());
@@ -237,7 +259,7 @@ TEST_CASE("reset_state empties the KV caches and keeps every weight (the same te
 
 TEST_CASE("eval == predict: Transformer's decoder one token at a time reproduces eval logits") {
   const Tensor src = tokens({4, 7, 2, 9, 0, 0, 5, 3, 8, 1, 6, 2}, 2, 6);  // row 0 padded
-  const Tensor tgt = tokens({1, 2, 3, 4, 5, 6, 7, 8}, 2, 4);
+  const Tensor tgt = tokens({1, 2, 3, 4, 5, 6, 1, 2}, 2, 4);
   auto eval = Transformer(11, std::nullopt, tiny(Mode::eval));
   eval->init(signature_of(Stack{src, tgt}), Rng(3));
   const Tensor expected = (*eval)(Stack{src, tgt})[0];  // (2, 4, 11)

@@ -59,6 +59,16 @@ TEST_CASE("comparisons give bool tensors") {
   expect_tensor(logical_not(equal(a, b)), {3}, {1, 0, 1});
 }
 
+TEST_CASE("logical_and broadcasts two masks, as PyTorch's padding_mask & nopeak_mask") {
+  const Tensor padding = greater(tensor({5, 7, 0, 3, 0, 0}, {2, 1, 3}), tensor({0}, {1}));   // (B 2, 1, L 3)
+  const Tensor causal = greater(tensor({1, 0, 0, 1, 1, 0, 1, 1, 1}, {1, 3, 3}), tensor({0}, {1}));
+  expect_tensor(logical_and(padding, causal), {2, 3, 3},
+                {1, 0, 0, 1, 1, 0, 1, 1, 0,     // row 0: key 2 is padding
+                 1, 0, 0, 1, 0, 0, 1, 0, 0});   // row 1: keys 1 and 2 are padding
+  CHECK_THROWS_WITH_AS(logical_and(padding, tensor({1}, {1})), doctest::Contains("needs two bool tensors"),
+                       std::invalid_argument);
+}
+
 TEST_CASE("gradients of binary ops, with broadcasting") {
   const Tensor x = randn({2, 3}, 1), y = randn({2, 3}, 2), b = randn({3}, 3), c = randn({2, 1}, 4);
   expect_gradients([](const V& v) { return v[0] + v[1]; }, {x, b});
