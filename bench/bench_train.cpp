@@ -16,7 +16,7 @@
 // --model lstm: ShiftRight, Embedding, `layers` × LSTM(d_model) (layers/rnn.hpp), Dense(vocab) —
 // bench/pytorch_lstm_lm.py's model, no dropout; FLOPs 6·B·L·(layers·8d² + d·V). With d_ff = 4d a
 // Transformer block has 12d² weights and an LSTM layer 8d², so `--model lstm --config M --layers 6`
-// has the M TransformerLM's parameters (docs/07_attention_before_transformers.md).
+// has the M TransformerLM's parameters (docs/02_attention_before_transformers.md).
 // Reported after --warmup steps: median ms/step, tokens/s (batch·seq / median), GFLOP/s by the
 // references' formula 6·N_mm·B·L + 12·layers·L²·d·B with N_mm = layers·(4d² + 2d·d_ff) + d·V_out,
 // and peak RSS. --generate N: greedy decoding of N tokens, batch 1, with the KV cache (predict

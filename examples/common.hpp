@@ -79,7 +79,7 @@ void add_train_flags(CLI::App& app, TrainFlags& t, bool data_required);
 void add_use_flags(CLI::App& app, std::string& out, int& threads);
 void apply_threads(int threads);
 // The learning-rate schedule the flags ask for: linear warm-up, then rsqrt decay (Trax's default)
-// or a cosine down to ~0 at --steps (docs/05_real_data.md compares them).
+// or a cosine down to ~0 at --steps (docs/10_real_data.md compares them).
 train::Schedule lr_schedule(const TrainFlags& t, const ModelFlags& m);
 // Adam at --lr, averaging the weights when --ema is set.
 train::OptimizerPtr optimizer(const TrainFlags& t);

@@ -26,7 +26,7 @@
 // is the test split `eval` reads (the same 10% for every run: the split does not depend on --seed).
 //
 //   build/examples/sentiment train --data ../shared/data/chatbot_ko/ChatbotData.csv.gz --out runs/topic
-//       --max-len 64 --vocab-size 8000          (one command; test accuracy 81.05%, docs chapter 5)
+//       --max-len 64 --vocab-size 8000          (one command; test accuracy 81.05%, docs chapter 10)
 //   build/examples/sentiment eval --data ../shared/data/chatbot_ko/ChatbotData.csv.gz --out runs/topic
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -281,9 +281,9 @@ int main(int argc, char** argv) {
   examples::ModelFlags m{.d_model = 128, .d_ff = 256, .max_len = 512, .n_layers = 2, .n_heads = 4, .dropout = 0.1};
   // Schedule rsqrt (TrainFlags' default), not lm's cosine: with the cosine (and --head 128)
   // held-out accuracy was 87.0% at best against 88.6% — the rate stays high longer and the
-  // 2-layer model fits the 24,000 reviews before it cools down (docs/05_real_data.md).
+  // 2-layer model fits the 24,000 reviews before it cools down (docs/10_real_data.md).
   // Test accuracy: head only 87.2%; head 128 + tail 384 87.8%; and with weight averaging
-  // (--ema 0.999) 88.4% (docs/05_real_data.md).
+  // (--ema 0.999) 88.4% (docs/10_real_data.md).
   examples::TrainFlags t{.batch_size = 32, .steps = 3000, .warmup = 100, .eval_every = 200, .lr = 3e-3,
                          .ema = 0.999, .out = "runs/imdb"};
   std::int64_t vocab_size = 16000, head = -1;

@@ -161,7 +161,7 @@ int main(int argc, char** argv) {
   // BLEU 27.2 greedy, 29.0 with 4 beams. lr 2e-3 (the pre-norm model is stable there; 1e-3 was 0.1
   // nats behind at step 1,000). Schedule rsqrt (TrainFlags' default): the cosine at the same peak
   // kept the rate high for longer and was far behind (validation loss 2.81 at step 4,500 against
-  // 2.40; docs/05_real_data.md). No weight averaging: --ema 0.999 lowered BLEU (docs/05).
+  // 2.40; docs/10_real_data.md). No weight averaging: --ema 0.999 lowered BLEU (docs/10_real_data.md).
   examples::ModelFlags m{.d_model = 256, .d_ff = 1024, .max_len = 128, .n_layers = 3, .n_heads = 4, .dropout = 0.1};
   examples::TrainFlags t{.batch_size = 64, .steps = 7000, .warmup = 400, .eval_every = 500, .lr = 2e-3, .out = "runs/multi30k"};
   std::int64_t vocab_size = 8000, limit = 0;

@@ -14,7 +14,7 @@
 //   tanh(1) = 0.76 whatever the input, c climbs to ≈ 2 where tanh saturates (tanh'(2) = 0.07), and
 //   each layer passes on ~1/50 of its input's signal and gradient: a stack of LSTMs behind an
 //   attention, as in LSTMSeq2SeqAttn, does not learn (a 500-step copy task: 0% with Trax's bias,
-//   96% with f's alone; docs/07_attention_before_transformers.md). TensorFlow, Keras and every
+//   96% with f's alone; docs/02_attention_before_transformers.md). TensorFlow, Keras and every
 //   paper put it on f alone.
 //
 // GRUCell(n) — 2 → 2, the gated recurrent unit (Cho et al. 2014). The state s has width n:

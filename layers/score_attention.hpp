@@ -10,7 +10,7 @@
 //
 //   e_ti = score(s_t, h_i);   α_t = softmax over i of e_t (padded keys get −1e9);   a_t = Σ_i α_ti h_i
 //
-// The five score functions of the attention notes (docs/07_attention_before_transformers.md;
+// The five score functions of the attention notes (docs/02_attention_before_transformers.md;
 // Luong et al. 2015's table):
 //   dot         s_tᵀ h_i                       Luong         no weights; d_s = d_h
 //   scaled_dot  s_tᵀ h_i / √d                  Vaswani       keeps the softmax out of saturation

@@ -73,7 +73,7 @@ struct LSTMSeq2SeqAttnConfig {
   // pictures (which source tokens each target token read).
   bool return_attention_weights = false;
   // Multiply both embeddings by √d_model (ScaleBy, as the Transformer's option): not Trax's, but
-  // what makes this model learn quickly (docs/07_attention_before_transformers.md).
+  // what makes this model learn quickly (docs/02_attention_before_transformers.md).
   bool scale_embeddings = false;
 };
 // Tokens (in (B, L_in), tgt (B, L_tgt)) → (log-probabilities (B, L_tgt, V_tgt), tgt[, α]).

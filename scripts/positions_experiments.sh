@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The measurements of docs/06_positions_and_norms.md, from scratch:
+# The measurements of docs/05_positions.md and docs/06_the_block.md, from scratch:
 #
 #   scripts/positions_experiments.sh [RUNS_DIR]        (default runs/positions; ~75 min on 2 cores)
 #

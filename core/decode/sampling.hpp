@@ -5,7 +5,7 @@
 // position, feeds that token back, and repeats. In predict mode each call processes only the new
 // token: the KV cache in every causal attention layer remembers the keys and values of all earlier
 // positions, and PositionalEncoding its position — O(position) per token instead of re-running
-// the whole prefix (docs/02_attention.md).
+// the whole prefix (docs/09_decoding.md).
 //
 //   auto lm = TransformerLM(vocab, {.mode = Mode::predict, ...});
 //   lm->init(ShapeDtype{{1, 1}, DType::int32});

@@ -217,7 +217,7 @@ void backward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex
   for_each_slice<T>(D.N, 2 * LL, [&](std::int64_t n, T* scratch) {
     // Local copies: read through the lambda's capture, the compiler must assume a store to a row
     // could change them, reloads them per element and keeps the loops scalar (the dropout loop
-    // below ran several times slower so: docs/performance.md).
+    // below ran several times slower so: docs/11_performance.md).
     const T sc = scale, ks = keep_scale;
     const T* Pn = P + n * LL;
     const T* dOn = dout + n * D.Lq * D.dv;

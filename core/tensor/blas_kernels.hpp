@@ -4,7 +4,7 @@
 // CPU's family and model numbers. A CPU newer than the OpenBLAS release is not in its table, and
 // OpenBLAS 0.3.21 (Debian 12) then falls back to its generic "Prescott" (SSE3) kernels — even on
 // a CPU with AVX-512, and runs about 4× slower than its SkylakeX kernels there (the figures are
-// in docs/performance.md).
+// in docs/11_performance.md).
 //
 // A 4× slower framework with no message would be a silent wrong answer about speed, so ctrax
 // checks once, at start-up (runtime.hpp), and prints ONE warning to stderr naming the fix:

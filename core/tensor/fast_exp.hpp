@@ -7,7 +7,7 @@
 // masked score) the result is exactly 0, as expf's underflow is. float64 keeps std::exp.
 // g++ 12 vectorises it only under -fno-trapping-math (meson.build): otherwise the clamp and the
 // final select stay scalar branches, and the attention softmax runs several times slower
-// (docs/performance.md).
+// (docs/11_performance.md).
 #pragma once
 
 #include <algorithm>

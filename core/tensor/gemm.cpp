@@ -31,7 +31,7 @@ void gemm_call(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K,
 
 // One row (M = 1) or one column (N = 1) of C is a matrix-vector product. OpenBLAS's sgemm
 // sends those through its small-matrix kernels; its gemv kernels stream the matrix once, about
-// twice as fast (docs/performance.md): decoding one token is all such products.
+// twice as fast (docs/11_performance.md): decoding one token is all such products.
 template <class T>
 void gemm_any(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A,
               std::int64_t lda, const T* B, std::int64_t ldb, T beta, T* C, std::int64_t ldc) {

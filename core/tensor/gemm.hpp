@@ -5,7 +5,7 @@
 //     result is wide and short) and each thread runs sgemm on its block;
 //   - many small products (attention heads) run side by side, one per thread.
 // Two pools (OpenBLAS's pthreads and OpenMP's) each spin-wait after their work and steal the
-// other's core: on 2 cores a sizeable share of a Transformer step (docs/performance.md). With one
+// other's core: on 2 cores a sizeable share of a Transformer step (docs/11_performance.md). With one
 // pool there is nothing to fight over.
 #pragma once
 

@@ -18,7 +18,7 @@ namespace ctrax {
 namespace {
 
 // Products at most this large (M·N·K) run many-at-once, one per thread: for attention-sized
-// products that is more than twice as fast (docs/performance.md). Larger ones run one at a time,
+// products that is more than twice as fast (docs/11_performance.md). Larger ones run one at a time,
 // each on all threads (gemm.hpp).
 constexpr std::int64_t kSmallProduct = 256 * 256 * 256;
 

@@ -31,7 +31,7 @@ void for_each_line(const AxisView& v, F row) {
 
 // softmax (log_probs=false) or log-softmax (true) of one line.
 // In float32 the exponentials are the vectorised exp_nonpositive (fast_exp.hpp): with a vocabulary
-// of 8k, std::exp was a visible share of a translation training step (docs/performance.md). omp
+// of 8k, std::exp was a visible share of a translation training step (docs/11_performance.md). omp
 // simd lets the reductions be reordered into vector lanes.
 template <class T>
 void softmax_line(const T* x, T* y, std::int64_t n, std::int64_t s, bool log_probs) {

@@ -6,7 +6,7 @@
 //     N bytes        a JSON object: for each tensor {"dtype": "F32", "shape": [2, 3],
 //                    "data_offsets": [begin, end]}, plus "__metadata__": {string: string}
 //     the rest       the tensors' bytes, row-major, little-endian, back to back
-// Python reads it with one call: safetensors.numpy.load_file(path) (docs/04_training.md).
+// Python reads it with one call: safetensors.numpy.load_file(path) (docs/08_training.md).
 //
 // ctrax adds two guarantees on top of the format:
 //   - writes are atomic: the bytes go to "<path>.tmp", are flushed to disk (fsync), and only then

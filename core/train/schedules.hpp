@@ -15,7 +15,7 @@
 //                                   v · ½ (1 + cos(π · (step − n) / (N − n + 1)))
 //                                   (down to ~0 at the last step N: "cooling down" — the final
 //                                   steps at a small rate settle into the valley the large rate
-//                                   only bounced around in; docs/05_real_data.md measures it)
+//                                   only bounced around in; docs/10_real_data.md measures it)
 //   multifactor({...})              a product of named factors (below), floored at `minimum`
 //
 // multifactor's factors, as in Trax ("constant * linear_warmup * rsqrt_decay" by default):
