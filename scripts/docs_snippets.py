@@ -4,6 +4,12 @@
     scripts/docs_snippets.py OUT.cpp FILE.md...     write one C++ file holding every ```cpp block
     scripts/docs_snippets.py --list FILE.md...      print each block's name and first line
     scripts/docs_snippets.py --pages ROOT           print the pages meson gives it (README, docs/)
+    scripts/docs_snippets.py --check ROOT           the course's consistency (a test of scripts/test.sh):
+        the Korean edition docs/ko/ has exactly the English chapters, each with the same ```cpp and
+        ```output blocks in the same order and as many fenced blocks in all; every exercise a
+        chapter names ("*exercise 4.1*") has its solution, TEST_CASE("exercise 4.1: …"), in
+        tests/docs/test_exercises.cpp and every solution is named by a chapter; every image a page
+        shows exists.
 
 Every ```cpp block in the given Markdown files must be a complete program (it has `int main()`).
 A block fenced as ```output right after it is the program's expected standard output; the test
@@ -180,6 +186,44 @@ int main(int argc, char** argv) {
 """
 
 
+def check(root):
+    """The course's consistency; returns the problems found (empty: all is well)."""
+    docs, ko = root / "docs", root / "docs" / "ko"
+    problems = []
+    english = sorted(p.name for p in docs.glob("*.md"))
+    korean = sorted(p.name for p in ko.glob("*.md")) if ko.is_dir() else []
+    for name in sorted(set(english) ^ set(korean)):
+        problems.append(f"docs/{name} has no Korean edition docs/ko/{name}" if name in english
+                        else f"docs/ko/{name} has no English original docs/{name}")
+    for name in sorted(set(english) & set(korean)):
+        en, kr = blocks(docs / name), blocks(ko / name)
+        code_en = [(lang, text) for lang, _, text in en if lang in ("cpp", "output")]
+        code_kr = [(lang, text) for lang, _, text in kr if lang in ("cpp", "output")]
+        if code_en != code_kr:
+            for i, (a, b) in enumerate(zip(code_en + [None] * len(code_kr), code_kr + [None] * len(code_en))):
+                if a != b:
+                    problems.append(f"docs/ko/{name}: ```cpp/```output block {i + 1} differs from docs/{name}'s "
+                                    "(the editions must show the same programs and outputs)")
+                    break
+        if len(en) != len(kr):
+            problems.append(f"docs/ko/{name}: {len(kr)} fenced blocks, docs/{name} has {len(en)}")
+    named = {}
+    for page in sorted(docs.glob("*.md")):
+        for m in re.finditer(r"\*exercise (\d+\.\d+)\*", page.read_text(encoding="utf-8")):
+            named.setdefault(m.group(1), f"docs/{page.name}")
+    solutions_file = root / "tests" / "docs" / "test_exercises.cpp"
+    solved = set(re.findall(r'TEST_CASE\("exercise (\d+\.\d+):', solutions_file.read_text(encoding="utf-8")))
+    for e in sorted(set(named) - solved):
+        problems.append(f"{named[e]}: exercise {e} has no solution TEST_CASE(\"exercise {e}: …\") in tests/docs/test_exercises.cpp")
+    for e in sorted(solved - set(named)):
+        problems.append(f"tests/docs/test_exercises.cpp: exercise {e} is named by no chapter")
+    for page in [root / "README.md"] + sorted(docs.glob("*.md")) + sorted(ko.glob("*.md")):
+        for m in re.finditer(r"!\[[^\]]*\]\(([^)]+)\)", page.read_text(encoding="utf-8")):
+            if not (page.parent / m.group(1)).is_file():
+                problems.append(f"{shown(page)}: the image {m.group(1)} does not exist")
+    return problems
+
+
 def main():
     args = sys.argv[1:]
     if not args:
@@ -189,6 +233,12 @@ def main():
         pages = [root / "README.md"] + sorted((root / "docs").glob("*.md")) + sorted((root / "docs").glob("ko/*.md"))
         print("\n".join(str(p) for p in pages))
         return
+    if args[0] == "--check":
+        problems = check(Path(args[1]))
+        for p in problems:
+            print(p)
+        print(f"[doctest] test cases: 1 | {0 if problems else 1} passed | {1 if problems else 0} failed | 0 skipped")
+        sys.exit(1 if problems else 0)
     if args[0] == "--list":
         for name, where, text, expected in programs(args[1:]):
             print(f"{name}\t{where}\t{'output checked' if expected is not None else ''}")
