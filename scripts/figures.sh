@@ -39,7 +39,7 @@ $py scripts/plot_diagrams.py "$runs/diagrams.json" --images "$images"
 train "$runs/shakespeare" build/examples/lm train --data "$data/tinyshakespeare/input.txt" --minutes 30
 $py scripts/plot_metrics.py "$runs/shakespeare" --out "$images/lm_shakespeare.png"
 build/examples/lm attention --out "$runs/shakespeare" "ROMEO:
-But soft, what light through yonder window breaks?" --json "$runs/attention_lm.json" | tee "$runs/attention_lm.txt"
+But soft, what light" --json "$runs/attention_lm.json" | tee "$runs/attention_lm.txt"
 $py scripts/plot_attention.py "$runs/attention_lm.json" --out "$images/attention_lm.png"
 
 sentence="A man in an orange hat starring at something."

@@ -32,19 +32,19 @@ def main():
     if not layers or any(len(row) != L for layer in layers for head in layer for row in head):
         sys.exit(f"plot_attention: {args.attention}: every head must be {L} rows of {L}")
     n_layers, n_heads = len(layers), len(layers[0])
-    size = 0.14 * L + 0.6
+    size = 0.11 * L + 0.8
     fig, axes = plt.subplots(n_layers, n_heads, figsize=(size * n_heads, size * n_layers), squeeze=False)
     for l, layer in enumerate(layers):
         for h, head in enumerate(layer):
             ax = axes[l][h]
             ax.imshow(head, cmap="Greys", vmin=0, vmax=1)
             ax.set_title(f"layer {l + 1}, head {h + 1}", fontsize=9)
-            ax.set_xticks(range(L), tokens, fontsize=6, family="monospace")
-            ax.set_yticks(range(L), tokens, fontsize=6, family="monospace")
+            ax.set_xticks(range(L), tokens, fontsize=7, family="monospace")
+            ax.set_yticks(range(L), tokens, fontsize=7, family="monospace")
             ax.tick_params(length=0)
     fig.suptitle(f"attention weights on {a['text']!r} (rows: queries, columns: keys)", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(args.out, dpi=100)
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    fig.savefig(args.out, dpi=80)
     print(f"wrote {args.out}")
 
 
