@@ -31,7 +31,6 @@
 #include "examples/seq2seq.hpp"
 
 using namespace ctrax;
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -53,11 +52,9 @@ std::pair<std::vector<data::TextPair>, std::vector<data::TextPair>> split_pairs(
 
 int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, examples::TrainFlags t,
                   std::int64_t vocab_size, double held_out) {
-  examples::apply_threads(t.threads);
-  const auto resumed = examples::existing_checkpoint(t.out);
-  fs::create_directories(t.out);
+  const bool resumed = examples::open_run(t);
   const auto [train_pairs, val_pairs] = split_pairs(t.data, held_out, t.seed);
-  const auto tok = examples::joint_vocabulary(train_pairs, t, vocab_size, resumed.has_value());
+  const auto tok = examples::joint_vocabulary(train_pairs, t, vocab_size, resumed);
   fmt::print("{}: {} training pairs, {} held out, vocabulary {}\n", t.data, train_pairs.size(), val_pairs.size(),
              tok->vocab_size());
   examples::train_seq2seq(std::move(lock), m, t, *tok, train_pairs, val_pairs,
@@ -101,8 +98,9 @@ int main(int argc, char** argv) {
   CLI::App app{"A Korean chatbot: the paper's Transformer trained on question-answer pairs."};
   app.require_subcommand(1);
 
-  examples::ModelFlags m{.d_model = 256, .d_ff = 512, .max_len = 40, .n_layers = 2, .n_heads = 8, .dropout = 0.1,
-                         .positions = "sinusoidal", .norm = "post", .scale_embeddings = true};
+  examples::ModelFlags m{.arch = {.d_model = 256, .d_ff = 512, .n_layers = 2, .n_heads = 8, .max_len = 40, .dropout = 0.1,
+                                  .positions = models::Positions::sinusoidal, .norm = models::Norm::post,
+                                  .scale_embeddings = true}};
   examples::TrainFlags t{.batch_size = 64, .steps = 6000, .warmup = 4000, .eval_every = 500, .lr = 1.0,
                          .minutes = 15, .schedule = "noam", .out = "runs/chatbot"};
   std::int64_t vocab_size = 8000;

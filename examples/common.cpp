@@ -22,6 +22,7 @@
 #include "core/train/adam.hpp"
 #include "core/train/checkpoint.hpp"
 #include "core/train/report.hpp"
+#include "models/config.hpp"
 #include "models/rnn.hpp"
 
 namespace ctrax::examples {
@@ -29,19 +30,15 @@ namespace ctrax::examples {
 using nlohmann::json;
 
 models::TransformerConfig ModelFlags::config(Mode mode) const {
-  const models::Positions p = positions == "learned"       ? models::Positions::learned
-                              : positions == "rotary"      ? models::Positions::rotary
-                              : positions == "linear-bias" ? models::Positions::linear_bias
-                                                           : models::Positions::sinusoidal;
-  return {.d_model = d_model, .d_ff = d_ff, .n_layers = n_layers, .n_encoder_layers = n_layers,
-          .n_decoder_layers = n_layers, .n_heads = n_heads, .max_len = max_len, .dropout = dropout,
-          .mode = mode, .positions = p, .norm = norm == "post" ? models::Norm::post : models::Norm::pre,
-          .scale_embeddings = scale_embeddings};
+  models::TransformerConfig c = arch;
+  c.mode = mode;
+  c.n_encoder_layers = c.n_decoder_layers = c.n_layers;
+  return c;
 }
 
 LayerPtr ModelFlags::language_model(std::int64_t vocab_size, Mode mode) const {
-  if (model == "rnnlm") return models::RNNLM(vocab_size, {.d_model = d_model, .n_layers = n_layers, .dropout = dropout, .mode = mode});
-  if (model == "grulm") return models::GRULM(vocab_size, {.d_model = d_model, .n_layers = n_layers, .mode = mode});
+  if (model == "rnnlm") return models::RNNLM(vocab_size, {.d_model = arch.d_model, .n_layers = arch.n_layers, .dropout = arch.dropout, .mode = mode});
+  if (model == "grulm") return models::GRULM(vocab_size, {.d_model = arch.d_model, .n_layers = arch.n_layers, .mode = mode});
   return models::TransformerLM(vocab_size, config(mode));
 }
 
@@ -52,12 +49,12 @@ LayerPtr ModelFlags::seq2seq_model(std::int64_t vocab_size, Mode mode, bool atte
         "are read by layers::attention_weights", model, score.empty() ? "" : ", score " + score));
   if (model == "lstm")
     return models::LSTMSeq2SeqAttn(vocab_size, vocab_size,
-                                   {.d_model = d_model, .n_encoder_layers = n_layers,
-                                    .n_decoder_layers = decoder_layers < 0 ? n_layers : decoder_layers,
-                                    .n_attention_heads = n_heads, .attention_dropout = dropout, .mode = mode,
+                                   {.d_model = arch.d_model, .n_encoder_layers = arch.n_layers,
+                                    .n_decoder_layers = decoder_layers < 0 ? arch.n_layers : decoder_layers,
+                                    .n_attention_heads = arch.n_heads, .attention_dropout = arch.dropout, .mode = mode,
                                     .score = score.empty() ? std::nullopt : std::optional(layers::parse_score(score)),
-                                    .max_len = max_len, .return_attention_weights = attention_weights,
-                                    .scale_embeddings = scale_embeddings});
+                                    .max_len = arch.max_len, .return_attention_weights = attention_weights,
+                                    .scale_embeddings = arch.scale_embeddings});
   return models::Transformer(vocab_size, std::nullopt, config(mode));
 }
 
@@ -86,44 +83,38 @@ CLI::Validator number_in(double lo, double hi, bool lo_open) {
 
 namespace {
 
-// The model flags' checks, by flag: the command line's values and a checkpoint's stored ones
-// pass the same ones. max_len >= 2: the language model's context holds a start token and one more.
-const std::vector<std::pair<std::string, CLI::Validator>>& model_flag_checks() {
-  static const std::vector<std::pair<std::string, CLI::Validator>> checks = {
-      {"--d-model", number_in(1, 1 << 16)}, {"--d-ff", number_in(1, 1 << 20)},
-      {"--n-layers", number_in(1, 1000)},   {"--n-heads", number_in(1, 1024)},
-      {"--max-len", number_in(2, 1 << 20)}, {"--dropout", number_in(0, 0.99)}};
-  return checks;
-}
-
+// A model flag's check: the range models/config.hpp gives its key, so the command line and a
+// checkpoint's stored config accept the same values.
 CLI::Validator model_check(const std::string& flag) {
-  for (const auto& [f, v] : model_flag_checks())
-    if (f == flag) return v;
-  throw std::logic_error("no check for " + flag);
+  std::string key = flag.substr(2);
+  std::replace(key.begin(), key.end(), '-', '_');
+  for (const auto& r : models::transformer_config_ranges())
+    if (key == r.key) return number_in(r.lo, r.hi);
+  throw std::logic_error("no range for " + flag);
 }
 
 }  // namespace
 
 void add_model_flags(CLI::App& app, ModelFlags& m) {
-  app.add_option("--d-model", m.d_model, "model width")->capture_default_str()->check(model_check("--d-model"));
-  app.add_option("--d-ff", m.d_ff, "feed-forward width")->capture_default_str()->check(model_check("--d-ff"));
-  app.add_option("--n-layers", m.n_layers, "blocks (Transformer: encoder and decoder each)")
+  models::TransformerConfig& c = m.arch;
+  app.add_option("--d-model", c.d_model, "model width")->capture_default_str()->check(model_check("--d-model"));
+  app.add_option("--d-ff", c.d_ff, "feed-forward width")->capture_default_str()->check(model_check("--d-ff"));
+  app.add_option("--n-layers", c.n_layers, "blocks (Transformer: encoder and decoder each)")
       ->capture_default_str()->check(model_check("--n-layers"));
-  app.add_option("--n-heads", m.n_heads, "attention heads (must divide --d-model)")->capture_default_str()
+  app.add_option("--n-heads", c.n_heads, "attention heads (must divide --d-model)")->capture_default_str()
       ->check(model_check("--n-heads"));
-  app.add_option("--max-len", m.max_len, "longest sequence (tokens)")->capture_default_str()->check(model_check("--max-len"));
-  app.add_option("--dropout", m.dropout, "dropout rate")->capture_default_str()->check(model_check("--dropout"));
-  add_architecture_flags(app, m);
-}
-
-void add_architecture_flags(CLI::App& app, ModelFlags& m) {
-  app.add_option("--positions", m.positions,
-                 "where positions enter: sinusoidal (Trax), learned (a trained table), rotary (RoPE in attention), "
-                 "linear-bias (ALiBi in attention)")
-      ->capture_default_str()->check(CLI::IsMember({"sinusoidal", "learned", "rotary", "linear-bias"}));
-  app.add_option("--norm", m.norm, "pre: x + F(LayerNorm(x)) (Trax); post: LayerNorm(x + F(x)) (the paper)")
-      ->capture_default_str()->check(CLI::IsMember({"pre", "post"}));
-  app.add_flag("--scale-embeddings", m.scale_embeddings, "multiply embeddings by sqrt(d_model) (the paper)");
+  app.add_option("--max-len", c.max_len, "longest sequence (tokens)")->capture_default_str()->check(model_check("--max-len"));
+  app.add_option("--dropout", c.dropout, "dropout rate")->capture_default_str()->check(model_check("--dropout"));
+  app.add_option_function<std::string>("--positions", [&c](const std::string& p) { c.positions = models::parse_positions(p); },
+                                       "where positions enter: sinusoidal (Trax), learned (a trained table), rotary "
+                                       "(RoPE in attention), linear-bias (ALiBi in attention)")
+      ->default_str(models::to_string(c.positions))
+      ->check(CLI::IsMember({"sinusoidal", "learned", "rotary", "linear-bias"}));
+  app.add_option_function<std::string>("--norm", [&c](const std::string& n) { c.norm = models::parse_norm(n); },
+                                       "pre: x + F(LayerNorm(x)) (Trax); post: LayerNorm(x + F(x)) (the paper)")
+      ->default_str(models::to_string(c.norm))
+      ->check(CLI::IsMember({"pre", "post"}));
+  app.add_flag("--scale-embeddings", c.scale_embeddings, "multiply embeddings by sqrt(d_model) (the paper)");
 }
 
 void add_model_choice(CLI::App& app, ModelFlags& m, const std::vector<std::string>& models) {
@@ -191,7 +182,7 @@ void apply_threads(int threads) {
 
 train::Schedule lr_schedule(const TrainFlags& t, const ModelFlags& m) {
   if (t.schedule == "rsqrt") return train::warmup_and_rsqrt_decay(t.warmup, t.lr);
-  if (t.schedule == "noam") return train::noam(m.d_model, std::max<std::int64_t>(t.warmup, 1), t.lr);
+  if (t.schedule == "noam") return train::noam(m.arch.d_model, std::max<std::int64_t>(t.warmup, 1), t.lr);
   // A run shorter than its warm-up (a quick trial) still gets a cosine: warm up over steps − 1.
   return train::warmup_and_cosine_decay(std::min(t.warmup, t.steps - 1), t.steps, t.lr);
 }
@@ -202,18 +193,28 @@ std::optional<std::string> existing_checkpoint(const std::string& out) {
   return std::nullopt;
 }
 
+bool open_run(const TrainFlags& t) {
+  apply_threads(t.threads);
+  const bool resumed = existing_checkpoint(t.out).has_value();
+  std::filesystem::create_directories(t.out);
+  return resumed;
+}
+
+std::string spm_path(const std::string& out) { return (std::filesystem::path(out) / "spm.model").string(); }
+
+std::unique_ptr<data::SentencePieceTokenizer> run_vocabulary(const TrainFlags& t, bool resumed,
+                                                             data::SentencePieceOptions options, const std::string& what,
+                                                             const std::function<std::vector<std::string>()>& texts) {
+  if (resumed) return data::SentencePieceTokenizer::load(spm_path(t.out));
+  fmt::print("learning a SentencePiece vocabulary of {} from {}...\n", options.vocab_size, what);
+  options.seed = t.seed;
+  return data::SentencePieceTokenizer::train(texts(), options, spm_path(t.out));
+}
+
 std::string config_json(const ModelFlags& m, const TrainFlags& t, const std::string& extra) {
   json j = json::parse(extra);
+  j.update(json::parse(models::to_json(m.config(Mode::train))));
   j["ema"] = t.ema;
-  j["d_model"] = m.d_model;
-  j["d_ff"] = m.d_ff;
-  j["n_layers"] = m.n_layers;
-  j["n_heads"] = m.n_heads;
-  j["max_len"] = m.max_len;
-  j["dropout"] = m.dropout;
-  j["positions"] = m.positions;
-  j["norm"] = m.norm;
-  j["scale_embeddings"] = m.scale_embeddings;
   j["model"] = m.model;
   j["score"] = m.score;
   j["decoder_layers"] = m.decoder_layers;
@@ -256,37 +257,27 @@ T value(const json& config, const std::string& out, const std::string& key) {
 
 ModelFlags model_flags_from(const std::string& out) {
   const json c = stored_config(out);
-  // A stored value passes the command line's checks too (a corrupted or hand-edited config).
-  for (const auto& [flag, check] : model_flag_checks()) {
-    std::string key = flag.substr(2);
-    std::replace(key.begin(), key.end(), '-', '_');
-    std::string text = std::to_string(value<double>(c, out, key));
-    if (const std::string e = check(text); !e.empty())
-      throw std::runtime_error(fmt::format("{}/model.safetensors: config's \"{}\": {}", out, key, e));
+  ModelFlags m;
+  try {   // the model's configuration, checked against the command line's ranges
+    m.arch = models::transformer_config_from_json(c.dump());
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(fmt::format("{}/model.safetensors: config's {}", out, e.what()));
   }
-  // Checkpoints older than these options were made with Trax's choices.
+  // Checkpoints older than these options were made with Trax's model.
   const auto or_default = [&]<class T>(const std::string& key, T fallback) {
     return c.contains(key) ? value<T>(c, out, key) : fallback;
   };
-  ModelFlags m{.d_model = value<std::int64_t>(c, out, "d_model"), .d_ff = value<std::int64_t>(c, out, "d_ff"),
-               .max_len = value<std::int64_t>(c, out, "max_len"), .n_layers = value<int>(c, out, "n_layers"),
-               .n_heads = value<int>(c, out, "n_heads"), .dropout = value<double>(c, out, "dropout"),
-               .positions = or_default(std::string("positions"), std::string("sinusoidal")),
-               .norm = or_default(std::string("norm"), std::string("pre")),
-               .scale_embeddings = or_default(std::string("scale_embeddings"), false),
-               .model = or_default(std::string("model"), std::string("transformer")),
-               .score = or_default(std::string("score"), std::string("")),
-               .decoder_layers = or_default(std::string("decoder_layers"), -1)};
-  const std::set<std::string> positions = {"sinusoidal", "learned", "rotary", "linear-bias"}, norms = {"pre", "post"},
-                              kinds = {"transformer", "rnnlm", "grulm", "lstm"},
+  m.model = or_default(std::string("model"), std::string("transformer"));
+  m.score = or_default(std::string("score"), std::string(""));
+  m.decoder_layers = or_default(std::string("decoder_layers"), -1);
+  const std::set<std::string> kinds = {"transformer", "rnnlm", "grulm", "lstm"},
                               scores = {"", "dot", "scaled_dot", "general", "additive", "location"};
   if (m.decoder_layers < -1 || m.decoder_layers > 64)   // --decoder-layers' range, or -1: as many as n_layers
     throw std::runtime_error(fmt::format("{}/model.safetensors: config's \"decoder_layers\": expected -1 or a number "
                                          "from 0 to 64, got {}", out, m.decoder_layers));
-  if (!positions.count(m.positions) || !norms.count(m.norm) || !kinds.count(m.model) || !scores.count(m.score))
-    throw std::runtime_error(fmt::format(
-        "{}/model.safetensors: config's positions \"{}\" / norm \"{}\" / model \"{}\" / score \"{}\" is not one ctrax makes",
-        out, m.positions, m.norm, m.model, m.score));
+  if (!kinds.count(m.model) || !scores.count(m.score))
+    throw std::runtime_error(fmt::format("{}/model.safetensors: config's model \"{}\" / score \"{}\" is not one ctrax makes",
+                                         out, m.model, m.score));
   return m;
 }
 

@@ -19,9 +19,12 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
+#include "core/data/sentencepiece.hpp"
 #include "core/io/run_lock.hpp"
 #include "core/train/loop.hpp"
+#include "models/config.hpp"
 #include "models/transformer.hpp"
 
 namespace ctrax::examples {
@@ -35,19 +38,20 @@ void require_text(const std::vector<std::string>& texts, const std::string& argu
 // and at most 10, got nan"), before any conversion can saturate them.
 CLI::Validator number_in(double lo, double hi, bool lo_open = false);
 
-// Model hyper-parameters: flags --d-model --d-ff --n-layers --n-heads --max-len --dropout.
+// The model a run trains: the Transformer's configuration (its sizes, positions and norm; the
+// recurrent models read the sizes they share with it) and which model it is.
 struct ModelFlags {
-  std::int64_t d_model = 0, d_ff = 0, max_len = 0;
-  int n_layers = 0, n_heads = 0;
-  double dropout = 0;
-  std::string positions = "sinusoidal";   // sinusoidal, learned, rotary or linear-bias
-  std::string norm = "pre";               // pre (Trax) or post (the paper)
-  bool scale_embeddings = false;          // × √d_model (the paper)
+  // Flags --d-model --d-ff --n-layers --n-heads --max-len --dropout --positions --norm
+  // --scale-embeddings, bound to these fields; --n-layers counts the encoder's and the decoder's
+  // blocks each. Stored in the checkpoint by models::to_json and read back by
+  // models::transformer_config_from_json (models/config.hpp), whose ranges the flags check.
+  models::TransformerConfig arch = {};
   // Which model: "transformer", or Trax's recurrent ones (models/rnn.hpp): "rnnlm" / "grulm" for
   // lm, "lstm" (LSTMSeq2SeqAttn) for translate and chatbot; `score` picks its attention ("": Trax's).
   std::string model = "transformer";
   std::string score = "";
   int decoder_layers = -1;                // lstm: LSTMs after the attention (-1: as many as n_layers)
+  // arch in `mode`, with n_layers blocks in each stack.
   models::TransformerConfig config(Mode mode) const;
   // The language model / encoder–decoder these flags describe, in `mode`.
   LayerPtr language_model(std::int64_t vocab_size, Mode mode) const;
@@ -55,9 +59,6 @@ struct ModelFlags {
   LayerPtr seq2seq_model(std::int64_t vocab_size, Mode mode, bool attention_weights = false) const;
 };
 void add_model_flags(CLI::App& app, ModelFlags& m);
-// Only the architecture's choices of ModelFlags (--positions --norm --scale-embeddings), for
-// programs with their own size flags (inspect); add_model_flags includes them.
-void add_architecture_flags(CLI::App& app, ModelFlags& m);
 // --model (one of `models`, the first the default) and, when "lstm" is among them, --score and
 // --decoder-layers.
 void add_model_choice(CLI::App& app, ModelFlags& m, const std::vector<std::string>& models);
@@ -86,6 +87,19 @@ train::OptimizerPtr optimizer(const TrainFlags& t);
 
 // The checkpoint in `out`, if there is one.
 std::optional<std::string> existing_checkpoint(const std::string& out);
+
+// The opening every `train` shares: --threads applied and the run directory made. True when the
+// directory holds a checkpoint to resume (settle_run has already checked the flags against it).
+bool open_run(const TrainFlags& t);
+
+// OUT/spm.model.
+std::string spm_path(const std::string& out);
+// The run's SentencePiece vocabulary: on a fresh run learned from texts() (announced as learned
+// "from <what>") and saved as OUT/spm.model; on a resume read back from there, so the ids are
+// the ones the checkpoint was trained on.
+std::unique_ptr<data::SentencePieceTokenizer> run_vocabulary(const TrainFlags& t, bool resumed,
+                                                             data::SentencePieceOptions options, const std::string& what,
+                                                             const std::function<std::vector<std::string>()>& texts);
 
 // Called once `cmd` (a `train` command) is parsed, before its flags are used. When t.out holds a
 // checkpoint, adopts its stored flags for every flag not given on the command line, and throws,

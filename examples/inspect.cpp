@@ -43,8 +43,7 @@ int main(int argc, char** argv) {
   std::string model_name;
   std::int64_t vocab_size = 32000, n_classes = 10;
   std::optional<std::int64_t> output_vocab_size;
-  models::TransformerConfig c;
-  int n_layers = c.n_layers;
+  examples::ModelFlags m;   // Trax's defaults (d_model 512, d_ff 2048, 6 layers, 8 heads, max_len 2048)
   std::string mode = "train";
   bool trace = false;
   bool blas_info = false;
@@ -56,12 +55,7 @@ int main(int argc, char** argv) {
   app.add_option("--output-vocab-size", output_vocab_size,
                  "Transformer only: target vocabulary (default: shared with the input)");
   app.add_option("--n-classes", n_classes, "TransformerEncoder only: classes")->capture_default_str();
-  app.add_option("--d-model", c.d_model, "model width")->capture_default_str();
-  app.add_option("--d-ff", c.d_ff, "feed-forward width")->capture_default_str();
-  app.add_option("--n-layers", n_layers, "blocks (Transformer: encoder and decoder each)")
-      ->capture_default_str();
-  app.add_option("--n-heads", c.n_heads, "attention heads")->capture_default_str();
-  app.add_option("--max-len", c.max_len, "longest sequence")->capture_default_str();
+  examples::add_model_flags(app, m);
   app.add_option("--mode", mode, "train, eval or predict")
       ->check(CLI::IsMember({"train", "eval", "predict"}))
       ->capture_default_str();
@@ -70,8 +64,6 @@ int main(int argc, char** argv) {
   app.add_option("--score", score, "LSTMSeq2SeqAttn only: dot, scaled_dot, general, additive or location "
                  "(default: Trax's AttentionQKV)")
       ->check(CLI::IsMember({"dot", "scaled_dot", "general", "additive", "location"}));
-  examples::ModelFlags architecture;
-  examples::add_architecture_flags(app, architecture);
   app.add_flag("--trace", trace, "run a tiny random batch and print the stack around every layer");
   app.add_flag("--blas", blas_info,
                "print which OpenBLAS kernels run and whether they fit this CPU (core/tensor/blas_kernels.hpp)");
@@ -89,12 +81,7 @@ int main(int argc, char** argv) {
     return 106;
   }
 
-  c.n_layers = c.n_encoder_layers = c.n_decoder_layers = n_layers;
-  c.mode = mode == "train" ? Mode::train : mode == "eval" ? Mode::eval : Mode::predict;
-  const models::TransformerConfig chosen = architecture.config(c.mode);
-  c.positions = chosen.positions;
-  c.norm = chosen.norm;
-  c.scale_embeddings = chosen.scale_embeddings;
+  const models::TransformerConfig c = m.config(mode == "train" ? Mode::train : mode == "eval" ? Mode::eval : Mode::predict);
   const bool predict = c.mode == Mode::predict;
   const std::int64_t B = 2, L = std::min<std::int64_t>(8, c.max_len);
   const std::int64_t L_dec = predict ? 1 : std::min<std::int64_t>(6, c.max_len);
@@ -111,7 +98,7 @@ int main(int argc, char** argv) {
       batch = {random_tokens(B, predict ? 1 : L, vocab_size, 0, 1)};
     } else if (model_name == "RNNLM" || model_name == "GRULM") {
       const bool gru = model_name == "GRULM";
-      const int n_rnn = app.count("--n-layers") ? n_layers : gru ? 1 : 2;
+      const int n_rnn = app.count("--n-layers") ? c.n_layers : gru ? 1 : 2;
       if (gru)
         model = models::GRULM(vocab_size, {.d_model = c.d_model, .n_layers = n_rnn, .mode = c.mode});
       else if (cell == "gru")
@@ -122,7 +109,7 @@ int main(int argc, char** argv) {
         model = models::RNNLM(vocab_size, {.d_model = c.d_model, .n_layers = n_rnn, .mode = c.mode});
       batch = {random_tokens(B, predict ? 1 : L, vocab_size, 0, 1)};
     } else if (model_name == "LSTMSeq2SeqAttn") {
-      const int n_rnn = app.count("--n-layers") ? n_layers : 2;
+      const int n_rnn = app.count("--n-layers") ? c.n_layers : 2;
       model = models::LSTMSeq2SeqAttn(
           vocab_size, out_vocab,
           {.d_model = c.d_model, .n_encoder_layers = n_rnn, .n_decoder_layers = n_rnn,

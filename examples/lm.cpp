@@ -69,7 +69,7 @@ std::string fortunes_corpus() {
 
 std::unique_ptr<data::Tokenizer> load_tokenizer(const std::string& kind, const std::string& out) {
   if (kind == "char") return std::make_unique<data::ByteTokenizer>();
-  return data::SentencePieceTokenizer::load((fs::path(out) / "spm.model").string());
+  return data::SentencePieceTokenizer::load(examples::spm_path(out));
 }
 
 // The text of --data (or the fortunes corpus), split 90% training, 10% validation.
@@ -81,24 +81,19 @@ std::pair<std::string, std::string> split_text(const std::string& data) {
 
 int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, examples::TrainFlags t, std::string tokenizer_kind,
                   std::int64_t sp_vocab, std::int64_t train_len) {
-  examples::apply_threads(t.threads);
-  const auto resumed = examples::existing_checkpoint(t.out);
-  fs::create_directories(t.out);
+  const bool resumed = examples::open_run(t);
   const auto [train_text, valid_text] = split_text(t.data);
-
   std::unique_ptr<data::Tokenizer> tok;
-  if (tokenizer_kind == "sentencepiece" && !resumed) {
-    fmt::print("learning a SentencePiece vocabulary of {} from the training text...\n", sp_vocab);
-    tok = data::SentencePieceTokenizer::train(data::split_lines(train_text), {.vocab_size = sp_vocab, .seed = t.seed},
-                                              (fs::path(t.out) / "spm.model").string());
-  } else {
-    tok = load_tokenizer(tokenizer_kind, t.out);
-  }
+  if (tokenizer_kind == "sentencepiece")
+    tok = examples::run_vocabulary(t, resumed, {.vocab_size = sp_vocab}, "the training text",
+                                   [&] { return data::split_lines(train_text); });
+  else
+    tok = std::make_unique<data::ByteTokenizer>();
   auto train_ids = std::make_shared<const std::vector<std::int32_t>>(tok->encode(train_text));
   auto valid_ids = std::make_shared<const std::vector<std::int32_t>>(tok->encode(valid_text));
-  if (train_len > m.max_len)
-    throw std::runtime_error(fmt::format("--train-len {} exceeds --max-len {}", train_len, m.max_len));
-  const std::int64_t L = train_len > 0 ? train_len : m.max_len, B = t.batch_size;
+  if (train_len > m.arch.max_len)
+    throw std::runtime_error(fmt::format("--train-len {} exceeds --max-len {}", train_len, m.arch.max_len));
+  const std::int64_t L = train_len > 0 ? train_len : m.arch.max_len, B = t.batch_size;
   fmt::print("{}: {} characters, {} training and {} validation tokens ({} tokenizer, vocabulary {})\n",
              t.data.empty() ? std::string(kFortunes) : t.data, train_text.size() + valid_text.size(), train_ids->size(),
              valid_ids->size(), tok->name(), tok->vocab_size());
@@ -141,7 +136,7 @@ int eval_command(const std::string& out, int threads, const std::string& data_pa
   const auto m = examples::model_flags_from(out);
   const auto tok = load_tokenizer(examples::config_string(out, "tokenizer"), out);
   auto model = m.language_model(tok->vocab_size(), Mode::eval);
-  model->init(ShapeDtype{{1, std::min(length, m.max_len)}, DType::int32});
+  model->init(ShapeDtype{{1, std::min(length, m.arch.max_len)}, DType::int32});
   train::load_weights(examples::weights_to_use(out), *model);
   const auto valid_ids = std::make_shared<const std::vector<std::int32_t>>(tok->encode(split_text(data_path).second));
   if (valid_ids->empty()) throw std::runtime_error("no validation text");
@@ -162,7 +157,7 @@ int eval_command(const std::string& out, int threads, const std::string& data_pa
   }
   fmt::print("length {}: validation loss {:.4f}, accuracy {:.4f} ({} tokens; trained at {}, positions {})\n", length,
              loss_sum / tokens, correct / tokens, static_cast<std::int64_t>(tokens),
-             examples::config_int(out, "train_len", m.max_len), m.positions);
+             examples::config_int(out, "train_len", m.arch.max_len), models::to_string(m.arch.positions));
   return 0;
 }
 
@@ -175,7 +170,7 @@ int sample_command(const std::string& out, int threads, const std::string& promp
   model->init(ShapeDtype{{1, 1}, DType::int32});
   train::load_weights(examples::weights_to_use(out), *model);
 
-  const std::int64_t context = m.max_len - 1;   // the start token takes one position
+  const std::int64_t context = m.arch.max_len - 1;   // the start token takes one position
   for (std::int64_t s = 0; s < n_samples; ++s) {
     std::vector<std::int32_t> tokens = tok->encode(prompt);
     if (static_cast<std::int64_t>(tokens.size()) > context / 2)
@@ -214,12 +209,12 @@ int attention_command(const std::string& out, int threads, const std::string& te
     throw std::runtime_error(fmt::format("{}: attention needs a Transformer model; this one is {}", out, m.model));
   const auto tok = load_tokenizer(examples::config_string(out, "tokenizer"), out);
   std::vector<std::int32_t> ids = tok->encode(text);
-  if (static_cast<std::int64_t>(ids.size()) > m.max_len) ids.resize(static_cast<std::size_t>(m.max_len));
+  if (static_cast<std::int64_t>(ids.size()) > m.arch.max_len) ids.resize(static_cast<std::size_t>(m.arch.max_len));
   const auto L = static_cast<std::int64_t>(ids.size());
   auto model = m.language_model(tok->vocab_size(), Mode::eval);
   model->init(ShapeDtype{{1, L}, DType::int32});
   train::load_weights(examples::weights_to_use(out), *model);
-  const auto maps = layers::attention_weights(*model, {data::pad_rows(std::span(&ids, 1), L)}, m.n_heads);
+  const auto maps = layers::attention_weights(*model, {data::pad_rows(std::span(&ids, 1), L)}, m.arch.n_heads);
   std::vector<std::string> held = {"<s>"};   // what position i holds: the piece before it
   for (std::int64_t i = 0; i + 1 < L; ++i) held.push_back(tok->decode(std::span(&ids[static_cast<std::size_t>(i)], 1)));
   nlohmann::json layers_json = nlohmann::json::array();
@@ -259,7 +254,7 @@ int main(int argc, char** argv) {
 
   // Defaults chosen so the cosine schedule cools down inside the README's 30 minutes on 2 cores
   // (its results table has the measured losses).
-  examples::ModelFlags m{.d_model = 256, .d_ff = 1024, .max_len = 128, .n_layers = 4, .n_heads = 4, .dropout = 0.0};
+  examples::ModelFlags m{.arch = {.d_model = 256, .d_ff = 1024, .n_layers = 4, .n_heads = 4, .max_len = 128, .dropout = 0.0}};
   examples::TrainFlags t{.batch_size = 32, .steps = 2500, .warmup = 100, .eval_every = 250, .lr = 2e-3,
                          .schedule = "cosine", .out = "runs/lm"};
   std::string tokenizer = "char";

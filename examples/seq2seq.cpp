@@ -39,27 +39,26 @@ EncodedPairs encode(const data::Tokenizer& tok, const std::vector<data::TextPair
 
 }  // namespace
 
-std::string spm_path(const std::string& out) { return (std::filesystem::path(out) / "spm.model").string(); }
 
 std::unique_ptr<data::SentencePieceTokenizer> joint_vocabulary(const std::vector<data::TextPair>& pairs,
                                                                const TrainFlags& t, std::int64_t vocab_size,
                                                                bool resumed) {
-  if (resumed) return data::SentencePieceTokenizer::load(spm_path(t.out));
-  fmt::print("learning a joint SentencePiece vocabulary of {} from both sides...\n", vocab_size);
-  std::vector<std::string> sentences;
-  for (const auto& p : pairs) {
-    sentences.push_back(p.source);
-    sentences.push_back(p.target);
-  }
-  return data::SentencePieceTokenizer::train(sentences, {.vocab_size = vocab_size, .seed = t.seed}, spm_path(t.out));
+  return run_vocabulary(t, resumed, {.vocab_size = vocab_size}, "both sides (one joint vocabulary)", [&] {
+    std::vector<std::string> sentences;
+    for (const auto& p : pairs) {
+      sentences.push_back(p.source);
+      sentences.push_back(p.target);
+    }
+    return sentences;
+  });
 }
 
 void train_seq2seq(std::shared_ptr<io::RunLock> lock, const ModelFlags& m, const TrainFlags& t,
                    const data::SentencePieceTokenizer& tok, const std::vector<data::TextPair>& train_pairs,
                    const std::vector<data::TextPair>& val_pairs, const std::string& extra,
                    const KeepBest& keep_best) {
-  const auto train = encode(tok, train_pairs, m.max_len), val = encode(tok, val_pairs, m.max_len);
-  const data::PadOptions pad{.max_len = m.max_len, .pad_multiple = 4};
+  const auto train = encode(tok, train_pairs, m.arch.max_len), val = encode(tok, val_pairs, m.arch.max_len);
+  const data::PadOptions pad{.max_len = m.arch.max_len, .pad_multiple = 4};
   auto model = m.seq2seq_model(tok.vocab_size(), Mode::train);
   const auto n_val = static_cast<std::int64_t>(val_pairs.size());
   train::Loop loop(
@@ -100,12 +99,12 @@ std::vector<std::string> Seq2Seq::operator()(const std::vector<std::string>& sou
   std::int64_t L = 1;
   for (const auto& s : sources) {
     rows.push_back(tok_->encode(s));
-    if (static_cast<std::int64_t>(rows.back().size()) > m_.max_len) rows.back().resize(static_cast<std::size_t>(m_.max_len));
+    if (static_cast<std::int64_t>(rows.back().size()) > m_.arch.max_len) rows.back().resize(static_cast<std::size_t>(m_.arch.max_len));
     L = std::max<std::int64_t>(L, static_cast<std::int64_t>(rows.back().size()));
   }
   const Tensor source = data::pad_rows(rows, L);
   // Room for a target somewhat longer than the source, within the model's positions.
-  const std::int64_t max_length = std::min<std::int64_t>(m_.max_len - 1, 2 * L + 10);
+  const std::int64_t max_length = std::min<std::int64_t>(m_.arch.max_len - 1, 2 * L + 10);
   std::vector<std::string> out;
   if (n_beams <= 1) {
     const Tensor gen = decode::autoregressive_sample(*model_, source, 0, {.temperature = 0, .max_length = max_length});
@@ -122,13 +121,13 @@ std::vector<std::string> Seq2Seq::operator()(const std::vector<std::string>& sou
 
 Alignment Seq2Seq::align(const std::string& source) {
   auto ids = tok_->encode(source);
-  if (static_cast<std::int64_t>(ids.size()) > m_.max_len) ids.resize(static_cast<std::size_t>(m_.max_len));
+  if (static_cast<std::int64_t>(ids.size()) > m_.arch.max_len) ids.resize(static_cast<std::size_t>(m_.arch.max_len));
   const auto Ls = static_cast<std::int64_t>(ids.size());
   const Tensor src = data::pad_rows(data::Sequences{ids}, std::max<std::int64_t>(Ls, 1));
   const bool lstm = m_.model == "lstm";
   auto reader = m_.seq2seq_model(tok_->vocab_size(), Mode::eval, /*attention_weights=*/lstm);   // checks first
   const Tensor gen = decode::autoregressive_sample(*model_, src, 0,
-                                                   {.temperature = 0, .max_length = std::min<std::int64_t>(m_.max_len - 1, 2 * Ls + 10)});
+                                                   {.temperature = 0, .max_length = std::min<std::int64_t>(m_.arch.max_len - 1, 2 * Ls + 10)});
   std::vector<std::int32_t> out;   // the translation, up to and with its EOS
   for (std::int64_t t = 0; t < gen.dim(1); ++t) {
     const std::int32_t id = gen.data<std::int32_t>()[t];
@@ -146,7 +145,7 @@ Alignment Seq2Seq::align(const std::string& source) {
   for (std::int32_t id : out) a.target.push_back(id == data::kEosId ? "</s>" : tok_->piece(id));
   // (H, Lt, L_k) maps: LSTMSeq2SeqAttn's one α, or the Transformer's last cross-attention's heads.
   const Tensor maps = lstm ? (*reader)(Stack{src, tgt})[2]
-                           : layers::attention_weights(*reader, {src, tgt}, m_.n_heads).back().weights;
+                           : layers::attention_weights(*reader, {src, tgt}, m_.arch.n_heads).back().weights;
   const Tensor alpha = maps.to(DType::float64);
   const std::int64_t H = lstm ? 1 : alpha.dim(1), Lk = alpha.dim(-1);
   const double* p = alpha.data<double>();

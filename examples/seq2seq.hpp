@@ -18,9 +18,6 @@
 
 namespace ctrax::examples {
 
-// OUT/spm.model.
-std::string spm_path(const std::string& out);
-
 // The run's joint vocabulary: learned from both sides of `pairs` on a fresh run (saved as
 // OUT/spm.model), loaded when resuming.
 std::unique_ptr<data::SentencePieceTokenizer> joint_vocabulary(const std::vector<data::TextPair>& pairs,

@@ -66,12 +66,10 @@ std::vector<data::TextPair> load_pairs(const std::string& dir, const std::string
 
 int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, examples::TrainFlags t, std::int64_t vocab_size,
                   const std::string& src, const std::string& tgt, std::int64_t limit) {
-  examples::apply_threads(t.threads);
-  const auto resumed = examples::existing_checkpoint(t.out);
-  fs::create_directories(t.out);
+  const bool resumed = examples::open_run(t);
   const auto train_pairs = load_pairs(t.data, "train", src, tgt, limit);
   const auto val_pairs = load_pairs(t.data, "val", src, tgt, limit);
-  const auto tok = examples::joint_vocabulary(train_pairs, t, vocab_size, resumed.has_value());
+  const auto tok = examples::joint_vocabulary(train_pairs, t, vocab_size, resumed);
   fmt::print("{}: {} training pairs, {} validation pairs ({} → {}), vocabulary {}\n", t.data,
              train_pairs.size(), val_pairs.size(), src, tgt, tok->vocab_size());
   examples::train_seq2seq(std::move(lock), m, t, *tok, train_pairs, val_pairs,
@@ -162,7 +160,7 @@ int main(int argc, char** argv) {
   // nats behind at step 1,000). Schedule rsqrt (TrainFlags' default): the cosine at the same peak
   // kept the rate high for longer and was far behind (validation loss 2.81 at step 4,500 against
   // 2.40; docs/10_real_data.md). No weight averaging: --ema 0.999 lowered BLEU (docs/10_real_data.md).
-  examples::ModelFlags m{.d_model = 256, .d_ff = 1024, .max_len = 128, .n_layers = 3, .n_heads = 4, .dropout = 0.1};
+  examples::ModelFlags m{.arch = {.d_model = 256, .d_ff = 1024, .n_layers = 3, .n_heads = 4, .max_len = 128, .dropout = 0.1}};
   examples::TrainFlags t{.batch_size = 64, .steps = 7000, .warmup = 400, .eval_every = 500, .lr = 2e-3, .out = "runs/multi30k"};
   std::int64_t vocab_size = 8000, limit = 0;
   std::string src = "en", tgt = "de";
