@@ -32,6 +32,7 @@
 #include <map>
 #include <vector>
 
+#include "core/decode/beam_search.hpp"
 #include "core/decode/sampling.hpp"
 #include "core/layer/serial.hpp"
 #include "core/tensor/ops.hpp"
@@ -74,8 +75,9 @@ int main(int argc, char** argv) {
   CLI::App app{"Train the PyTorch reference's models with ctrax and report tokens/s, GFLOP/s, RSS."};
   std::string model_name = "lm", config_name = "S", tag;
   int steps = 0, warmup = 3, threads = 0, layers = 0;
-  std::int64_t generate = 0;
-  bool json = false, sgemm = false;
+  std::int64_t generate = 0, gen_batch = 1, beams = 0;
+  bool json = false, sgemm = false, bandwidth = false;
+  double bandwidth_mb = 512;
   app.add_option("--model", model_name, "lm, encoder or lstm")->check(CLI::IsMember({"lm", "encoder", "lstm"}))->capture_default_str();
   app.add_option("--config", config_name, "S, M or L (RESULTS.md)")->check(CLI::IsMember({"S", "M", "L"}))->capture_default_str();
   app.add_option("--steps", steps, "timed steps (default: S 20, M 8, L 5, as the reference)");
@@ -83,7 +85,13 @@ int main(int argc, char** argv) {
                  "--layers 6: the M TransformerLM's parameter count)")->check(CLI::Range(1, 1000));
   app.add_option("--warmup", warmup, "untimed steps first")->capture_default_str();
   app.add_option("--threads", threads, "threads (0: CTRAX_NUM_THREADS or all cores)")->capture_default_str();
-  app.add_option("--generate", generate, "> 0: decode this many tokens greedily instead of training");
+  app.add_option("--generate", generate, "> 0: decode this many tokens per row instead of training (greedy at "
+                 "--gen-batch 1, sampled rows above, beam search with --beams)");
+  app.add_option("--gen-batch", gen_batch, "--generate: rows decoded together (> 1: sampled, temperature 1)")->capture_default_str();
+  app.add_option("--beams", beams, "--generate: beam search with this many beams for one input instead");
+  app.add_flag("--bandwidth", bandwidth, "only measure the memory read bandwidth of --threads threads (the roofline's)");
+  app.add_option("--bandwidth-mb", bandwidth_mb, "--bandwidth: the array's size (a decoding step's bytes: the caches it "
+                 "streams from)")->capture_default_str()->check(CLI::Range(1.0, 65536.0));
   app.add_option("--tag", tag, "label for the JSON line");
   app.add_flag("--json", json, "also print one JSON line");
   app.add_flag("--sgemm-peak", sgemm, "only measure OpenBLAS's own 2048³ sgemm on --threads threads (the peak to compare with)");
@@ -106,33 +114,77 @@ int main(int argc, char** argv) {
     if (json) fmt::print("JSON {{\"tag\": \"{}\", \"script\": \"sgemm\", \"gflops\": {}}}\n", tag, gflops);
     return 0;
   }
+  if (bandwidth) {   // sum an array of --bandwidth-mb, split over the threads: bytes read per second
+    const auto n = static_cast<std::size_t>(bandwidth_mb * 1e6 / 4);
+    // 32-bit integers, summed with wrap-around: the loop vectorises, so memory, not the adder,
+    // sets its speed (a float sum would be a serial chain without -ffast-math).
+    std::vector<std::uint32_t> a(n, 1u);
+    std::vector<double> gbs;
+    const int passes = 6 + static_cast<int>(2000 / bandwidth_mb);   // small arrays: more passes
+    for (int rep = 0; rep < passes; ++rep) {
+      const auto t0 = Clock::now();
+      std::uint32_t total = 0;
+#pragma omp parallel for reduction(+ : total) schedule(static)
+      for (std::int64_t i = 0; i < static_cast<std::int64_t>(n); ++i) total += a[static_cast<std::size_t>(i)];
+      const double ms = ms_since(t0);
+      if (total != static_cast<std::uint32_t>(n)) throw std::logic_error("bandwidth: wrong sum");
+      if (rep > 0) gbs.push_back(static_cast<double>(n * sizeof(std::uint32_t)) / ms / 1e6);
+    }
+    std::sort(gbs.begin(), gbs.end());
+    fmt::print("memory read bandwidth on {} threads: {:.1f} GB/s (median of {} passes over {:.1f} MB)\n", num_threads(),
+               gbs[gbs.size() / 2], passes - 1, bandwidth_mb);
+    if (json) fmt::print("JSON {{\"tag\": \"{}\", \"script\": \"bandwidth\", \"gb_per_s\": {}}}\n", tag, gbs[gbs.size() / 2]);
+    return 0;
+  }
   Config k = kConfigs.at(config_name);
   if (layers > 0) k.layers = layers;
   if (steps == 0) steps = config_name == "S" ? 20 : config_name == "M" ? 8 : 5;
 
   models::TransformerConfig c{.d_model = k.d_model, .d_ff = k.d_ff, .n_layers = k.layers,
-                              .n_heads = k.heads, .max_len = std::max<std::int64_t>(k.seq, generate + 1),
+                              .n_heads = k.heads, .max_len = std::max<std::int64_t>(k.seq, generate + 2),
                               .dropout = 0.1};
   const bool lstm = model_name == "lstm", lm = model_name == "lm" || lstm;
   const std::string script = "ctrax_" + model_name;
 
   if (generate > 0) {
     if (model_name != "lm") throw std::invalid_argument("--generate needs --model lm");
+    const std::int64_t rows = beams > 0 ? beams : gen_batch;
     c.mode = Mode::predict;
     auto decoder = models::TransformerLM(k.vocab, c);
-    decoder->init(ShapeDtype{{1, 1}, DType::int32}, Rng(0));
-    decode::autoregressive_sample(*decoder, Tensor(), 1, {.temperature = 0, .eos_id = -1, .max_length = 8});
+    decoder->init(ShapeDtype{{rows, 1}, DType::int32}, Rng(0));
+    // Row r starts from token r % vocab, as the reference's rows do.
+    std::vector<double> starts;
+    for (std::int64_t r = 0; r < (beams > 0 ? 1 : rows); ++r) starts.push_back(static_cast<double>(r % k.vocab));
+    const Tensor prompt = Tensor::from_doubles(starts, {beams > 0 ? 1 : rows, 1}, DType::int32);
+    const auto run = [&](std::int64_t n) {
+      if (beams > 0)
+        return static_cast<std::int64_t>(decode::beam_search(*decoder, prompt, 1, {.n_beams = beams, .eos_id = -1, .max_length = n})
+                                             .front().front().tokens.size());
+      const Tensor out = decode::autoregressive_sample(
+          *decoder, prompt, rows, {.temperature = rows > 1 ? 1.0 : 0.0, .eos_id = -1, .max_length = n, .seed = 1});
+      return out.dim(1);
+    };
+    run(8);   // warm-up
     profile::reset();
     const auto t0 = Clock::now();
-    const Tensor out = decode::autoregressive_sample(*decoder, Tensor(), 1,
-                                                     {.temperature = 0, .eos_id = -1, .max_length = generate});
+    const std::int64_t made = run(generate);
     const double s = ms_since(t0) / 1e3;
-    fmt::print("generate: {} tokens in {:.3f} s = {:.1f} tok/s (batch 1, KV cache, threads={}); peak RSS {:.0f} MB\n",
-               out.dim(1), s, static_cast<double>(generate) / s, num_threads(), peak_rss_mb());
-    if (profile::enabled()) std::cout << "per token:\n" << profile::report(generate, s * 1e3 / static_cast<double>(generate));
+    const double tok_s = static_cast<double>(generate * rows) / s;
+    // What one step must stream: every weight once, and (on average over the run) the KV caches'
+    // filled halves: 2 · layers · rows · d_model floats per position, generate/2 positions.
+    const double weight_bytes = 4.0 * static_cast<double>(decoder->n_params());
+    const double cache_bytes = 4.0 * 2 * k.layers * static_cast<double>(rows * k.d_model) * static_cast<double>(generate) / 2;
+    const std::string how = beams > 0 ? fmt::format("beam search, {} beams", beams)
+                                      : rows > 1 ? fmt::format("{} sampled rows", rows) : "greedy, batch 1";
+    fmt::print("generate: {} tokens × {} rows in {:.3f} s = {:.1f} tok/s ({}, KV cache, threads={}); {:.2f} ms per step; "
+               "streams {:.1f} MB of weights + {:.1f} MB of cache per step; peak RSS {:.0f} MB\n",
+               made, rows, s, tok_s, how, num_threads(), s * 1e3 / static_cast<double>(generate), weight_bytes / 1e6,
+               cache_bytes / 1e6, peak_rss_mb());
+    if (profile::enabled()) std::cout << "per step:\n" << profile::report(generate, s * 1e3 / static_cast<double>(generate));
     if (json)
-      fmt::print("JSON {{\"tag\": \"{}\", \"script\": \"{}\", \"gen_tokens\": {}, \"gen_s\": {}, \"gen_tok_per_s\": {}, "
-                 "\"peak_rss_mb\": {}}}\n", tag, script, generate, s, static_cast<double>(generate) / s, peak_rss_mb());
+      fmt::print("JSON {{\"tag\": \"{}\", \"script\": \"{}\", \"gen_tokens\": {}, \"gen_batch\": {}, \"gen_s\": {}, "
+                 "\"gen_tok_per_s\": {}, \"step_bytes\": {}, \"peak_rss_mb\": {}}}\n",
+                 tag, script, generate * rows, rows, s, tok_s, weight_bytes + cache_bytes, peak_rss_mb());
     return 0;
   }
 

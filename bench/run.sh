@@ -11,8 +11,12 @@
 #   ratio_vs_pytorch=X.XX        (ctrax tokens/s ÷ PyTorch tokens/s)
 # `lstm` trains an LSTM language model (layers/rnn.hpp) against nn.LSTM (bench/pytorch_lstm_lm.py, this
 # repository's reference; same vocab, d_model, layers, seq and batch as the config, no dropout).
-# `decode` compares greedy decoding of 256 tokens: ctrax with its KV cache, the reference re-running
-# the whole prefix (its only mode), 1 thread as RESULTS.md measures it best. At L the line
+# `decode` compares decoding 256 tokens per row with a KV cache on both sides (the reference's
+# --kv-cache, 1 thread): greedy at batch 1, 8 sampled rows against the reference's 8 greedy rows, and
+# ctrax's beam search with 4 beams against the reference's 4 cached rows; the reference without its
+# cache (re-running the whole prefix) is one extra line. Each line also gives the run's share of a
+# roofline: the bytes one step streams (every weight, the filled KV caches) at the memory bandwidth
+# bench_train --bandwidth measures on an array of that size in the same run. At L the line
 # before the ratio gives ctrax's model GFLOP/s as a share of OpenBLAS's 2-thread sgemm peak,
 # measured in the same run. Installs python3-torch if it is missing; CTRAX_PROFILE=1 adds
 # ctrax's per-op-family profile to its runs.
@@ -59,15 +63,32 @@ for rep in $(seq "$reps"); do
     "${blas[@]}" GLIBC_TUNABLES=$tunables /usr/bin/python3 bench/pytorch_lstm_lm.py "${lstm_flags[@]}" \
       --threads 1 --blas-threads 2 --json --tag pytorch | tee -a "$log" | grep -v '^JSON'
   elif [ "$what" = decode ]; then
-    "${blas[@]}" build/bench/bench_train --model lm --config "$config" --generate 256 --json --tag ctrax | tee -a "$log" | grep -v '^JSON'
-    "${blas[@]}" GLIBC_TUNABLES=$tunables /usr/bin/python3 "$shared/bench/pytorch_lm.py" "${flags[@]}" \
-      --threads 1 --generate 256 --json --tag pytorch | tee -a "$log" | grep -v '^JSON'
+    for mode in b1 b8 beams4; do
+      case $mode in
+        b1) mine=(); theirs=(--gen-batch 1) ;;
+        b8) mine=(--gen-batch 8); theirs=(--gen-batch 8) ;;
+        beams4) mine=(--beams 4); theirs=(--gen-batch 4) ;;
+      esac
+      "${blas[@]}" build/bench/bench_train --model lm --config "$config" --generate 256 "${mine[@]}" --json --tag "ctrax_$mode" |
+        tee -a "$log" | grep -v '^JSON'
+      "${blas[@]}" GLIBC_TUNABLES=$tunables /usr/bin/python3 "$shared/bench/pytorch_lm.py" "${flags[@]}" \
+        --threads 1 --generate 256 --kv-cache "${theirs[@]}" --json --tag "pytorch_$mode" | tee -a "$log" | grep -v '^JSON'
+    done
   else
     "${blas[@]}" build/bench/bench_train --model "$what" --config "$config" --json --tag ctrax | tee -a "$log" | grep -v '^JSON'
     "${blas[@]}" GLIBC_TUNABLES=$tunables /usr/bin/python3 "$shared/bench/pytorch_$what.py" "${flags[@]}" \
       --threads 1 --blas-threads 2 --dropout 0.1 --json --tag pytorch | tee -a "$log" | grep -v '^JSON'
   fi
 done
+if [ "$what" = decode ]; then
+  # The reference without its cache (one run), and the bandwidth of each mode's working set.
+  "${blas[@]}" GLIBC_TUNABLES=$tunables /usr/bin/python3 "$shared/bench/pytorch_lm.py" "${flags[@]}" \
+    --threads 1 --generate 256 --json --tag pytorch_uncached | tee -a "$log" | grep -v '^JSON'
+  for mode in b1 b8 beams4; do
+    mb=$(/usr/bin/python3 -c "import json,sys; r=[json.loads(l[5:]) for l in open(sys.argv[1]) if l.startswith('JSON ') and '\"ctrax_$mode\"' in l]; print(max(1.0, r[0]['step_bytes'] / 1e6))" "$log")
+    "${blas[@]}" build/bench/bench_train --bandwidth --bandwidth-mb "$mb" --json --tag "bandwidth_$mode" | tee -a "$log" | grep -v '^JSON'
+  done
+fi
 if [ "$config" = L ] && [ "$what" != decode ] && [ "$what" != lstm ]; then
   "${blas[@]}" build/bench/bench_train --sgemm-peak --threads 2 --json --tag peak | tee -a "$log" | grep -v '^JSON'
 fi
@@ -76,19 +97,30 @@ fi
 import json, statistics, sys
 log, what, config = sys.argv[1:]
 runs = [json.loads(l[5:]) for l in open(log) if l.startswith("JSON ")]
-key = "gen_tok_per_s" if what == "decode" else "tok_per_s"
 def med(tag, k):
     v = [r[k] for r in runs if r.get("tag") == tag and k in r]
     return statistics.median(v) if v else float("nan")
-c, p = med("ctrax", key), med("pytorch", key)
+if what == "decode":
+    names = {"b1": "greedy, batch 1", "b8": "8 rows (ctrax sampled)", "beams4": "4 beams (reference: 4 rows)"}
+    for mode, name in names.items():
+        c, p = med(f"ctrax_{mode}", "gen_tok_per_s"), med(f"pytorch_{mode}", "gen_tok_per_s")
+        rows = med(f"ctrax_{mode}", "gen_batch")
+        step_bytes, bw = med(f"ctrax_{mode}", "step_bytes"), med(f"bandwidth_{mode}", "gb_per_s")
+        share = (c / rows) * step_bytes / (bw * 1e9)
+        print(f"{config} decode {name}: tokens/s ctrax {c:,.0f}  pytorch-KV {p:,.0f}  ratio {c / p:.2f}  "
+              f"(roofline: {step_bytes / 1e6:.1f} MB per step at {bw:.0f} GB/s; ctrax at {100 * share:.0f}%)")
+    print(f"{config} decode: the reference without its KV cache {med('pytorch_uncached', 'gen_tok_per_s'):,.0f} tok/s")
+    c, p = med("ctrax_b1", "gen_tok_per_s"), med("pytorch_b1", "gen_tok_per_s")
+    print(f"ratio_vs_pytorch={c / p:.2f}")
+    sys.exit(0)
+c, p = med("ctrax", "tok_per_s"), med("pytorch", "tok_per_s")
 rc, rp = med("ctrax", "peak_rss_mb"), med("pytorch", "peak_rss_mb")
 print(f"\n{config} {what}: median tokens/s  ctrax {c:,.0f}   pytorch {p:,.0f}   "
       f"(peak RSS ctrax {rc:,.0f} MB, pytorch {rp:,.0f} MB)")
-if what != "decode":
-    gc, gp = med("ctrax", "gflops_achieved"), med("pytorch", "gflops_achieved")
-    print(f"{config} {what}: model GFLOP/s  ctrax {gc:.1f}   pytorch {gp:.1f}")
-    peak = med("peak", "gflops")
-    if peak == peak:
-        print(f"{config} {what}: ctrax reaches {100 * gc / peak:.0f}% of the 2-thread sgemm peak ({peak:.0f} GFLOP/s)")
+gc, gp = med("ctrax", "gflops_achieved"), med("pytorch", "gflops_achieved")
+print(f"{config} {what}: model GFLOP/s  ctrax {gc:.1f}   pytorch {gp:.1f}")
+peak = med("peak", "gflops")
+if peak == peak:
+    print(f"{config} {what}: ctrax reaches {100 * gc / peak:.0f}% of the 2-thread sgemm peak ({peak:.0f} GFLOP/s)")
 print(f"ratio_vs_pytorch={c / p:.2f}")
 PY
