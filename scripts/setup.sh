@@ -20,7 +20,8 @@ done
 
 packages=(g++ meson ninja-build cmake pkg-config libopenblas-dev libxtensor-dev
           libxtensor-blas-dev libxsimd-dev doctest-dev libfmt-dev libcli11-dev
-          nlohmann-json3-dev zlib1g-dev libsentencepiece-dev fortunes python3-matplotlib)
+          nlohmann-json3-dev zlib1g-dev libsentencepiece-dev fortunes python3-matplotlib
+          libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

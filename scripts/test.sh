@@ -18,6 +18,8 @@ done
 for t in demo inspect lm_example sentiment_example translate_example chatbot_example faults docs_check install; do
   run_meson_test build "$t"
 done
+# The MPI communicator across two processes, when this build has MPI.
+if meson test -C build --list 2>/dev/null | grep -qx mpi; then run_meson_test build mpi; fi
 run_catalogue build
 if [ "${CTRAX_SANITIZE:-0}" = 1 ]; then
   source scripts/sanitize.sh

@@ -1,0 +1,86 @@
+#include <doctest/doctest.h>
+
+#include "core/dist/communicator.hpp"
+#include "tests/helpers.hpp"
+
+using namespace ctrax;
+using namespace ctrax::testing;
+using namespace ctrax::dist;
+
+namespace {
+
+// Stands in for K processes that all hold the same values: a sum multiplies every element by K.
+// Counts the calls, to see the buckets.
+class Copies final : public Communicator {
+ public:
+  explicit Copies(int k) : k_(k) {}
+  int size() const override { return k_; }
+  int rank() const override { return 0; }
+  std::string describe() const override { return "copies"; }
+  void barrier() override {}
+  int calls = 0;
+
+ protected:
+  void all_reduce_sum(void* data, std::size_t n, DType dtype) override {
+    ++calls;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (dtype == DType::float32) static_cast<float*>(data)[i] *= static_cast<float>(k_);
+      if (dtype == DType::float64) static_cast<double*>(data)[i] *= k_;
+      if (dtype == DType::int32) static_cast<std::int32_t*>(data)[i] *= k_;
+    }
+  }
+  void broadcast_bytes(void*, std::size_t, int) override {}
+
+ private:
+  int k_;
+};
+
+}  // namespace
+
+TEST_CASE("one process: all_reduce and broadcast leave every tensor as it was") {
+  auto comm = single_process();
+  CHECK(comm->size() == 1);
+  CHECK(comm->rank() == 0);
+  CHECK(comm->describe() == "1 process");
+  std::vector<Tensor> ts = {tensor({1.f, 2.f}, {2}), tensor({3.0}, {1})};
+  comm->all_reduce(ts, Reduce::mean);
+  comm->broadcast(ts, 0);
+  comm->barrier();
+  expect_tensor(ts[0], {2}, {1, 2});
+  expect_tensor(ts[1], {1}, {3});
+}
+
+TEST_CASE("all_reduce packs tensors into buckets by dtype and size, and unpacks every element in place") {
+  Copies three(3);
+  std::vector<Tensor> ts = {tensor({1.f, 2.f, 3.f}, {3}), tensor({4.f}, {1}), tensor({5.0, 6.0}, {2}),
+                            tensor({7, 8}, {2}), tensor({9.f, 10.f}, {1, 2})};
+  three.all_reduce(ts, Reduce::sum, /*bucket_bytes=*/16);
+  expect_tensor(ts[0], {3}, {3, 6, 9});
+  expect_tensor(ts[1], {1}, {12});
+  expect_tensor(ts[2], {2}, {15, 18});
+  expect_tensor(ts[3], {2}, {21, 24});
+  expect_tensor(ts[4], {1, 2}, {27, 30});
+  // 16 bytes: f32 (3 + 1 elements) one bucket, f64 one, i32 one, the last f32 one.
+  CHECK(three.calls == 4);
+  Copies two(2);
+  std::vector<Tensor> big = {Tensor::full({100}, 1.5)};   // larger than a bucket: a bucket of its own
+  two.all_reduce(big, Reduce::mean, 16);
+  CHECK(two.calls == 1);
+  expect_tensor(big[0], {100}, std::vector<double>(100, 1.5));
+}
+
+TEST_CASE("all_reduce and broadcast refuse what they cannot reduce, naming it") {
+  auto comm = single_process();
+  std::vector<Tensor> ints = {tensor({1, 2}, {2})};
+  CHECK_THROWS_WITH_AS(comm->all_reduce(ints, Reduce::mean), doctest::Contains("the mean of an int32 tensor (i32[2])"),
+                       std::invalid_argument);
+  std::vector<Tensor> meta = {Tensor::meta({2})};
+  CHECK_THROWS_WITH_AS(comm->all_reduce(meta), doctest::Contains("a tensor without memory (f32[2]?)"), std::invalid_argument);
+  std::vector<Tensor> masks = {tensor({true}, {1})};
+  CHECK_THROWS_WITH_AS(comm->all_reduce(masks), doctest::Contains("bool tensors cannot be reduced"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(comm->broadcast(ints, 1), "broadcast: root 1 is not a rank of 1 processes", std::invalid_argument);
+}
+
+TEST_CASE("without mpirun, make_communicator is the single process") {
+  CHECK(make_communicator()->size() == 1);
+}
