@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Train the PyTorch reference's models with ctrax and report tokens/s, GFLOP/s, RSS."};
   std::string model_name = "lm", config_name = "S", tag;
   int steps = 0, warmup = 3, threads = 0, layers = 0;
-  std::int64_t generate = 0, gen_batch = 1, beams = 0;
+  std::int64_t generate = 0, gen_batch = 1, beams = 0, prompt_len = 0;
   bool json = false, sgemm = false, bandwidth = false;
   double bandwidth_mb = 512;
   app.add_option("--model", model_name, "lm, encoder or lstm")->check(CLI::IsMember({"lm", "encoder", "lstm"}))->capture_default_str();
@@ -89,6 +89,8 @@ int main(int argc, char** argv) {
                  "--gen-batch 1, sampled rows above, beam search with --beams)");
   app.add_option("--gen-batch", gen_batch, "--generate: rows decoded together (> 1: sampled, temperature 1)")->capture_default_str();
   app.add_option("--beams", beams, "--generate: beam search with this many beams for one input instead");
+  app.add_option("--prompt-len", prompt_len, "--generate: first read a prompt of this many tokens in one pass, and "
+                 "report the time to the first generated token");
   app.add_flag("--bandwidth", bandwidth, "only measure the memory read bandwidth of --threads threads (the roofline's)");
   app.add_option("--bandwidth-mb", bandwidth_mb, "--bandwidth: the array's size (a decoding step's bytes: the caches it "
                  "streams from)")->capture_default_str()->check(CLI::Range(1.0, 65536.0));
@@ -141,7 +143,7 @@ int main(int argc, char** argv) {
   if (steps == 0) steps = config_name == "S" ? 20 : config_name == "M" ? 8 : 5;
 
   models::TransformerConfig c{.d_model = k.d_model, .d_ff = k.d_ff, .n_layers = k.layers,
-                              .n_heads = k.heads, .max_len = std::max<std::int64_t>(k.seq, generate + 2),
+                              .n_heads = k.heads, .max_len = std::max<std::int64_t>(k.seq, generate + prompt_len + 2),
                               .dropout = 0.1};
   const bool lstm = model_name == "lstm", lm = model_name == "lm" || lstm;
   const std::string script = "ctrax_" + model_name;
@@ -152,10 +154,12 @@ int main(int argc, char** argv) {
     c.mode = Mode::predict;
     auto decoder = models::TransformerLM(k.vocab, c);
     decoder->init(ShapeDtype{{rows, 1}, DType::int32}, Rng(0));
-    // Row r starts from token r % vocab, as the reference's rows do.
+    // Row r starts from token r % vocab, as the reference's rows do (then --prompt-len − 1 more).
     std::vector<double> starts;
-    for (std::int64_t r = 0; r < (beams > 0 ? 1 : rows); ++r) starts.push_back(static_cast<double>(r % k.vocab));
-    const Tensor prompt = Tensor::from_doubles(starts, {beams > 0 ? 1 : rows, 1}, DType::int32);
+    const std::int64_t P = std::max<std::int64_t>(prompt_len, 1);
+    for (std::int64_t r = 0; r < (beams > 0 ? 1 : rows); ++r)
+      for (std::int64_t i = 0; i < P; ++i) starts.push_back(static_cast<double>((r + 7 * i) % k.vocab));
+    const Tensor prompt = Tensor::from_doubles(starts, {beams > 0 ? 1 : rows, P}, DType::int32);
     const auto run = [&](std::int64_t n) {
       if (beams > 0)
         return static_cast<std::int64_t>(decode::beam_search(*decoder, prompt, 1, {.n_beams = beams, .eos_id = -1, .max_length = n})
@@ -165,6 +169,18 @@ int main(int argc, char** argv) {
       return out.dim(1);
     };
     run(8);   // warm-up
+    double ttft_ms = 0;
+    if (prompt_len > 0) {   // the prompt in one pass, then the first token: what a user waits for
+      std::vector<double> t;
+      for (int rep = 0; rep < 5; ++rep) {
+        const auto t0 = Clock::now();
+        run(1);
+        t.push_back(ms_since(t0));
+      }
+      std::sort(t.begin(), t.end());
+      ttft_ms = t[t.size() / 2];
+      fmt::print("time to first token after a {}-token prompt: {:.2f} ms (median of 5)\n", prompt_len, ttft_ms);
+    }
     profile::reset();
     const auto t0 = Clock::now();
     const std::int64_t made = run(generate);
@@ -183,8 +199,8 @@ int main(int argc, char** argv) {
     if (profile::enabled()) std::cout << "per step:\n" << profile::report(generate, s * 1e3 / static_cast<double>(generate));
     if (json)
       fmt::print("JSON {{\"tag\": \"{}\", \"script\": \"{}\", \"gen_tokens\": {}, \"gen_batch\": {}, \"gen_s\": {}, "
-                 "\"gen_tok_per_s\": {}, \"step_bytes\": {}, \"peak_rss_mb\": {}}}\n",
-                 tag, script, generate * rows, rows, s, tok_s, weight_bytes + cache_bytes, peak_rss_mb());
+                 "\"gen_tok_per_s\": {}, \"step_bytes\": {}, \"ttft_ms\": {}, \"peak_rss_mb\": {}}}\n",
+                 tag, script, generate * rows, rows, s, tok_s, weight_bytes + cache_bytes, ttft_ms, peak_rss_mb());
     return 0;
   }
 

@@ -16,7 +16,8 @@
 # ctrax's beam search with 4 beams against the reference's 4 cached rows; the reference without its
 # cache (re-running the whole prefix) is one extra line. Each line also gives the run's share of a
 # roofline: the bytes one step streams (every weight, the filled KV caches) at the memory bandwidth
-# bench_train --bandwidth measures on an array of that size in the same run. At L the line
+# bench_train --bandwidth measures on an array of that size in the same run; and ctrax's time to the
+# first token after a 32-token prompt read in one pass. At L the line
 # before the ratio gives ctrax's model GFLOP/s as a share of OpenBLAS's 2-thread sgemm peak,
 # measured in the same run. Installs python3-torch if it is missing; CTRAX_PROFILE=1 adds
 # ctrax's per-op-family profile to its runs.
@@ -81,6 +82,9 @@ for rep in $(seq "$reps"); do
   fi
 done
 if [ "$what" = decode ]; then
+  # The time to the first token after a 32-token prompt (one pass over the prompt: prefill).
+  "${blas[@]}" build/bench/bench_train --model lm --config "$config" --generate 16 --prompt-len 32 --json --tag ctrax_ttft |
+    tee -a "$log" | grep -v '^JSON'
   # The reference without its cache (one run), and the bandwidth of each mode's working set.
   "${blas[@]}" GLIBC_TUNABLES=$tunables /usr/bin/python3 "$shared/bench/pytorch_lm.py" "${flags[@]}" \
     --threads 1 --generate 256 --json --tag pytorch_uncached | tee -a "$log" | grep -v '^JSON'
@@ -110,6 +114,7 @@ if what == "decode":
         print(f"{config} decode {name}: tokens/s ctrax {c:,.0f}  pytorch-KV {p:,.0f}  ratio {c / p:.2f}  "
               f"(roofline: {step_bytes / 1e6:.1f} MB per step at {bw:.0f} GB/s; ctrax at {100 * share:.0f}%)")
     print(f"{config} decode: the reference without its KV cache {med('pytorch_uncached', 'gen_tok_per_s'):,.0f} tok/s")
+    print(f"{config} decode: ctrax's time to the first token after a 32-token prompt {med('ctrax_ttft', 'ttft_ms'):.2f} ms")
     c, p = med("ctrax_b1", "gen_tok_per_s"), med("pytorch_b1", "gen_tok_per_s")
     print(f"ratio_vs_pytorch={c / p:.2f}")
     sys.exit(0)
