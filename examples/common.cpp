@@ -183,8 +183,11 @@ void apply_threads(int threads) {
 train::Schedule lr_schedule(const TrainFlags& t, const ModelFlags& m) {
   if (t.schedule == "rsqrt") return train::warmup_and_rsqrt_decay(t.warmup, t.lr);
   if (t.schedule == "noam") return train::noam(m.arch.d_model, std::max<std::int64_t>(t.warmup, 1), t.lr);
-  // A run shorter than its warm-up (a quick trial) still gets a cosine: warm up over steps − 1.
-  return train::warmup_and_cosine_decay(std::min(t.warmup, t.steps - 1), t.steps, t.lr);
+  // The cosine ends at the planned length, which a --minutes budget may decide after the first
+  // stretch (train_until); a run shorter than its warm-up still gets a cosine: warm up over steps − 1.
+  return [n = t.planned_steps, warmup = t.warmup, lr = t.lr](std::int64_t step) {
+    return train::warmup_and_cosine_decay(std::min(warmup, *n - 1), *n, lr)(step);
+  };
 }
 
 std::optional<std::string> existing_checkpoint(const std::string& out) {
@@ -219,6 +222,7 @@ std::string config_json(const ModelFlags& m, const TrainFlags& t, const std::str
   j["score"] = m.score;
   j["decoder_layers"] = m.decoder_layers;
   j["flags"] = json::parse(t.run_flags);
+  j["planned_steps"] = *t.planned_steps;
   return j.dump();
 }
 
@@ -367,6 +371,14 @@ std::shared_ptr<io::RunLock> settle_run(CLI::App& cmd, TrainFlags& t) {
   for (const CLI::Option* o : cmd.get_options())
     if (!may_change(o->get_name()) && !o->get_name().empty()) flags[o->get_name()] = flag_text(*o);
   t.run_flags = flags.dump();
+  // The schedule's length: --steps when given, else the resumed run's own plan, else --steps' default.
+  const CLI::Option* steps = cmd.get_option_no_throw("--steps");
+  t.steps_given = steps && steps->count() > 0;
+  if (!t.steps_given && existing_checkpoint(t.out)) {
+    const json c = stored_config(t.out);
+    if (c.contains("planned_steps")) t.steps = value<std::int64_t>(c, t.out, "planned_steps");
+  }
+  *t.planned_steps = t.steps;
   return lock;
 }
 
@@ -401,32 +413,46 @@ void train_until(train::Loop& loop, const TrainFlags& t, const std::optional<Kee
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   auto minutes = [&] { return std::chrono::duration<double>(clock::now() - start).count() / 60.0; };
-  if (loop.step() >= t.steps) {
-    fmt::print("already trained {} of {} steps; raise --steps to train more\n", loop.step(), t.steps);
+  std::int64_t& plan = *t.planned_steps;
+  if (loop.step() >= plan) {
+    fmt::print("already trained {} of {} steps; raise --steps to train more\n", loop.step(), plan);
     return;
   }
+  const bool budget_plans = t.minutes > 0 && !t.steps_given && loop.step() == 0;
   double chunk_minutes = 0;   // the last chunk's duration: the estimate for the next one
   const io::StopSignals stop_signals;
-  while (loop.step() < t.steps) {
+  while (loop.step() < plan) {
     // Up to the next checkpoint step, so a time limit always stops on a saved checkpoint; and only
     // when that chunk is expected to end within --minutes, so the limit is a budget, not a floor.
     if (t.minutes > 0 && minutes() + chunk_minutes > t.minutes) {
       fmt::print("time limit: stopped after {:.1f} minutes at step {} of {} (the next {} steps would end past "
                  "{} minutes); run the same command to go on\n",
-                 minutes(), loop.step(), t.steps, t.eval_every, t.minutes);
+                 minutes(), loop.step(), plan, t.eval_every, t.minutes);
       return;
     }
     const double chunk_start = minutes();
-    const std::int64_t next = std::min(t.steps, (loop.step() / t.eval_every + 1) * t.eval_every);
+    const std::int64_t next = std::min(plan, (loop.step() / t.eval_every + 1) * t.eval_every);
     loop.run(next - loop.step());
-    if (keep_best) keep_if_best(loop, t, *keep_best);
     if (loop.stopped()) {
+      if (keep_best) keep_if_best(loop, t, *keep_best);
       const int sig = io::StopSignals::signal();
       throw Stopped(fmt::format("stopped by {} at step {} of {}, after writing its checkpoint {}; run the same "
                                 "command to go on", sig == SIGINT ? "Ctrl-C (SIGINT)" : "SIGTERM", loop.step(),
-                                t.steps, loop.checkpoint_path()), sig);
+                                plan, loop.checkpoint_path()), sig);
     }
     chunk_minutes = minutes() - chunk_start;
+    if (budget_plans && loop.step() == next && next == t.eval_every) {
+      // The plan: this stretch, and as many more of its length as fit in what is left.
+      const auto stretches = static_cast<std::int64_t>(std::max(0.0, (t.minutes - minutes()) / chunk_minutes));
+      plan = std::max<std::int64_t>(loop.step(), (1 + stretches) * t.eval_every);
+      json config = json::parse(loop.config());
+      config["planned_steps"] = plan;
+      loop.set_config(config.dump());
+      loop.save_checkpoint();   // the plan is in the checkpoint before anything else can happen
+      fmt::print("budget: {} steps took {:.2f} minutes, so {} minutes hold {} steps: the schedule is planned for {} "
+                 "(--steps {} would fix it instead)\n", t.eval_every, chunk_minutes, t.minutes, plan, plan, t.steps);
+    }
+    if (keep_best) keep_if_best(loop, t, *keep_best);
   }
   fmt::print("trained {} steps in this run ({:.1f} minutes); checkpoint {}\n", loop.step(), minutes(),
              loop.checkpoint_path());

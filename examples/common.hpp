@@ -67,6 +67,7 @@ void add_model_choice(CLI::App& app, ModelFlags& m, const std::vector<std::strin
 // --threads --data --out.
 struct TrainFlags {
   std::int64_t batch_size = 0, steps = 0, warmup = 0, eval_every = 0;
+  bool steps_given = false;           // --steps on the command line (settle_run): then no budget plan
   double lr = 0, minutes = 0;         // minutes 0: no time limit
   std::string schedule = "rsqrt";     // after warm-up: "rsqrt" (Trax's) or "cosine" (to ~0 at --steps)
   double ema = 0;                     // weight averaging's decay (Optimizer::average_weights); 0: off
@@ -74,6 +75,10 @@ struct TrainFlags {
   int threads = 0;                    // 0: all cores (CTRAX_NUM_THREADS)
   std::string data = "", out = "";
   std::string run_flags = "{}";       // every run-defining flag of the command, as JSON (settle_run)
+  // The schedule's length: --steps, or what fits in --minutes (train_until decides it after the
+  // first stretch of a fresh run and stores it as "planned_steps"; a resume continues it). Shared
+  // with the learning-rate schedule, which reads it at every step.
+  std::shared_ptr<std::int64_t> planned_steps = std::make_shared<std::int64_t>(0);
 };
 void add_train_flags(CLI::App& app, TrainFlags& t, bool data_required);
 // --threads and --out for the commands that use a trained model.
@@ -132,7 +137,13 @@ struct KeepBest {
   bool higher_is_better = true;
 };
 
-// Runs the Loop to `steps` total steps, stopping early (after a checkpoint) before a stretch of
+// A BUDGET THAT BUYS QUALITY. With --minutes and no --steps, a fresh run times its first stretch
+// of eval_every steps (its evaluation and checkpoint included) and plans the schedule for as many
+// stretches as fit in the minutes: a faster machine trains longer in the same time, and a cosine
+// still ends cooled down at the budget's end. The plan is printed and stored in the checkpoint
+// ("planned_steps"), so a resume continues the same schedule; --steps given explicitly is the plan.
+//
+// Runs the Loop to the planned steps, stopping early (after a checkpoint) before a stretch of
 // eval_every steps that would end past `minutes` of training in this process (judged by the last
 // stretch's time). Prints where it stopped and how to continue. Meanwhile Ctrl-C or SIGTERM
 // finishes the current step, writes a checkpoint and throws Stopped (a second one ends the

@@ -90,6 +90,10 @@ class Loop {
   std::string checkpoint_path() const;  // output_dir/model.safetensors ("" without output_dir)
   // Writes the checkpoint now (run() does so at every checkpoint step and at its end).
   void save_checkpoint();
+  // The config stored with every checkpoint (LoopOptions::config); set_config changes what the
+  // next checkpoints store (a run that decides a setting once it has started, then saves).
+  const std::string& config() const { return options_.config; }
+  void set_config(std::string config) { options_.config = std::move(config); }
   // Reports the training loss since the last report, runs the evaluations, saves.
   void report_and_checkpoint();
 
