@@ -376,7 +376,12 @@ std::shared_ptr<io::RunLock> settle_run(CLI::App& cmd, TrainFlags& t) {
   t.steps_given = steps && steps->count() > 0;
   if (!t.steps_given && existing_checkpoint(t.out)) {
     const json c = stored_config(t.out);
-    if (c.contains("planned_steps")) t.steps = value<std::int64_t>(c, t.out, "planned_steps");
+    if (c.contains("planned_steps")) {
+      t.steps = value<std::int64_t>(c, t.out, "planned_steps");
+      if (t.steps < 1 || t.steps > 1'000'000'000'000)   // --steps' range
+        throw std::runtime_error(fmt::format("{}/model.safetensors: config's \"planned_steps\": expected a number from 1 "
+                                             "to 1000000000000, got {}", t.out, t.steps));
+    }
   }
   *t.planned_steps = t.steps;
   return lock;

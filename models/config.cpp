@@ -13,6 +13,7 @@ using nlohmann::json;
 const std::vector<ConfigRange>& transformer_config_ranges() {
   static const std::vector<ConfigRange> ranges = {
       {"d_model", 1, 1 << 16}, {"d_ff", 1, 1 << 20}, {"n_layers", 1, 1000},
+      {"n_encoder_layers", 1, 1000}, {"n_decoder_layers", 1, 1000},
       {"n_heads", 1, 1024},    {"max_len", 2, 1 << 20}, {"dropout", 0, 0.99}};
   return ranges;
 }

@@ -31,8 +31,8 @@ struct ConfigRange {
   const char* key;    // the JSON key; the flag is "--" + key with '_' → '-'
   double lo, hi;
 };
-// d_model, d_ff, n_layers, n_heads, max_len (≥ 2: a language model's context holds a start token
-// and one more), dropout.
+// d_model, d_ff, n_layers (and each stack's), n_heads, max_len (≥ 2: a language model's context
+// holds a start token and one more), dropout.
 const std::vector<ConfigRange>& transformer_config_ranges();
 
 std::string to_string(Positions p);   // "sinusoidal", "learned", "rotary", "linear-bias"

@@ -192,6 +192,10 @@ fresh c14; edit_checkpoint c14/model.safetensors "c['d_model'] = 'wide'"
 bad checkpoint-config-type    "config's \"d_model\" is \"wide\", expected a number" "$lm" sample --out c14
 fresh c15; edit_checkpoint c15/model.safetensors "c['decoder_layers'] = 1000"
 bad checkpoint-decoder-layers "config's \"decoder_layers\": expected -1 or a number from 0 to 64, got 1000" "$lm" sample --out c15
+fresh c16; edit_checkpoint c16/model.safetensors "c['n_encoder_layers'] = 0"
+bad checkpoint-stack-layers   "config's \"n_encoder_layers\": expected a number from 1 to 1000, got 0" "$lm" sample --out c16
+fresh c17; edit_checkpoint c17/model.safetensors "c['planned_steps'] = -5"
+bad checkpoint-planned-steps  "config's \"planned_steps\": expected a number from 1 to 1000000000000, got -5" "$lm" train --out c17
 
 # --- lm sample ------------------------------------------------------------------------------
 S=("$lm" sample --out lmrun)
