@@ -36,6 +36,14 @@ class DotProductCausalAttentionLayer final : public Layer {
                Tensor::scalar(0, DType::int32)};
   }
 
+  // Beam search moves only the filled positions of each reordered row, in place.
+  void reorder_own_rows(const std::vector<std::int64_t>& parent) override {
+    if (state().size() != 3) return;
+    const auto filled = static_cast<std::int64_t>(state()[2].item());
+    move_rows(state()[0], parent, filled);
+    move_rows(state()[1], parent, filled);
+  }
+
   Stack forward(const Stack& in) override {
     const Tensor &q = in[0], &k = in[1], &v = in[2];
     if (q.rank() != 3 || k.rank() != 3 || v.rank() != 3)

@@ -16,35 +16,12 @@ namespace {
 
 constexpr double minus_infinity = -std::numeric_limits<double>::infinity();
 
-// Row r of the result is row from[r] of x, where x holds n_rows rows along its leading axis,
-// each possibly `factor` entries long (heads: the KV cache is (rows·H, max_len, d_head)).
-Tensor gather_rows(const Tensor& x, const std::vector<std::int64_t>& from, std::int64_t n_rows) {
-  Shape shape = x.shape();
-  const std::int64_t factor = shape[0] / n_rows;
-  const std::size_t slice = static_cast<std::size_t>(x.numel() / n_rows) * itemsize(x.dtype());
-  shape[0] = factor * static_cast<std::int64_t>(from.size());
-  Tensor out = Tensor::empty(shape, x.dtype());
-  const char* src = static_cast<const char*>(x.raw_data());
-  char* dst = static_cast<char*>(out.raw_data());
-  for (std::size_t r = 0; r < from.size(); ++r) std::memcpy(dst + r * slice, src + from[r] * slice, slice);
-  return out;
-}
-
 // Repeats each row of x (B, ...) k times: row b·k + j = x[b].
 Tensor repeat_rows(const Tensor& x, std::int64_t k) {
   if (!x.defined() || k == 1) return x;
   std::vector<std::int64_t> from(static_cast<std::size_t>(x.dim(0) * k));
   for (std::size_t r = 0; r < from.size(); ++r) from[r] = static_cast<std::int64_t>(r) / k;
   return gather_rows(x, from, x.dim(0));
-}
-
-// Makes every batch-major state tensor follow the surviving hypotheses: row r ← parent[r].
-// Scalars (position counters) are shared by all rows and stay.
-void reorder_state(Layer& model, const std::vector<std::int64_t>& parent) {
-  const auto rows = static_cast<std::int64_t>(parent.size());
-  model.for_each_state([&](Tensor& s) {
-    if (s.defined() && s.rank() > 0 && s.dim(0) % rows == 0) s = gather_rows(s, parent, rows);
-  });
 }
 
 double normalised(double log_prob, std::size_t length, double penalty) {
@@ -129,7 +106,7 @@ std::vector<std::vector<Hypothesis>> beam_search(Layer& model, const Tensor& inp
     }
     beams = std::move(next);
     if (std::all_of(done.begin(), done.end(), [](bool d) { return d; })) break;
-    reorder_state(model, parent);
+    model.reorder_rows(parent);
     std::vector<std::int32_t> last(static_cast<std::size_t>(rows), o.start_id);
     for (std::int64_t r = 0; r < rows; ++r)
       if (!beams[r].tokens.empty()) last[r] = beams[r].tokens.back();

@@ -7,6 +7,7 @@
 
 #include "core/layer/trace.hpp"
 #include "core/tensor/autodiff.hpp"
+#include "core/tensor/indexing.hpp"
 
 namespace ctrax {
 
@@ -273,6 +274,22 @@ std::vector<std::pair<std::string, Tensor>> Layer::named_state() const { return 
 void Layer::for_each_state(const std::function<void(Tensor&)>& f) {
   std::unordered_set<const Layer*> seen;
   visit_tensors(true, nullptr, seen, [&](const std::string&, Tensor& s) { f(s); });
+}
+
+void Layer::reorder_rows(const std::vector<std::int64_t>& parent) {
+  std::unordered_set<const Layer*> seen;
+  const std::function<void(Layer&)> visit = [&](Layer& layer) {
+    if (!seen.insert(&layer).second) return;
+    layer.reorder_own_rows(parent);
+    for (const LayerPtr& sub : layer.sublayers_) visit(*sub);
+  };
+  visit(*this);
+}
+
+void Layer::reorder_own_rows(const std::vector<std::int64_t>& parent) {
+  const auto rows = static_cast<std::int64_t>(parent.size());
+  for (Tensor& s : state_)
+    if (s.defined() && s.rank() > 0 && s.dim(0) % rows == 0) s = gather_rows(s, parent, rows);
 }
 
 void Layer::reset_state(const Signature& input_signature) {

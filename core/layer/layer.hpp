@@ -112,6 +112,11 @@ class Layer {
   std::vector<std::pair<std::string, Tensor>> named_state() const;
   // Calls f on every state tensor (same order); f may replace it — decoding reorders beams so.
   void for_each_state(const std::function<void(Tensor&)>& f);
+  // Beam search: row r of every batch-major state below this layer becomes row parent[r]
+  // (rows = parent.size(); a state whose leading axis is rows·H moves H slices a row). Each layer
+  // moves its own state (reorder_own_rows), a shared layer's once; scalars (position counters)
+  // are shared by all rows and stay.
+  void reorder_rows(const std::vector<std::int64_t>& parent);
   // Re-creates all state for inputs of this signature and keeps every weight (the same tensors;
   // no initializer runs): how decoding starts new sequences (empty KV caches, position 0) or
   // changes the batch size.
@@ -141,6 +146,10 @@ class Layer {
   virtual Stack forward(const Stack& inputs) = 0;
   // Creates weights_/state_ from the input signature; default: none.
   virtual void init_weights_and_state(const Signature& input_signature);
+  // This layer's part of reorder_rows. Default: each batch-major state tensor is replaced by its
+  // gathered copy (other handles to the old tensor keep their rows); a KV cache overrides it to
+  // move, in place, only the positions it has filled.
+  virtual void reorder_own_rows(const std::vector<std::int64_t>& parent);
   // Called with fewer than n_in() inputs: which part of this layer needs the missing ones (a
   // Serial names its child), appended to the error; default: nothing to add.
   virtual std::string short_of_inputs(int n_given) const;

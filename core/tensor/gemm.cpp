@@ -29,6 +29,50 @@ void gemm_call(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K,
   cblas_dgemm(CblasRowMajor, op(ta), op(tb), i(M), i(N), i(K), alpha, A, i(lda), B, i(ldb), beta, C, i(ldc));
 }
 
+// A few rows of C = A·B (2 ≤ M ≤ 8, neither transposed): decoding a batch or a beam. OpenBLAS's
+// sgemm first packs B into its panel layout — for 8 rows that copy costs more than the product,
+// ~3× this kernel (bench/run.sh M decode) — and 8 gemv calls stream B eight times. Here B is read
+// once, a panel of 2 vectors' width at a time, while MR × 2 accumulators stay in registers: 8 rows
+// cost ~3× one gemv, the FMA units' limit, where sgemm cost ~9×.
+template <class T, int MR>
+void few_rows_nn(std::int64_t N, std::int64_t K, T alpha, const T* A, std::int64_t lda, const T* B,
+                 std::int64_t ldb, T beta, T* C, std::int64_t ldc) {
+  constexpr int NB = 2 * 64 / static_cast<int>(sizeof(T));   // two AVX-512 vectors of T
+  const auto store = [&](T& c, T sum) { c = alpha * sum + (beta == T(0) ? T(0) : beta * c); };
+  std::int64_t n0 = 0;
+  for (; n0 + NB <= N; n0 += NB) {
+    T acc[MR][NB] = {};
+    for (std::int64_t k = 0; k < K; ++k) {
+      const T* b = B + k * ldb + n0;
+      for (int m = 0; m < MR; ++m) {
+        const T a = A[m * lda + k];
+#pragma omp simd
+        for (int j = 0; j < NB; ++j) acc[m][j] += a * b[j];
+      }
+    }
+    for (int m = 0; m < MR; ++m)
+      for (int j = 0; j < NB; ++j) store(C[m * ldc + n0 + j], acc[m][j]);
+  }
+  for (; n0 < N; ++n0)   // the last N mod NB columns
+    for (int m = 0; m < MR; ++m) {
+      T sum = 0;
+      for (std::int64_t k = 0; k < K; ++k) sum += A[m * lda + k] * B[k * ldb + n0];
+      store(C[m * ldc + n0], sum);
+    }
+}
+
+template <class T>
+bool few_rows(std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A, std::int64_t lda,
+              const T* B, std::int64_t ldb, T beta, T* C, std::int64_t ldc) {
+  using Kernel = void (*)(std::int64_t, std::int64_t, T, const T*, std::int64_t, const T*, std::int64_t, T, T*,
+                          std::int64_t);
+  static constexpr Kernel kernels[] = {nullptr, nullptr, few_rows_nn<T, 2>, few_rows_nn<T, 3>, few_rows_nn<T, 4>,
+                                       few_rows_nn<T, 5>, few_rows_nn<T, 6>, few_rows_nn<T, 7>, few_rows_nn<T, 8>};
+  if (M < 2 || M > 8 || N < 64 || K < 16) return false;
+  kernels[M](N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  return true;
+}
+
 // One row (M = 1) or one column (N = 1) of C is a matrix-vector product. OpenBLAS's sgemm
 // sends those through its small-matrix kernels; its gemv kernels stream the matrix once, about
 // twice as fast (docs/11_performance.md): decoding one token is all such products.
@@ -47,6 +91,7 @@ void gemm_any(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, 
       gemv(ta, ta ? K : M, ta ? M : K, alpha, A, lda, B, tb ? 1 : ldb, beta, C, ldc);
     return;
   }
+  if (!ta && !tb && few_rows(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
   gemm_call(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
@@ -69,11 +114,12 @@ void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_
                    const T* A, const T* B, T beta, T* C) {
   const std::int64_t lda = ta ? M : K, ldb = tb ? K : N, ldc = N;
   const int n_threads = num_threads();
-  // Below ~2 MFLOP a second thread costs more than it saves — except for matrix-vector products
-  // (decoding), which are bound by reading the matrix: two cores stream it from the caches ~4x
-  // faster than one (bench/run.sh M decode), so those split from 32k matrix elements on.
-  const bool matrix_vector = M == 1 || N == 1;
-  if (n_threads == 1 || M * N * K < (matrix_vector ? (1 << 15) : (1 << 20))) {
+  // Below ~2 MFLOP a second thread costs more than it saves — except for products with a few rows
+  // or one column (decoding), which are bound by reading the matrix: two cores stream it from the
+  // caches ~4x faster than one (bench/run.sh M decode), so those split from 32k elements on.
+  const bool streaming = M <= 8 || N == 1;
+  const std::int64_t streamed = M <= 8 ? N * K : M * K;   // the matrix those read
+  if (n_threads == 1 || (streaming ? streamed < (1 << 15) : M * N * K < (1 << 20))) {
     gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return;
   }

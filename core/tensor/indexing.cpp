@@ -95,4 +95,56 @@ Tensor one_hot(const Tensor& ids, std::int64_t n, DType dtype) {
   });
 }
 
+namespace {
+
+// Checks from against x and returns the bytes of one row's slice.
+std::size_t row_bytes(const Tensor& x, const std::vector<std::int64_t>& from, std::int64_t rows, const char* who) {
+  if (!x.defined() || x.rank() < 1 || rows == 0 || x.dim(0) % rows != 0)
+    throw std::invalid_argument(fmt::format("{}: {} rows do not divide the leading axis of {}", who, rows,
+                                            x.defined() ? x.signature() : std::string("an undefined tensor")));
+  for (const std::int64_t r : from)
+    if (r < 0 || r >= rows)
+      throw std::invalid_argument(fmt::format("{}: row {} is outside [0, {})", who, r, rows));
+  return static_cast<std::size_t>(x.numel() / rows) * itemsize(x.dtype());
+}
+
+}  // namespace
+
+Tensor gather_rows(const Tensor& x, const std::vector<std::int64_t>& from, std::int64_t rows) {
+  const std::size_t slice = row_bytes(x, from, rows, "gather_rows");
+  Shape shape = x.shape();
+  shape[0] = shape[0] / rows * static_cast<std::int64_t>(from.size());
+  Tensor out = Tensor::empty(shape, x.dtype());
+  const char* src = static_cast<const char*>(x.raw_data());
+  char* dst = static_cast<char*>(out.raw_data());
+  for (std::size_t r = 0; r < from.size(); ++r)
+    std::memcpy(dst + r * slice, src + static_cast<std::size_t>(from[r]) * slice, slice);
+  return out;
+}
+
+void move_rows(Tensor& x, const std::vector<std::int64_t>& from, std::int64_t n) {
+  const auto rows = static_cast<std::int64_t>(from.size());
+  const std::size_t slice = row_bytes(x, from, rows, "move_rows");
+  if (x.rank() < 2 || n < 0 || n > x.dim(1))
+    throw std::invalid_argument(fmt::format("move_rows: {} positions asked of {}", n, x.signature()));
+  const std::int64_t heads = x.dim(0) / rows;
+  const std::size_t head = slice / static_cast<std::size_t>(heads);             // one (max_len, …) slice
+  const std::size_t used = head / static_cast<std::size_t>(x.dim(1)) * static_cast<std::size_t>(n);
+  // Copy every source first: a row may be overwritten and still be another row's source.
+  std::vector<std::size_t> changed;
+  for (std::size_t r = 0; r < from.size(); ++r)
+    if (from[r] != static_cast<std::int64_t>(r)) changed.push_back(r);
+  if (changed.empty() || used == 0) return;
+  std::vector<char> copies(changed.size() * static_cast<std::size_t>(heads) * used);
+  char* data = static_cast<char*>(x.raw_data());
+  char* buf = copies.data();
+  for (const std::size_t r : changed)
+    for (std::int64_t h = 0; h < heads; ++h, buf += used)
+      std::memcpy(buf, data + static_cast<std::size_t>(from[r]) * slice + static_cast<std::size_t>(h) * head, used);
+  buf = copies.data();
+  for (const std::size_t r : changed)
+    for (std::int64_t h = 0; h < heads; ++h, buf += used)
+      std::memcpy(data + r * slice + static_cast<std::size_t>(h) * head, buf, used);
+}
+
 }  // namespace ctrax

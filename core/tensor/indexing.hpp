@@ -8,7 +8,17 @@
 //                         Gradient: the rows of g added into a zero (V, d) table (scatter-add).
 //                         An id outside [0, V) is an error (Trax clips silently).
 // one_hot(ids, n)         (...) int32 -> (..., n), 1 at the id, 0 elsewhere
+//
+// Decoding state (forward only, no gradient): x holds `rows` rows along axis 0, each dim(0)/rows
+// slices long (a KV cache is (rows·H, max_len, d_head): a row moves its H heads).
+// gather_rows(x, from, rows)  a new tensor of from.size() rows, row r = row from[r] of x.
+// move_rows(x, from, n)    row r ← row from[r] in place (rows = from.size()), touching only the
+//                          rows that change (from[r] ≠ r) and,
+//                          in each, only the first n entries along axis 1 (a KV cache's filled
+//                          positions): beam search's reordering costs O(position), not O(max_len).
 #pragma once
+
+#include <vector>
 
 #include "core/tensor/tensor.hpp"
 
@@ -18,5 +28,7 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
 Tensor masked_fill(const Tensor& x, const Tensor& keep, double value);
 Tensor embedding(const Tensor& table, const Tensor& ids);
 Tensor one_hot(const Tensor& ids, std::int64_t n, DType dtype = DType::float32);
+Tensor gather_rows(const Tensor& x, const std::vector<std::int64_t>& from, std::int64_t rows);
+void move_rows(Tensor& x, const std::vector<std::int64_t>& from, std::int64_t n);
 
 }  // namespace ctrax

@@ -30,6 +30,27 @@ TEST_CASE("one_hot") {
   expect_tensor(one_hot(tensor({2, 0}, {2}), 3), {2, 3}, {0, 0, 1, 1, 0, 0});
 }
 
+TEST_CASE("gather_rows and move_rows reorder decoding state by rows, heads moving with their row") {
+  // 3 rows × 2 heads = 6 slices of (max_len 3, d 1): slice value = 10·row + head, position added.
+  std::vector<double> v;
+  for (int r = 0; r < 3; ++r)
+    for (int h = 0; h < 2; ++h)
+      for (int p = 0; p < 3; ++p) v.push_back(10 * r + h + 0.1 * p);
+  const Tensor cache = Tensor::from_doubles(v, {6, 3, 1}, DType::float32);
+  expect_tensor(gather_rows(cache, {2, 0}, 3), {4, 3, 1},
+                {20, 20.1, 20.2, 21, 21.1, 21.2, 0, 0.1, 0.2, 1, 1.1, 1.2}, 1e-6);
+  // In place, only the first 2 positions: row 0 ← row 2, row 1 stays, row 2 ← row 0 (a swap).
+  Tensor moved = cache.clone();
+  move_rows(moved, {2, 1, 0}, 2);
+  expect_tensor(moved, {6, 3, 1},
+                {20, 20.1, 0.2, 21, 21.1, 1.2, 10, 10.1, 10.2, 11, 11.1, 11.2, 0, 0.1, 20.2, 1, 1.1, 21.2}, 1e-6);
+  CHECK_THROWS_WITH_AS(move_rows(moved, {0, 1, 3}, 2), "move_rows: row 3 is outside [0, 3)", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(move_rows(moved, {0, 1, 2}, 4), "move_rows: 4 positions asked of f32[6,3,1]",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(gather_rows(cache, {0}, 4), "gather_rows: 4 rows do not divide the leading axis of f32[6,3,1]",
+                       std::invalid_argument);
+}
+
 TEST_CASE("gradients: where routes, embedding scatter-adds repeated ids") {
   const Tensor c = tensor({true, false, true, true, false, false}, {2, 3});
   expect_gradients([c](const V& v) { return where(c, v[0], v[1]); }, {randn({2, 3}, 1), randn({3}, 2)});

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <array>
+#include <cmath>
 
 #include "tests/helpers.hpp"
 
@@ -73,6 +74,26 @@ TEST_CASE("one-row and one-column products (the matrix-vector path) equal the re
                  reference_matmul(reshape(slice(q, 0, h, h + 1), {1, 4}),
                                   transpose(reshape(slice(k, 0, h, h + 1), {6, 4}), {1, 0})), 1e-12);
   expect_gradients([](const V& x) { return matmul(x[0], x[1], false, true); }, {q, k});
+}
+
+TEST_CASE("products of 2 to 8 rows (decoding a batch or a beam) equal the reference, with a column tail") {
+  // 2 ≤ M ≤ 8, N ≥ 64, neither transposed: ctrax's few-rows kernel (core/tensor/gemm.cpp), panels of
+  // two vectors' width (32 floats, 16 doubles) and the N mod width columns after them; split across
+  // threads by columns. linear() adds a bias on top (beta path untouched: C starts as garbage).
+  for (DType dtype : {DType::float64, DType::float32}) {
+    const double tol = dtype == DType::float64 ? 1e-12 : 2e-5;
+    for (std::int64_t M = 2; M <= 8; ++M)
+      for (auto [K, N] : {std::array<std::int64_t, 2>{16, 64}, {300, 100}, {37, 1031}}) {
+        CAPTURE(M);
+        CAPTURE(K);
+        CAPTURE(N);
+        const Tensor a = randn({M, K}, 20 + M), b = randn({K, N}, 30 + K);
+        expect_close(matmul(a.to(dtype), b.to(dtype)), reference_matmul(a, b), tol * std::sqrt(double(K)));
+      }
+  }
+  const Tensor x = randn({3, 2, 20}, 40), w = randn({20, 70}, 41);   // 6 rows after folding
+  expect_close(reshape(matmul(x, w), {6, 70}), reference_matmul(reshape(x, {6, 20}), w), 1e-12);
+  expect_gradients([](const V& v) { return matmul(v[0], v[1]); }, {randn({4, 16}, 42), randn({16, 64}, 43)});
 }
 
 TEST_CASE("float32 products agree with float64 ones") {
