@@ -40,10 +40,15 @@ Tensor dropout(const Tensor& x, double rate, const Rng& rng, const std::vector<i
   check_dropout_rate(rate);
   if (rate == 0.0) return x;
   Shape mask_shape = x.shape();
-  for (int a : shared_axes) mask_shape[normalize_axis(a, x.rank(), "shared axis")] = 1;
+  bool batch_shared = false;   // one decision for every row: the same in every process (Rng::with_rows)
+  for (int a : shared_axes) {
+    const int axis = normalize_axis(a, x.rank(), "shared axis");
+    mask_shape[axis] = 1;
+    batch_shared = batch_shared || axis == 0;
+  }
   const double s = 1.0 / (1.0 - rate);
   return define_op(kDropout, {x}, x.shape(), x.dtype(), [&] {
-    const Tensor keep = rng.bernoulli(mask_shape, 1.0 - rate);
+    const Tensor keep = (batch_shared ? rng.without_rows() : rng).bernoulli(mask_shape, 1.0 - rate);
     if (mask_shape == x.shape())
       return record(kDropout, masked_scale(x, keep, s), {x}, [keep, s](const Tensor& g) {
         return std::vector<Tensor>{masked_scale(g, keep, s)};

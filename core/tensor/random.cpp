@@ -1,5 +1,7 @@
 #include "core/tensor/random.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numbers>
@@ -36,9 +38,28 @@ std::vector<Rng> Rng::split(int n) const {
 }
 
 Rng Rng::fold_in(std::uint64_t data) const {
-  Rng r(0);
+  Rng r = *this;
   r.key_ = mix(key_ ^ mix(data + 0x632be59bd9b4e019ULL));
   return r;
+}
+
+Rng Rng::with_rows(std::int64_t first, std::int64_t rows) const {
+  if (rows < 0 || first < 0)
+    throw std::invalid_argument(fmt::format("Rng::with_rows: rows [{}, {} + {}) is not a window", first, first, rows));
+  Rng r = *this;
+  r.first_row_ = rows == 0 ? 0 : first;
+  r.rows_ = rows;
+  return r;
+}
+
+std::uint64_t Rng::first_element(std::int64_t n) const {
+  if (rows_ == 0) return 0;
+  if (n % rows_ != 0)
+    throw std::logic_error(fmt::format(
+        "a random draw of {} elements is not batch-major over this process's {} rows (rows {}…{} of the "
+        "global batch): data-parallel draws must have the batch axis outermost",
+        n, rows_, first_row_, first_row_ + rows_ - 1));
+  return static_cast<std::uint64_t>(first_row_ * (n / rows_));
 }
 
 std::uint64_t Rng::bits(std::uint64_t i) const { return mix(key_ + mix(i)); }
@@ -48,8 +69,9 @@ Tensor Rng::uniform(const Shape& shape, double low, double high, DType dtype) co
   Tensor t = Tensor::empty(shape, dtype);
   dispatch_float(dtype, [&]<class T>(T) {
     T* p = t.data<T>();
+    const std::uint64_t first = first_element(t.numel());
     for (std::int64_t i = 0, n = t.numel(); i < n; ++i)
-      p[i] = static_cast<T>(low + (high - low) * unit(bits(static_cast<std::uint64_t>(i))));
+      p[i] = static_cast<T>(low + (high - low) * unit(bits(first + static_cast<std::uint64_t>(i))));
   }, "Rng::uniform");
   return t;
 }
@@ -59,11 +81,13 @@ Tensor Rng::normal(const Shape& shape, double mean, double stddev, DType dtype) 
   Tensor t = Tensor::empty(shape, dtype);
   dispatch_float(dtype, [&]<class T>(T) {
     T* p = t.data<T>();
+    const std::uint64_t first = first_element(t.numel());
     for (std::int64_t i = 0, n = t.numel(); i < n; ++i) {
       // Box-Muller on two independent draws per element (simple, and element i stays a pure
       // function of (key, i)).
-      const double u1 = 1.0 - unit(bits(2 * static_cast<std::uint64_t>(i)));
-      const double u2 = unit(bits(2 * static_cast<std::uint64_t>(i) + 1));
+      const std::uint64_t g = first + static_cast<std::uint64_t>(i);
+      const double u1 = 1.0 - unit(bits(2 * g));
+      const double u2 = unit(bits(2 * g + 1));
       const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
       p[i] = static_cast<T>(mean + stddev * z);
     }
@@ -80,15 +104,16 @@ Tensor Rng::bernoulli(const Shape& shape, double p) const {
   // of one 53-bit uniform per element — dropout masks are the largest draws of a training
   // step. Element i still depends on (key, i) alone, so threads may split the range.
   const auto threshold = static_cast<std::uint64_t>(std::ceil(std::clamp(p, 0.0, 1.0) * 0x1.0p32));
-  const std::int64_t n = t.numel(), pairs = n / 2;
+  // Global elements [g0, g1) (a row window shifts them: first_element); pair j decides 2j, 2j + 1.
+  const auto g0 = static_cast<std::int64_t>(first_element(t.numel())), g1 = g0 + t.numel();
+  const std::int64_t j0 = g0 / 2, j1 = (g1 + 1) / 2;
   const std::uint64_t key = key_;
-#pragma omp parallel for schedule(static) if (n > (1 << 16) && num_threads() > 1)
-  for (std::int64_t j = 0; j < pairs; ++j) {
+#pragma omp parallel for schedule(static) if (t.numel() > (1 << 16) && num_threads() > 1)
+  for (std::int64_t j = j0; j < j1; ++j) {
     const std::uint64_t r = mix(key + mix(static_cast<std::uint64_t>(j)));
-    d[2 * j] = (r & 0xffffffffULL) < threshold ? 1 : 0;
-    d[2 * j + 1] = (r >> 32) < threshold ? 1 : 0;
+    if (2 * j >= g0) d[2 * j - g0] = (r & 0xffffffffULL) < threshold ? 1 : 0;
+    if (2 * j + 1 < g1) d[2 * j + 1 - g0] = (r >> 32) < threshold ? 1 : 0;
   }
-  if (n % 2) d[n - 1] = (mix(key + mix(static_cast<std::uint64_t>(pairs))) & 0xffffffffULL) < threshold ? 1 : 0;
   return t;
 }
 
@@ -97,8 +122,9 @@ Tensor Rng::randint(const Shape& shape, std::int32_t low, std::int32_t high) con
   Tensor t = Tensor::empty(shape, DType::int32);
   const auto span = static_cast<std::uint64_t>(high - low);
   std::int32_t* d = t.data<std::int32_t>();
+  const std::uint64_t first = first_element(t.numel());
   for (std::int64_t i = 0, n = t.numel(); i < n; ++i)
-    d[i] = low + static_cast<std::int32_t>(bits(static_cast<std::uint64_t>(i)) % span);
+    d[i] = low + static_cast<std::int32_t>(bits(first + static_cast<std::uint64_t>(i)) % span);
   return t;
 }
 

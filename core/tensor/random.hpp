@@ -38,10 +38,28 @@ class Rng {
   // A permutation of 0..n-1 (Fisher-Yates driven by this key).
   std::vector<std::int64_t> permutation(std::int64_t n) const;
 
-  bool operator==(const Rng& other) const { return key_ == other.key_; }
+  // DATA PARALLELISM (core/dist). A process that holds rows [first, first + rows) of a global
+  // batch draws what the whole batch's draw gives those rows: with a row window, element i of a
+  // draw of n elements (batch-major, rows outermost) is element first·(n/rows) + i of the same
+  // draw over the whole batch. So K processes drop out exactly the single process's elements. The
+  // window is kept by split and fold_in (every layer under the Loop's step key draws so); a draw
+  // whose size is not a multiple of rows is an error; without_rows() drops it (a dropout mask
+  // shared along the batch axis is the same for every row).
+  Rng with_rows(std::int64_t first, std::int64_t rows) const;
+  Rng without_rows() const { return with_rows(0, 0); }
+  std::int64_t first_row() const { return first_row_; }
+  std::int64_t rows() const { return rows_; }
+
+  bool operator==(const Rng& other) const {
+    return key_ == other.key_ && first_row_ == other.first_row_ && rows_ == other.rows_;
+  }
 
  private:
+  // The index, in the whole batch's draw, of element 0 of this n-element draw.
+  std::uint64_t first_element(std::int64_t n) const;
+
   std::uint64_t key_;
+  std::int64_t first_row_ = 0, rows_ = 0;   // rows 0: no window
 };
 
 }  // namespace ctrax

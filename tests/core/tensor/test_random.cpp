@@ -81,3 +81,34 @@ TEST_CASE("bernoulli: p 0 and 1 are exact; element i depends on (key, i) alone, 
   const auto c = Rng(9).bernoulli({100000}, 0.9).to(DType::float64);
   CHECK(std::abs(mean(c).item() - 0.9) < 0.005);
 }
+
+TEST_CASE("a row window draws the whole batch's elements for those rows (data parallelism), odd offsets included") {
+  const Rng key = Rng(9).fold_in(4);
+  // A (6, 5) batch split as rows 0-2 and 3-5 (15 elements: the second share starts at an odd
+  // element, the middle of a bernoulli pair), and as six single rows.
+  const Tensor whole_b = key.bernoulli({6, 5}, 0.5), whole_u = key.uniform({6, 5});
+  const Tensor whole_n = key.normal({6, 5}), whole_i = key.randint({6, 5}, 0, 1000);
+  for (std::int64_t rows : {3, 1})
+    for (std::int64_t first = 0; first < 6; first += rows) {
+      CAPTURE(rows);
+      CAPTURE(first);
+      const Rng share = key.split(2)[0].with_rows(first, rows);   // kept through split and fold_in
+      const Rng same = key.with_rows(first, rows);
+      CHECK(share.rows() == rows);
+      expect_close(same.bernoulli({rows, 5}, 0.5).to(DType::float32), slice(whole_b, 0, first, first + rows).to(DType::float32), 0);
+      expect_close(same.uniform({rows, 5}), slice(whole_u, 0, first, first + rows), 0);
+      expect_close(same.normal({rows, 5}), slice(whole_n, 0, first, first + rows), 0);
+      expect_close(same.randint({rows, 5}, 0, 1000).to(DType::float64), slice(whole_i, 0, first, first + rows).to(DType::float64), 0);
+      // A (rows·2, …) draw (batch and heads merged) moves by its row's two heads.
+      expect_close(same.bernoulli({rows * 2, 3}, 0.5).to(DType::float32),
+                   slice(key.bernoulli({12, 3}, 0.5), 0, first * 2, (first + rows) * 2).to(DType::float32), 0);
+    }
+  // Dropout: each share's mask is the whole batch's; a mask shared along the batch axis is the same everywhere.
+  const Tensor x = Tensor::ones({4, 6});
+  expect_close(dropout(slice(x, 0, 2, 4), 0.5, key.with_rows(2, 2)), slice(dropout(x, 0.5, key), 0, 2, 4), 0);
+  expect_close(dropout(slice(x, 0, 2, 4), 0.5, key.with_rows(2, 2), {0}), slice(dropout(x, 0.5, key, {0}), 0, 2, 4), 0);
+  CHECK_THROWS_WITH_AS(key.with_rows(1, 3).bernoulli({4, 2}, 0.5),
+                       "a random draw of 8 elements is not batch-major over this process's 3 rows (rows 1…3 of "
+                       "the global batch): data-parallel draws must have the batch axis outermost",
+                       std::logic_error);
+}
