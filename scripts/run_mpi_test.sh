@@ -1,13 +1,67 @@
 #!/usr/bin/env bash
-# The MPI communicator across real processes (core/dist): tests/dist/mpi_check alone, then under
-# `mpirun -np 2`; each rank must report "ok". Usage: run_mpi_test.sh MPI_CHECK_EXECUTABLE
+# Data parallelism across real processes (core/dist, the Loop's MPI mode):
+#   1. the communicator: tests/dist/mpi_check alone, then under `mpirun -np 2` (each rank says "ok");
+#   2. a TransformerLM with dropout trained 6 steps on 1 process and on 2: every loss and metric, and
+#      the final weights, equal within 1e-5 relative (loop_check compare prints the bounds reached);
+#   3. a checkpoint written by 2 processes resumed on 1 and on 2 continues the same curve;
+#   4. a global batch the processes do not divide: a clear error before training;
+#   5. a rank killed mid-run: mpirun ends within seconds naming it, and the last checkpoint loads.
+# Usage: run_mpi_test.sh MPI_CHECK LOOP_CHECK
 set -euo pipefail
 exe=$1
+loop=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-"$exe" >"$tmp/one" 2>&1 || { cat "$tmp/one"; echo "mpi test: alone it failed"; exit 1; }
-grep -q "^ok: 1 process" "$tmp/one" || { cat "$tmp/one"; echo "mpi test: alone it is not one process"; exit 1; }
 # --oversubscribe: the test may ask for more ranks than free cores; --allow-run-as-root: CI runs as root.
-mpirun --oversubscribe --allow-run-as-root -np 2 "$exe" >"$tmp/two" 2>&1 || { cat "$tmp/two"; echo "mpi test: mpirun -np 2 failed"; exit 1; }
-[ "$(grep -c '^ok: MPI, rank [01] of 2' "$tmp/two")" -eq 2 ] || { cat "$tmp/two"; echo "mpi test: not two ranks reporting ok"; exit 1; }
-echo "mpi test ok: one process alone, and two under mpirun"
+mpi=(mpirun --oversubscribe --allow-run-as-root -np 2)
+fail() { echo "mpi test: $1"; exit 1; }
+
+"$exe" >"$tmp/one" 2>&1 || { cat "$tmp/one"; fail "alone it failed"; }
+grep -q "^ok: 1 process" "$tmp/one" || { cat "$tmp/one"; fail "alone it is not one process"; }
+"${mpi[@]}" "$exe" >"$tmp/two" 2>&1 || { cat "$tmp/two"; fail "mpirun -np 2 failed"; }
+[ "$(grep -c '^ok: MPI, rank [01] of 2' "$tmp/two")" -eq 2 ] || { cat "$tmp/two"; fail "not two ranks reporting ok"; }
+echo "communicator ok: one process alone, and two under mpirun"
+
+run() { "$@" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "$* failed"; }; }
+run "$loop" train "$tmp/one_process" 6
+run "${mpi[@]}" "$loop" train "$tmp/two_processes" 6
+[ "$(grep -c '^ok: MPI, rank [01] of 2 .* trained to step 6' "$tmp/log")" -eq 2 ] || { cat "$tmp/log"; fail "two ranks did not train"; }
+"$loop" compare "$tmp/one_process" "$tmp/two_processes" || fail "2 processes differ from 1"
+
+run "${mpi[@]}" "$loop" train "$tmp/resumed_on_one" 3
+run "$loop" train "$tmp/resumed_on_one" 6
+grep -q "Resumed from" "$tmp/log" || { cat "$tmp/log"; fail "1 process did not resume"; }
+"$loop" compare "$tmp/one_process" "$tmp/resumed_on_one" || fail "2 processes, then 1, differ from 1"
+run "${mpi[@]}" "$loop" train "$tmp/resumed_on_two" 3
+run "${mpi[@]}" "$loop" train "$tmp/resumed_on_two" 6
+grep -q "Resumed from .* on 2 processes" "$tmp/log" || { cat "$tmp/log"; fail "2 processes did not resume"; }
+"$loop" compare "$tmp/one_process" "$tmp/resumed_on_two" || fail "2 processes, then 2 again, differ from 1"
+
+if "${mpi[@]}" "$loop" train "$tmp/odd" 2 3 >"$tmp/log" 2>&1; then cat "$tmp/log"; fail "a batch of 3 rows on 2 processes trained"; fi
+grep -q "global batch of 3 rows does not divide among 2 processes" "$tmp/log" || { cat "$tmp/log"; fail "no clear error for 3 rows on 2 processes"; }
+[ ! -e "$tmp/odd/model.safetensors" ] || fail "a batch of 3 rows on 2 processes wrote a checkpoint"
+echo "indivisible batch ok: $(grep -m1 'does not divide' "$tmp/log")"
+
+# A rank dies: start a long run, wait for its first checkpoint, kill rank 1.
+"${mpi[@]}" "$loop" train "$tmp/killed" 1000000 >"$tmp/killed.log" 2>&1 &
+mpirun_pid=$!
+for _ in $(seq 300); do [ -e "$tmp/killed/model.safetensors" ] && break; sleep 0.1; done
+[ -e "$tmp/killed/model.safetensors" ] || { cat "$tmp/killed.log"; fail "the long run wrote no checkpoint"; }
+victim=""
+for pid in $(pgrep -f "loop_check train $tmp/killed"); do
+  if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1'; then victim=$pid; fi
+done
+[ -n "$victim" ] || fail "rank 1's process not found"
+killed_at=$(date +%s)
+kill -9 "$victim"
+status=0
+for _ in $(seq 300); do kill -0 "$mpirun_pid" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$mpirun_pid" 2>/dev/null; then kill -9 "$mpirun_pid"; fail "30 s after rank 1 died, mpirun still runs (a hang)"; fi
+wait "$mpirun_pid" || status=$?
+seconds=$(( $(date +%s) - killed_at ))
+[ "$status" -ne 0 ] || { cat "$tmp/killed.log"; fail "mpirun exited 0 after a rank died"; }
+grep -q "rank 1" "$tmp/killed.log" || { cat "$tmp/killed.log"; fail "the error does not name rank 1"; }
+step=$("$loop" train "$tmp/killed" 0 2>&1 | sed -n 's/.*trained to step \([0-9]*\).*/\1/p')
+[ -n "$step" ] || fail "the checkpoint left by the killed run does not load"
+echo "killed rank ok: mpirun exited ($status) ${seconds} s after rank 1 died: $(grep -m1 'rank 1' "$tmp/killed.log" | cut -c1-120); the checkpoint (step $step) loads"
+echo "mpi test ok"

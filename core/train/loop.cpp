@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstring>
 #include <cmath>
 #include <filesystem>
 #include <optional>
@@ -10,6 +11,8 @@
 #include "core/layer/branch.hpp"
 #include "core/layer/serial.hpp"
 #include "core/tensor/autodiff.hpp"
+#include "core/tensor/elementwise.hpp"
+#include "core/tensor/shape_ops.hpp"
 #include "core/train/checkpoint.hpp"
 
 namespace ctrax::train {
@@ -47,9 +50,10 @@ Loop::Loop(LayerPtr model, std::vector<TrainTask> tasks, LoopOptions options)
     : model_(std::move(model)),
       tasks_(std::move(tasks)),
       options_(std::move(options)),
-      reporter_(*options_.out,
-                options_.output_dir.empty() ? "" : options_.output_dir + "/metrics.jsonl",
-                options_.progress) {
+      comm_(options_.communicator ? options_.communicator : dist::single_process()),
+      reporter_(lead() ? *options_.out : silent_,
+                !lead() || options_.output_dir.empty() ? "" : options_.output_dir + "/metrics.jsonl",
+                lead() ? options_.progress : Progress::off) {
   if (tasks_.empty()) throw std::invalid_argument("Loop: no training tasks");
   for (std::size_t i = 0; i < tasks_.size(); ++i) {
     TrainTask& t = tasks_[i];
@@ -64,17 +68,23 @@ Loop::Loop(LayerPtr model, std::vector<TrainTask> tasks, LoopOptions options)
     const std::int64_t every = tasks_[0].n_steps_per_checkpoint;
     options_.checkpoint_at = [every](std::int64_t s) { return s == 1 || s % every == 0; };
   }
-  if (!options_.output_dir.empty()) {
+  if (!options_.output_dir.empty() && lead()) {
     if (!options_.run_lock) options_.run_lock = io::RunLock::acquire(options_.output_dir);
     if (!std::filesystem::equivalent(options_.run_lock->dir(), options_.output_dir))
       throw std::invalid_argument(fmt::format("Loop: run_lock is {}'s, not output_dir {}'s",
                                               options_.run_lock->dir(), options_.output_dir));
   }
 
+  for (std::size_t i = 0; i < tasks_.size(); ++i)
+    check_batch_divides(tasks_[i].labeled_data(0), fmt::format("training task {}", i));
+  for (std::size_t e = 0; e < options_.eval_tasks.size(); ++e)
+    if (options_.eval_tasks[e].labeled_data)
+      check_batch_divides(options_.eval_tasks[e].labeled_data(0), fmt::format("eval task {}", e));
+
   const Rng rng(options_.random_seed);
   for (std::size_t i = 0; i < tasks_.size(); ++i) {
     LayerPtr mwl = layers::Serial(model_, tasks_[i].loss_layer);
-    init_around(mwl, model_, tasks_[i].labeled_data(0), rng);
+    init_around(mwl, model_, my_rows(tasks_[i].labeled_data(0)), rng);
     model_with_loss_.push_back(mwl);
     tasks_[i].optimizer->init(mwl->all_weights());
   }
@@ -84,7 +94,7 @@ Loop::Loop(LayerPtr model, std::vector<TrainTask> tasks, LoopOptions options)
       throw std::invalid_argument("Loop: an eval task needs labeled_data, metrics and n_eval_batches >= 1");
     layers::LayerArgs metric_args(e.metrics.begin(), e.metrics.end());
     LayerPtr composite = layers::Serial(eval_model_, layers::make_branch(metric_args));
-    init_around(composite, eval_model_, e.labeled_data(0), rng);
+    init_around(composite, eval_model_, my_rows(e.labeled_data(0)), rng);
     eval_with_metrics_.push_back(composite);
     std::vector<std::string> names = e.metric_names;
     if (names.empty())
@@ -95,7 +105,9 @@ Loop::Loop(LayerPtr model, std::vector<TrainTask> tasks, LoopOptions options)
   }
 
   const std::string path = checkpoint_path();
-  if (!path.empty() && std::filesystem::exists(path)) {
+  if (comm_->size() > 1) {
+    start_from_lead();
+  } else if (!path.empty() && std::filesystem::exists(path)) {
     std::vector<OptimizerPtr> optimizers;
     for (const auto& t : tasks_) optimizers.push_back(t.optimizer);
     const CheckpointInfo info = load_checkpoint(path, *model_, optimizers);
@@ -132,17 +144,42 @@ void Loop::train_step() {
   TrainTask& task = tasks_[t];
   const auto t0 = Clock::now();
   const double lr = task.lr_schedule ? task.lr_schedule(s) : task.optimizer->learning_rate();
-  const Stack batch = task.labeled_data(batch_index(t, s));
+  const Stack global = task.labeled_data(batch_index(t, s));
+  const Stack batch = my_rows(global);
   const LayerPtr& mwl = model_with_loss_[t];
-  mwl->set_rng(Rng(options_.random_seed).fold_in(static_cast<std::uint64_t>(s)));
+  mwl->set_rng(step_rng(s, global));
   const std::vector<Tensor> weights = mwl->all_weights();
-  const Tensor loss = (*mwl)(batch)[0];
-  const double value = loss.item();
-  if (!std::isfinite(value))
-    throw TrainingDiverged(fmt::format(
-        "Step {}: train {} is {}; training stopped. The weights are those after step {}; {}.", s,
-        task.loss_name, value, step_, last_checkpoint_kept()));
-  const std::vector<Tensor> grads = grad(loss, weights);
+  const auto check_finite = [&](double value) {
+    if (!std::isfinite(value))
+      throw TrainingDiverged(fmt::format(
+          "Step {}: train {} is {}; training stopped. The weights are those after step {}; {}.", s,
+          task.loss_name, value, step_, last_checkpoint_kept()));
+  };
+  double value = 0;
+  std::vector<Tensor> grads;
+  if (comm_->size() == 1) {
+    const Tensor loss = (*mwl)(batch)[0];
+    value = loss.item();
+    check_finite(value);
+    grads = grad(loss, weights);
+  } else {
+    // This process's loss and gradients weighted by its share of the batch's weight, summed over
+    // the processes: the whole batch's loss and gradients (a process with no weight adds zeros).
+    const double share = share_of(global, batch);
+    if (share > 0) {
+      const Tensor loss = (*mwl)(batch)[0];
+      value = loss.item() * share;
+      NoGrad no_grad;
+      for (const Tensor& g : grad(loss, weights)) grads.push_back(g * share);
+    } else {
+      for (const Tensor& w : weights) grads.push_back(Tensor::zeros(w.shape(), w.dtype()));
+    }
+    grads.push_back(Tensor::scalar(value, DType::float64));
+    comm_->all_reduce(grads, dist::Reduce::sum);
+    value = grads.back().item();
+    grads.pop_back();
+    check_finite(value);
+  }
   UpdateStats stats;
   try {
     stats = task.optimizer->update(s, lr, weights, grads);
@@ -169,7 +206,13 @@ void Loop::run(std::int64_t n_steps) {
   for (std::int64_t i = 0; i < n_steps && !stopped_; ++i) {
     train_step();
     if (options_.checkpoint_at(step_)) report_and_checkpoint();
-    stopped_ = options_.stop_requested && options_.stop_requested() && i + 1 < n_steps;
+    bool stop = options_.stop_requested && options_.stop_requested();
+    if (comm_->size() > 1) {   // all stop at the same step, when any process was asked to
+      std::vector<Tensor> asked{Tensor::scalar(stop ? 1 : 0, DType::int32)};
+      comm_->all_reduce(asked, dist::Reduce::sum);
+      stop = asked[0].item() > 0;
+    }
+    stopped_ = stop && i + 1 < n_steps;
   }
   if (last_report_step_ != step_) report_and_checkpoint();
   reporter_.clear_progress();
@@ -239,10 +282,19 @@ void Loop::evaluate() {
     const EvalTask& task = options_.eval_tasks[e];
     const auto& names = metric_names_[e];
     std::vector<double> sums(names.size(), 0.0);
-    eval_with_metrics_[e]->set_rng(Rng(options_.random_seed).fold_in(~std::uint64_t{0}));
     for (std::int64_t b = 0; b < task.n_eval_batches; ++b) {
-      const Stack out = (*eval_with_metrics_[e])(task.labeled_data(b));
-      for (std::size_t m = 0; m < names.size(); ++m) sums[m] += out[m].item();
+      const Stack global = task.labeled_data(b);
+      const Stack mine = my_rows(global);
+      const double share = comm_->size() == 1 ? 1.0 : share_of(global, mine);
+      if (share == 0) continue;
+      eval_with_metrics_[e]->set_rng(step_rng(~std::uint64_t{0}, global));
+      const Stack out = (*eval_with_metrics_[e])(mine);
+      for (std::size_t m = 0; m < names.size(); ++m) sums[m] += out[m].item() * share;
+    }
+    if (comm_->size() > 1) {   // each process's weighted part of every batch's metrics, summed
+      std::vector<Tensor> parts{Tensor::from_doubles(sums, {static_cast<std::int64_t>(sums.size())}, DType::float64)};
+      comm_->all_reduce(parts, dist::Reduce::sum);
+      sums = parts[0].to_doubles();
     }
     std::size_t width = 0;
     for (const auto& n : names) width = std::max(width, n.size());
@@ -256,7 +308,7 @@ void Loop::evaluate() {
 
 void Loop::save_checkpoint() {
   const std::string path = checkpoint_path();
-  if (path.empty()) return;
+  if (path.empty() || !lead()) return;
   std::vector<OptimizerPtr> optimizers;
   for (const auto& t : tasks_) optimizers.push_back(t.optimizer);
   const CheckpointInfo info{.step = step_, .seed = options_.random_seed, .config = options_.config};
@@ -271,6 +323,117 @@ double Loop::last_value(const std::string& split, const std::string& name) const
   for (auto it = history_.rbegin(); it != history_.rend(); ++it)
     if (it->split == split && it->name == name) return it->value;
   throw std::out_of_range(fmt::format("Loop: no {} value of {} reported yet", split, name));
+}
+
+// --- data parallelism ------------------------------------------------------------------------
+
+void Loop::check_batch_divides(const Stack& batch, const std::string& what) const {
+  const int K = comm_->size();
+  if (batch.empty() || batch[0].rank() < 1)
+    throw std::invalid_argument(fmt::format("Loop: {}'s batches must be (inputs..., targets, weights) with a batch axis, got {}",
+                                            what, signatures(batch)));
+  const std::int64_t B = batch[0].dim(0);
+  for (const Tensor& x : batch)
+    if (x.rank() < 1 || x.dim(0) != B)
+      throw std::invalid_argument(fmt::format("Loop: {}'s batch items must share their first (batch) axis, got {}",
+                                              what, signatures(batch)));
+  if (B % K != 0)
+    throw std::invalid_argument(fmt::format(
+        "Loop: {}'s global batch of {} rows does not divide among {} processes: give a batch size that is a "
+        "multiple of {} (each process takes B/{} rows)", what, B, K, K, K));
+}
+
+Stack Loop::my_rows(const Stack& batch) const {
+  const int K = comm_->size();
+  if (K == 1) return batch;
+  Stack mine;
+  for (const Tensor& x : batch) {
+    const std::int64_t rows = x.dim(0) / K;
+    mine.push_back(slice(x, 0, comm_->rank() * rows, (comm_->rank() + 1) * rows));
+  }
+  return mine;
+}
+
+double Loop::share_of(const Stack& batch, const Stack& mine) const {
+  // The weights are the batch's last item (task.hpp); a batch without them weighs its rows alike.
+  if (batch.size() < 3) return 1.0 / comm_->size();
+  double total = 0, part = 0;
+  for (double w : batch.back().to_doubles()) total += w;
+  for (double w : mine.back().to_doubles()) part += w;
+  return total > 0 ? part / total : 1.0 / comm_->size();
+}
+
+Rng Loop::step_rng(std::int64_t step_key_data, const Stack& batch) const {
+  const Rng rng = Rng(options_.random_seed).fold_in(static_cast<std::uint64_t>(step_key_data));
+  if (comm_->size() == 1) return rng;
+  const std::int64_t rows = batch[0].dim(0) / comm_->size();
+  return rng.with_rows(comm_->rank() * rows, rows);
+}
+
+namespace {
+
+// A number that differs when any weight differs (position-weighted, so a permutation shows too).
+double fingerprint(const std::vector<Tensor>& tensors) {
+  double f = 0;
+  for (std::size_t t = 0; t < tensors.size(); ++t) {
+    const std::vector<double> v = tensors[t].to_doubles();
+    for (std::size_t i = 0; i < v.size(); ++i) f += v[i] * static_cast<double>(1 + (i + 7 * t) % 101);
+  }
+  return f;
+}
+
+}  // namespace
+
+void Loop::start_from_lead() {
+  const int K = comm_->size();
+  // 1. Every process built the same initial weights (the same model, seed and ctrax).
+  std::vector<Tensor> lead_print{Tensor::scalar(fingerprint(model_->all_weights()), DType::float64)};
+  const double mine = lead_print[0].item();
+  comm_->broadcast(lead_print, 0);
+  std::vector<double> differs(static_cast<std::size_t>(K), 0.0);
+  differs[static_cast<std::size_t>(comm_->rank())] = mine == lead_print[0].item() ? 0.0 : 1.0;
+  std::vector<Tensor> votes{Tensor::from_doubles(differs, {K}, DType::float64)};
+  comm_->all_reduce(votes, dist::Reduce::sum);
+  std::vector<int> which;
+  const std::vector<double> tally = votes[0].to_doubles();
+  for (int r = 0; r < K; ++r)
+    if (tally[static_cast<std::size_t>(r)] > 0) which.push_back(r);
+  if (!which.empty())
+    throw std::runtime_error(fmt::format(
+        "Loop: process{} {} built other initial weights than process 0: every process must build the same model "
+        "with the same seed", which.size() > 1 ? "es" : "", fmt::join(which, ", ")));
+
+  // 2. Process 0 reads the checkpoint, if any (the others may not see its disk), and sends it.
+  std::int64_t header[3] = {0, 0, 0};   // resumed, step, seed (its bits)
+  const std::string path = checkpoint_path();
+  if (lead() && !path.empty() && std::filesystem::exists(path)) {
+    std::vector<OptimizerPtr> optimizers;
+    for (const auto& t : tasks_) optimizers.push_back(t.optimizer);
+    const CheckpointInfo info = load_checkpoint(path, *model_, optimizers);
+    if (info.seed != options_.random_seed)
+      reporter_.line(info.step, fmt::format("resuming with the checkpoint's seed {} (not {})", info.seed, options_.random_seed));
+    header[0] = 1;
+    header[1] = info.step;
+    std::memcpy(&header[2], &info.seed, sizeof info.seed);
+    reporter_.truncate_after(info.step);
+    if (std::filesystem::exists(options_.output_dir + "/metrics.jsonl"))
+      history_ = read_metrics(options_.output_dir + "/metrics.jsonl");
+    reporter_.line(info.step, fmt::format("Resumed from {} on {} processes", path, K));
+  }
+  std::vector<Tensor> head{Tensor::empty({6}, DType::int32)};
+  std::memcpy(head[0].raw_data(), header, sizeof header);
+  comm_->broadcast(head, 0);
+  std::memcpy(header, head[0].raw_data(), sizeof header);
+  if (header[0] == 0) return;   // a fresh run: the weights already agree
+  step_ = header[1];
+  std::memcpy(&options_.random_seed, &header[2], sizeof options_.random_seed);
+  std::vector<Tensor> state = model_->all_weights();
+  for (const auto& t : tasks_) {
+    for (auto& slots : t.optimizer->slots())
+      for (Slot& slot : slots) state.push_back(slot.value);
+    for (const Tensor& a : t.optimizer->averages()) state.push_back(a);
+  }
+  comm_->broadcast(state, 0);   // in place: the tensors are the model's and the optimizers'
 }
 
 }  // namespace ctrax::train
