@@ -209,9 +209,15 @@ std::unique_ptr<data::SentencePieceTokenizer> run_vocabulary(const TrainFlags& t
                                                              data::SentencePieceOptions options, const std::string& what,
                                                              const std::function<std::vector<std::string>()>& texts) {
   if (resumed) return data::SentencePieceTokenizer::load(spm_path(t.out));
-  fmt::print("learning a SentencePiece vocabulary of {} from {}...\n", options.vocab_size, what);
-  options.seed = t.seed;
-  return data::SentencePieceTokenizer::train(texts(), options, spm_path(t.out));
+  // Process 0 learns it and writes it to --out; the others read it there once it is written.
+  std::unique_ptr<data::SentencePieceTokenizer> tok;
+  if (t.comm->rank() == 0) {
+    fmt::print("learning a SentencePiece vocabulary of {} from {}...\n", options.vocab_size, what);
+    options.seed = t.seed;
+    tok = data::SentencePieceTokenizer::train(texts(), options, spm_path(t.out));
+  }
+  t.comm->barrier();
+  return tok ? std::move(tok) : data::SentencePieceTokenizer::load(spm_path(t.out));
 }
 
 std::string config_json(const ModelFlags& m, const TrainFlags& t, const std::string& extra) {
@@ -342,7 +348,13 @@ std::map<std::string, std::string> stored_flags(const CLI::App& cmd, const std::
 }  // namespace
 
 std::shared_ptr<io::RunLock> settle_run(CLI::App& cmd, TrainFlags& t) {
-  auto lock = io::RunLock::acquire(t.out);
+  t.comm = dist::make_communicator();
+  // Under mpirun every process runs this command; process 0 speaks for them (errors still reach
+  // stderr), and holds the lock.
+  if (t.comm->rank() != 0 && !std::freopen("/dev/null", "w", stdout))
+    throw std::runtime_error("cannot silence the standard output of a process other than 0");
+  if (t.comm->size() > 1) fmt::print("data parallel: {} processes (MPI)\n", t.comm->size());
+  auto lock = t.comm->rank() == 0 ? io::RunLock::acquire(t.out) : nullptr;
   if (const auto checkpoint = existing_checkpoint(t.out)) {
     std::vector<std::string> differences;
     for (const auto& [flag, stored] : stored_flags(cmd, t.out)) {
@@ -400,6 +412,7 @@ std::string best_path(const std::string& out) { return (std::filesystem::path(ou
 // Copies the checkpoint just written to best.safetensors when its eval metric beats every earlier
 // evaluation recorded in metrics.jsonl. Copied to a temporary name and renamed.
 void keep_if_best(const train::Loop& loop, const TrainFlags& t, const KeepBest& keep) {
+  if (t.comm->rank() != 0) return;   // process 0 writes
   const double now = loop.last_value("eval", keep.metric);
   const auto metrics = (std::filesystem::path(t.out) / "metrics.jsonl").string();
   for (const auto& r : train::read_metrics(metrics))
@@ -410,6 +423,15 @@ void keep_if_best(const train::Loop& loop, const TrainFlags& t, const KeepBest& 
   io::copy_atomically(loop.checkpoint_path(), best);
   fmt::print("best so far: eval {} {:.4f} at step {} -> {}\n", keep.metric, now, loop.step(), best);
   std::fflush(stdout);  // shows up in a redirected log next to the Loop's lines
+}
+
+// Process 0's number, in every process: a decision taken on a clock (a time limit, a planned
+// length) must be the same in all of them, or they would part ways at the next all-reduce.
+double lead_value(const TrainFlags& t, double value) {
+  if (t.comm->size() == 1) return value;
+  std::vector<Tensor> x{Tensor::scalar(value, DType::float64)};
+  t.comm->broadcast(x, 0);
+  return x[0].item();
 }
 
 }  // namespace
@@ -429,7 +451,7 @@ void train_until(train::Loop& loop, const TrainFlags& t, const std::optional<Kee
   while (loop.step() < plan) {
     // Up to the next checkpoint step, so a time limit always stops on a saved checkpoint; and only
     // when that chunk is expected to end within --minutes, so the limit is a budget, not a floor.
-    if (t.minutes > 0 && minutes() + chunk_minutes > t.minutes) {
+    if (t.minutes > 0 && lead_value(t, minutes() + chunk_minutes > t.minutes ? 1 : 0) > 0) {
       fmt::print("time limit: stopped after {:.1f} minutes at step {} of {} (the next {} steps would end past "
                  "{} minutes); run the same command to go on\n",
                  minutes(), loop.step(), plan, t.eval_every, t.minutes);
@@ -449,7 +471,7 @@ void train_until(train::Loop& loop, const TrainFlags& t, const std::optional<Kee
     if (budget_plans && loop.step() == next && next == t.eval_every) {
       // The plan: this stretch, and as many more of its length as fit in what is left.
       const auto stretches = static_cast<std::int64_t>(std::max(0.0, (t.minutes - minutes()) / chunk_minutes));
-      plan = std::max<std::int64_t>(loop.step(), (1 + stretches) * t.eval_every);
+      plan = static_cast<std::int64_t>(lead_value(t, static_cast<double>(std::max<std::int64_t>(loop.step(), (1 + stretches) * t.eval_every))));
       json config = json::parse(loop.config());
       config["planned_steps"] = plan;
       loop.set_config(config.dump());

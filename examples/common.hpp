@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/data/sentencepiece.hpp"
+#include "core/dist/communicator.hpp"
 #include "core/io/run_lock.hpp"
 #include "core/train/loop.hpp"
 #include "models/config.hpp"
@@ -79,6 +80,9 @@ struct TrainFlags {
   // first stretch of a fresh run and stores it as "planned_steps"; a resume continues it). Shared
   // with the learning-rate schedule, which reads it at every step.
   std::shared_ptr<std::int64_t> planned_steps = std::make_shared<std::int64_t>(0);
+  // The processes of this run (settle_run): MPI under mpirun, else this one alone. Process 0 prints,
+  // takes --out's lock and writes there; every process reads --out (one machine, or a shared disk).
+  std::shared_ptr<dist::Communicator> comm = dist::single_process();
 };
 void add_train_flags(CLI::App& app, TrainFlags& t, bool data_required);
 // --threads and --out for the commands that use a trained model.

@@ -122,7 +122,8 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
        .run_lock = std::move(lock),
        .stop_requested = io::StopSignals::requested,
        .config = examples::config_json(m, t, fmt::format(R"({{"tokenizer": "{}", "vocab_size": {}, "train_len": {}}})",
-                                                      tok->name(), tok->vocab_size(), L))});
+                                                      tok->name(), tok->vocab_size(), L)),
+       .communicator = t.comm});
   examples::train_until(loop, t, examples::KeepBest{.metric = "loss", .higher_is_better = false});
   fmt::print("validation loss {:.4f} nats per token\n", loop.last_value("eval", "loss"));
   return 0;

@@ -171,7 +171,8 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
        .run_lock = std::move(lock),
        .stop_requested = io::StopSignals::requested,
        .config = examples::config_json(m, t, fmt::format(R"({{"vocab_size": {}, "head": {}, "n_classes": {}}})",
-                                                      tok->vocab_size(), head, n_classes))});
+                                                      tok->vocab_size(), head, n_classes)),
+       .communicator = t.comm});
   examples::train_until(loop, t, examples::KeepBest{.metric = "accuracy"});
   fmt::print("held-out accuracy {:.4f}; run `sentiment eval` for the test split\n", loop.last_value("eval", "accuracy"));
   return 0;

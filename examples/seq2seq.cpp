@@ -80,7 +80,8 @@ void train_seq2seq(std::shared_ptr<io::RunLock> lock, const ModelFlags& m, const
        .random_seed = t.seed,
        .run_lock = std::move(lock),
        .stop_requested = io::StopSignals::requested,
-       .config = config_json(m, t, extra)});
+       .config = config_json(m, t, extra),
+       .communicator = t.comm});
   train_until(loop, t, keep_best);
   fmt::print("validation loss {:.4f}, token accuracy {:.4f}\n", loop.last_value("eval", "loss"),
              loop.last_value("eval", "accuracy"));

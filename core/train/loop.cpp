@@ -77,9 +77,6 @@ Loop::Loop(LayerPtr model, std::vector<TrainTask> tasks, LoopOptions options)
 
   for (std::size_t i = 0; i < tasks_.size(); ++i)
     check_batch_divides(tasks_[i].labeled_data(0), fmt::format("training task {}", i));
-  for (std::size_t e = 0; e < options_.eval_tasks.size(); ++e)
-    if (options_.eval_tasks[e].labeled_data)
-      check_batch_divides(options_.eval_tasks[e].labeled_data(0), fmt::format("eval task {}", e));
 
   const Rng rng(options_.random_seed);
   for (std::size_t i = 0; i < tasks_.size(); ++i) {
@@ -145,6 +142,7 @@ void Loop::train_step() {
   const auto t0 = Clock::now();
   const double lr = task.lr_schedule ? task.lr_schedule(s) : task.optimizer->learning_rate();
   const Stack global = task.labeled_data(batch_index(t, s));
+  if (comm_->size() > 1) check_batch_divides(global, fmt::format("step {}: training task {}", s, t));
   const Stack batch = my_rows(global);
   const LayerPtr& mwl = model_with_loss_[t];
   mwl->set_rng(step_rng(s, global));
@@ -283,7 +281,7 @@ void Loop::evaluate() {
     const auto& names = metric_names_[e];
     std::vector<double> sums(names.size(), 0.0);
     for (std::int64_t b = 0; b < task.n_eval_batches; ++b) {
-      const Stack global = task.labeled_data(b);
+      const Stack global = padded_rows(task.labeled_data(b));
       const Stack mine = my_rows(global);
       const double share = comm_->size() == 1 ? 1.0 : share_of(global, mine);
       if (share == 0) continue;
@@ -341,6 +339,24 @@ void Loop::check_batch_divides(const Stack& batch, const std::string& what) cons
     throw std::invalid_argument(fmt::format(
         "Loop: {}'s global batch of {} rows does not divide among {} processes: give a batch size that is a "
         "multiple of {} (each process takes B/{} rows)", what, B, K, K, K));
+}
+
+Stack Loop::padded_rows(const Stack& batch) const {
+  const int K = comm_->size();
+  if (K == 1 || batch.size() < 3 || batch[0].rank() < 1 || batch[0].dim(0) % K == 0) return batch;
+  // Copies of row 0 with weight 0 (the last item) count for nothing in a weighted mean.
+  const std::int64_t extra = K - batch[0].dim(0) % K;
+  Stack out;
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const Tensor& x = batch[i];
+    std::vector<Tensor> parts{x};
+    Shape pad_shape = x.shape();
+    pad_shape[0] = extra;
+    if (i + 1 == batch.size()) parts.push_back(Tensor::zeros(pad_shape, x.dtype()));
+    else for (std::int64_t r = 0; r < extra; ++r) parts.push_back(slice(x, 0, 0, 1));
+    out.push_back(concatenate(parts, 0));
+  }
+  return out;
 }
 
 Stack Loop::my_rows(const Stack& batch) const {

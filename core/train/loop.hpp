@@ -42,7 +42,8 @@
 // checkpoint and sends weights, optimizer slots, step and seed to the others, which first check that
 // they built the same initial weights — so a run resumes on any number of processes. A batch whose
 // rows K does not divide is an error before training. stop_requested is asked in every process and
-// obeyed when any says so.
+// obeyed when any says so. An evaluation batch the processes do not divide (the last, short one) is
+// completed with rows of weight 0, which no weighted mean counts.
 //
 // DIVERGENCE. A loss (or gradient) that is NaN or infinite stops training with TrainingDiverged:
 // the weights stay those of the last good step and the last checkpoint on disk is untouched.
@@ -119,6 +120,8 @@ class Loop {
   void evaluate();
   // Data parallelism: this process's rows of a global batch, and their share W_r / W of its weight.
   Stack my_rows(const Stack& batch) const;
+  // An evaluation batch the processes do not divide, completed with rows of weight 0.
+  Stack padded_rows(const Stack& batch) const;
   double share_of(const Stack& batch, const Stack& mine) const;
   Rng step_rng(std::int64_t step_key_data, const Stack& batch) const;
   void check_batch_divides(const Stack& batch, const std::string& what) const;
