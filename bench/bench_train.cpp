@@ -34,6 +34,7 @@
 
 #include "core/decode/beam_search.hpp"
 #include "core/decode/sampling.hpp"
+#include "core/dist/communicator.hpp"
 #include "core/layer/serial.hpp"
 #include "core/tensor/ops.hpp"
 #include "core/tensor/runtime.hpp"
@@ -217,22 +218,43 @@ int main(int argc, char** argv) {
     if (lm) return {x, x, Tensor::ones({k.batch, k.seq})};
     return {x, r.fold_in(1).randint({k.batch}, 0, 2), Tensor::ones({k.batch})};
   };
-  with_loss->init(signature_of(batch(0)), Rng(0));
+  // Under mpirun -np K: data parallel, as the Loop — each process takes batch/K rows of every batch,
+  // the gradients are averaged by the communicator's all-reduce (every weight is 1, so the mean is
+  // the whole batch's gradient); process 0 reports, with the all-reduce's share of a step.
+  const auto comm = dist::make_communicator();
+  const int K = comm->size();
+  if (k.batch % K != 0)
+    throw std::invalid_argument(fmt::format("a batch of {} rows does not divide among {} processes", k.batch, K));
+  if (comm->rank() != 0 && !std::freopen("/dev/null", "w", stdout)) return 1;
+  const auto my_rows = [&](const Stack& b) {
+    if (K == 1) return b;
+    Stack mine;
+    const std::int64_t rows = k.batch / K;
+    for (const Tensor& x : b) mine.push_back(slice(x, 0, comm->rank() * rows, (comm->rank() + 1) * rows));
+    return mine;
+  };
+  with_loss->init(signature_of(my_rows(batch(0))), Rng(0));
   const auto weights = with_loss->all_weights();
   auto adam = train::Adam({.learning_rate = 1e-3});
 
-  std::vector<double> ms;
+  std::vector<double> ms, reduce_ms;
   double loss_first = 0, loss_last = 0;
   for (int i = 0; i < warmup + steps; ++i) {
     if (i == warmup) profile::reset();
-    const Stack b = batch(i);
+    const Stack b = my_rows(batch(i));
     const auto t0 = Clock::now();
     with_loss->set_rng(Rng(2).fold_in(static_cast<std::uint64_t>(i)));
     const Tensor loss = (*with_loss)(b)[0];
-    const auto g = grad(loss, weights);
+    auto g = grad(loss, weights);
+    const auto t1 = Clock::now();
+    if (K > 1) comm->all_reduce(g, dist::Reduce::mean);
+    const double reduce = ms_since(t1);
     adam->update(i + 1, 1e-3, weights, g);
     const double t = ms_since(t0);
-    if (i >= warmup) ms.push_back(t);
+    if (i >= warmup) {
+      ms.push_back(t);
+      reduce_ms.push_back(reduce);
+    }
     (i == 0 ? loss_first : loss_last) = loss.item();
   }
   std::vector<double> sorted = ms;
@@ -250,6 +272,13 @@ int main(int argc, char** argv) {
              "{:.1f} GFLOP/s | params {:.2f}M | peak RSS {:.0f} MB | loss {:.3f}->{:.3f} | threads={}\n",
              tokens / med * 1e3, med, mean, steps, warmup, flops / 1e9, flops / med / 1e6,
              static_cast<double>(model->n_params()) / 1e6, peak_rss_mb(), loss_first, loss_last, num_threads());
+  if (K > 1) {
+    std::sort(reduce_ms.begin(), reduce_ms.end());
+    const double bytes = 4.0 * static_cast<double>(model->n_params());
+    fmt::print("data parallel: {} ({} threads each); all-reduce of {:.1f} MB of gradients {:.2f} ms median = {:.1f}% of "
+               "a step\n", comm->describe(), num_threads(), bytes / 1e6, reduce_ms[reduce_ms.size() / 2],
+               100 * reduce_ms[reduce_ms.size() / 2] / med);
+  }
   if (profile::enabled()) std::cout << profile::report(steps, mean);
   if (json)
     fmt::print("JSON {{\"tag\": \"{}\", \"script\": \"{}\", \"ms_per_step_median\": {}, \"tok_per_s\": {}, "
