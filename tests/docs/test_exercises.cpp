@@ -394,3 +394,63 @@ TEST_CASE("exercise 11.1: the fused attention op equals the separate ops, causal
   const Tensor fused = attention(q, k, v, tl::causal_mask(9));
   expect_close(fused, matmul(weights(q, k, tl::causal_mask(9)), v), 1e-12);
 }
+
+// ---- Chapter 12: more than one machine ----
+
+namespace {
+// Rows [a, b) of every item of a batch: what process r of K keeps.
+Stack rows_of(const Stack& batch, std::int64_t a, std::int64_t b) {
+  Stack out;
+  for (const Tensor& x : batch) out.push_back(slice(x, 0, a, b));
+  return out;
+}
+double sum_of(const Tensor& w) {
+  double s = 0;
+  for (double x : w.to_doubles()) s += x;
+  return s;
+}
+}  // namespace
+
+TEST_CASE("exercise 12.1: the processes' losses weighted by their share of the weight give the batch's loss; their plain mean does not") {
+  // Two rows of 4 positions; row 1 is padding but for one token.
+  const Tensor logits = randn({2, 4, 5}, 30);
+  const Tensor targets = tensor({1, 2, 3, 4, 0, 0, 0, 0}, {2, 4});
+  const Tensor w = tensor({1.f, 1.f, 1.f, 1.f, 1.f, 0.f, 0.f, 0.f}, {2, 4});
+  auto loss = tl::WeightedCategoryCrossEntropy();
+  const Stack batch{logits, targets, w};
+  loss->init(signature_of(batch));
+  const double whole = (*loss)(batch)[0].item();
+  const Stack p0 = rows_of(batch, 0, 1), p1 = rows_of(batch, 1, 2);
+  const double L0 = (*loss)(p0)[0].item(), L1 = (*loss)(p1)[0].item();
+  const double W = sum_of(w), W0 = sum_of(p0[2]), W1 = sum_of(p1[2]);
+  CHECK(whole == doctest::Approx(W0 / W * L0 + W1 / W * L1).epsilon(1e-12));
+  CHECK(std::abs((L0 + L1) / 2 - whole) > 1e-3);   // the single token would weigh as much as four
+}
+
+TEST_CASE("exercise 12.2: a row window counts a row's elements, not the draw's first axis") {
+  // An attention-dropout mask is (B·H, L, L): a process holding rows [2, 4) of B = 4 with H = 3
+  // heads needs slices [6, 12) of the whole draw — first·(n/rows) = 2·(2·3·5·5 / 2) elements in.
+  const Rng key = Rng(5).fold_in(9);
+  const Tensor whole = key.bernoulli({4 * 3, 5, 5}, 0.9).to(DType::float32);
+  const Tensor mine = key.with_rows(2, 2).bernoulli({2 * 3, 5, 5}, 0.9).to(DType::float32);
+  expect_close(mine, slice(whole, 0, 6, 12), 0);
+  // Counting by the first axis (6 slices as 6 rows) would start at element 2·25: another mask.
+  const Tensor wrong = key.with_rows(2, 6).bernoulli({6, 5, 5}, 0.9).to(DType::float32);
+  CHECK(wrong.to_doubles() != slice(whole, 0, 6, 12).to_doubles());
+}
+
+TEST_CASE("exercise 12.3: rows of weight 0 leave a weighted metric unchanged (completing an evaluation batch)") {
+  const Tensor logits = randn({5, 3, 4}, 31);
+  const Tensor targets = tensor({0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2}, {5, 3});
+  const Tensor w = Tensor::full({5, 3}, 1.0);
+  auto accuracy = tl::WeightedCategoryAccuracy();
+  auto loss = tl::WeightedCategoryCrossEntropy();
+  const Stack batch{logits, targets, w};
+  accuracy->init(signature_of(batch));
+  loss->init(signature_of(batch));
+  // 5 rows on 2 processes: a copy of row 0 with weight 0 makes 6.
+  const Stack padded{concatenate({logits, slice(logits, 0, 0, 1)}, 0), concatenate({targets, slice(targets, 0, 0, 1)}, 0),
+                     concatenate({w, Tensor::zeros({1, 3})}, 0)};
+  CHECK((*accuracy)(padded)[0].item() == doctest::Approx((*accuracy)(batch)[0].item()).epsilon(1e-12));
+  CHECK((*loss)(padded)[0].item() == doctest::Approx((*loss)(batch)[0].item()).epsilon(1e-6));
+}
