@@ -57,7 +57,9 @@ Tensor autoregressive_sample(Layer& model, const Tensor& inputs = Tensor(),
 // encoder-decoder, already `rows` long), and checks the model is in predict mode.
 void start_decoding(Layer& model, const Tensor& inputs, std::int64_t rows);
 // Feeds `tokens` (rows, L) and returns the log-probabilities at the last position (rows, V), as
-// float64.
+// float64. Runs under NoGrad: a predict-mode model's plumbing (Serial, Dense, …) is built without
+// a mode, and its weights require gradients, so without the scope every op of every decoded token
+// would be recorded on a tape nobody reads.
 Tensor next_token_log_probs(Layer& model, const Tensor& inputs, const Tensor& tokens);
 // A row-major copy of ids as a (rows, 1) int32 tensor.
 Tensor column(const std::vector<std::int32_t>& ids);

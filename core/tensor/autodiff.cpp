@@ -18,11 +18,14 @@ bool grad_enabled() { return t_grad_enabled; }
 NoGrad::NoGrad() : previous_(t_grad_enabled) { t_grad_enabled = false; }
 NoGrad::~NoGrad() { t_grad_enabled = previous_; }
 
-Tensor record(const OpDef& op, Tensor out, std::vector<Tensor> inputs, BackwardFn backward) {
-  if (!t_grad_enabled || out.is_meta()) return out;
-  bool any = false;
-  for (const Tensor& t : inputs) any = any || t.requires_grad();
-  if (!any) return out;
+bool recording(const Tensor& out, const Tensor* inputs, std::size_t n) {
+  if (!t_grad_enabled || out.is_meta()) return false;
+  for (std::size_t i = 0; i < n; ++i)
+    if (inputs[i].requires_grad()) return true;
+  return false;
+}
+
+Tensor attach(const OpDef& op, Tensor out, std::vector<Tensor> inputs, BackwardFn backward) {
   auto node = std::make_shared<Node>();
   node->op = &op;
   node->inputs = std::move(inputs);

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <utility>
@@ -67,9 +68,26 @@ class NoGrad {
   bool previous_;
 };
 
-// Called by ops after computing `out`: when recording is on and one of `inputs` requires a
-// gradient, attaches a Node (op must outlive the tape: ops pass their constexpr OpDef). Returns out.
-Tensor record(const OpDef& op, Tensor out, std::vector<Tensor> inputs, BackwardFn backward);
+// Should `out`, computed from `inputs`, join the tape? Recording is on, out is real (not meta)
+// and one of the inputs requires a gradient.
+bool recording(const Tensor& out, const Tensor* inputs, std::size_t n);
+// Attaches the Node (record's second half).
+Tensor attach(const OpDef& op, Tensor out, std::vector<Tensor> inputs, BackwardFn backward);
+
+// Called by ops after computing `out`: when recording() says so, attaches a Node (op must outlive
+// the tape: ops pass their constexpr OpDef). Returns out. A template so that eval and predict
+// mode, which record nothing, build nothing either: no input list, no std::function (each would
+// be an allocation per op, per decoded token).
+template <class Backward>
+Tensor record(const OpDef& op, Tensor out, std::initializer_list<Tensor> inputs, Backward&& backward) {
+  if (!recording(out, inputs.begin(), inputs.size())) return out;
+  return attach(op, std::move(out), std::vector<Tensor>(inputs), BackwardFn(std::forward<Backward>(backward)));
+}
+template <class Backward>
+Tensor record(const OpDef& op, Tensor out, const std::vector<Tensor>& inputs, Backward&& backward) {
+  if (!recording(out, inputs.data(), inputs.size())) return out;
+  return attach(op, std::move(out), inputs, BackwardFn(std::forward<Backward>(backward)));
+}
 
 // dL/dx for each x in xs, where L = y (a scalar) or L = Σ y·seed when a seed of y's shape is
 // given. An x that y does not depend on gets zeros. With retain_graph the tape is kept, so grad

@@ -3,6 +3,11 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "core/tensor/runtime.hpp"
 
@@ -109,6 +114,54 @@ void gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, doub
   gemm_any(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
+namespace {
+
+// One row times a K × N matrix stored row by row (decoding one token: x·W): the product streams W
+// once, and its speed is the speed of reading W. Split by columns, each thread would read half of every
+// row of W — short strided runs the prefetchers follow badly; split by K, each thread streams one
+// contiguous half of W into partial sums of all N columns, and the partial sums are then added,
+// each thread its share of columns (N × threads floats: nothing next to W). Measured on the M
+// configuration's weights: 0.26 ms against 0.33 per token for both cores (docs/11_performance.md).
+// A few rows (2–8: a batch or a beam) read W through the few-rows kernel's column panels, split
+// by columns; by K they were ~7% slower.
+template <class T>
+void split_k_gemm(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A,
+                  std::int64_t lda, const T* B, T beta, T* C, int n_threads) {
+  thread_local std::vector<T> scratch;
+  const std::int64_t part_size = M * N;
+  if (scratch.size() < static_cast<std::size_t>(part_size * n_threads))
+    scratch.resize(static_cast<std::size_t>(part_size * n_threads));
+  T* parts = scratch.data();
+  // K in blocks of 16 rows (whole cache lines of a row-major A's row).
+  const std::int64_t block = ((K + n_threads - 1) / n_threads + 15) / 16 * 16;
+#pragma omp parallel num_threads(n_threads)
+  {
+#ifdef _OPENMP
+    const int t = omp_get_thread_num();
+#else
+    const int t = 0;
+#endif
+    const std::int64_t k0 = std::min(K, t * block), k1 = std::min(K, k0 + block);
+    T* part = parts + t * part_size;
+    if (k1 > k0)
+      gemm(ta, false, M, N, k1 - k0, alpha, A + (ta ? k0 * lda : k0), lda, B + k0 * N, N, T(0), part, N);
+    else
+      std::fill_n(part, part_size, T(0));
+#pragma omp barrier
+    const std::int64_t n0 = N * t / n_threads, n1 = N * (t + 1) / n_threads;
+    for (std::int64_t m = 0; m < M; ++m) {
+      T* c = C + m * N;
+      for (std::int64_t n = n0; n < n1; ++n) {
+        T sum = beta == T(0) ? T(0) : beta * c[n];
+        for (int u = 0; u < n_threads; ++u) sum += parts[u * part_size + m * N + n];
+        c[n] = sum;
+      }
+    }
+  }
+}
+
+}  // namespace
+
 template <class T>
 void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T alpha,
                    const T* A, const T* B, T beta, T* C) {
@@ -121,6 +174,10 @@ void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_
   const std::int64_t streamed = M <= 8 ? N * K : M * K;   // the matrix those read
   if (n_threads == 1 || (streaming ? streamed < (1 << 15) : M * N * K < (1 << 20))) {
     gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return;
+  }
+  if (M == 1 && !tb && N >= 64 && K >= 32 * n_threads) {
+    split_k_gemm(ta, M, N, K, alpha, A, lda, B, beta, C, n_threads);
     return;
   }
   const bool by_rows = M >= N;

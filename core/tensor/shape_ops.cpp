@@ -75,6 +75,17 @@ Tensor transpose(const Tensor& x, const std::vector<int>& perm) {
   }
   Shape shape(r);
   for (int i = 0; i < r; ++i) shape[i] = x.shape()[p[i]];
+  // Axes of length 1 may move freely: when the others keep their order, the elements do too and
+  // the transpose is a reshape (a view, no copy) — splitting one decoded position into heads,
+  // (B, 1, H, d_head) → (B, H, 1, d_head), is one.
+  int last = -1;
+  bool in_order = true;
+  for (int i = 0; i < r && in_order; ++i)
+    if (shape[i] != 1) {
+      in_order = p[i] > last;
+      last = p[i];
+    }
+  if (in_order) return reshape(x, shape);
   return define_op(kTranspose, {x}, shape, x.dtype(), [&] {
     Tensor out = Tensor::empty(shape, x.dtype());
     const auto in_strides = contiguous_strides(x.shape());

@@ -74,3 +74,15 @@ TEST_CASE("decoding a model that is not in predict mode says how to fix it") {
   CHECK_THROWS_WITH_AS(autoregressive_sample(*eval), doctest::Contains("needs a predict-mode model"),
                        std::invalid_argument);
 }
+
+TEST_CASE("decoding records no tape: a predict-mode model's weights require gradients, its tokens do not") {
+  // The plumbing of a predict-mode model (Serial, Dense, …) is built without a mode, so called
+  // directly it records every op; next_token_log_probs runs it under NoGrad.
+  auto [eval, predict] = lm_pair();
+  REQUIRE(predict->all_weights().front().requires_grad());
+  start_decoding(*predict, Tensor(), 2);
+  const Tensor logp = next_token_log_probs(*predict, Tensor(), tensor({1, 4}, {2, 1}));
+  CHECK(logp.shape() == Shape{2, 11});
+  CHECK_FALSE(logp.requires_grad());
+  CHECK(grad_enabled());   // the scope ends with the call
+}

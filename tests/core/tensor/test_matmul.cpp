@@ -3,6 +3,7 @@
 #include <array>
 #include <cmath>
 
+#include "core/tensor/runtime.hpp"
 #include "tests/helpers.hpp"
 
 using namespace ctrax;
@@ -74,6 +75,31 @@ TEST_CASE("one-row and one-column products (the matrix-vector path) equal the re
                  reference_matmul(reshape(slice(q, 0, h, h + 1), {1, 4}),
                                   transpose(reshape(slice(k, 0, h, h + 1), {6, 4}), {1, 0})), 1e-12);
   expect_gradients([](const V& x) { return matmul(x[0], x[1], false, true); }, {q, k});
+}
+
+TEST_CASE("one row times a tall matrix, split by K across threads, equals the reference (with a bias too)") {
+  // M = 1, N >= 64, K >= 32 per thread: each thread streams its contiguous rows of the matrix into
+  // partial sums, then the partial sums are added (core/tensor/gemm.cpp, split_k_gemm). K not a
+  // multiple of the 16-row blocks; more threads than blocks leaves a thread with no rows.
+  const int threads_before = num_threads();
+  for (int threads : {2, 3, 8}) {
+    set_num_threads(threads);
+    CAPTURE(threads);
+    for (DType dtype : {DType::float64, DType::float32}) {
+      const double tol = dtype == DType::float64 ? 1e-12 : 2e-5;
+      for (auto [K, N] : {std::array<std::int64_t, 2>{64, 64}, {300, 257}, {1031, 100}, {96, 70}}) {
+        CAPTURE(K);
+        CAPTURE(N);
+        const Tensor a = randn({1, K}, 50 + K), b = randn({K, N}, 60 + N), bias = randn({N}, 70);
+        const Tensor expected = reference_matmul(a, b);
+        expect_close(matmul(a.to(dtype), b.to(dtype)), expected, tol * std::sqrt(double(K)));
+        expect_close(matmul(transpose(a, {1, 0}).to(dtype), b.to(dtype), true, false), expected,
+                     tol * std::sqrt(double(K)));
+        expect_close(linear(a.to(dtype), b.to(dtype), bias.to(dtype)), expected + bias, tol * std::sqrt(double(K)));
+      }
+    }
+  }
+  set_num_threads(threads_before);
 }
 
 TEST_CASE("products of 2 to 8 rows (decoding a batch or a beam) equal the reference, with a column tail") {

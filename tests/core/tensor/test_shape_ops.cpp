@@ -26,6 +26,24 @@ TEST_CASE("transpose permutes axes") {
   expect_tensor(swapaxes(x, 0, 1), {3, 2}, {1, 4, 2, 5, 3, 6});
 }
 
+TEST_CASE("a transpose that only moves unit axes is a reshape: same elements, no copy") {
+  // Splitting one decoded position into heads: (B, 1, H, d) -> (B, H, 1, d) keeps the order of
+  // every element, so it is a view (shape_ops.cpp); its gradient is a reshape back.
+  Tensor x = Tensor::arange(24).to(DType::float64);
+  x = reshape(x, {2, 1, 3, 4});
+  const Tensor t = transpose(x, {0, 2, 1, 3});
+  CHECK(t.shape() == Shape{2, 3, 1, 4});
+  CHECK(t.to_doubles() == x.to_doubles());
+  x.data<double>()[5] = -1;          // shares x's memory
+  CHECK(t.to_doubles()[5] == -1);
+  // A permutation that reorders axes longer than 1 still copies.
+  const Tensor u = transpose(x, {2, 1, 0, 3});
+  CHECK(u.shape() == Shape{3, 1, 2, 4});
+  CHECK(u.to_doubles()[4] == 12);    // u[0,0,1,0] = x[1,0,0,0]
+  expect_gradients([](const std::vector<Tensor>& v) { return transpose(v[0], {0, 2, 1, 3}); },
+                   {randn({2, 1, 3, 4}, 5)});
+}
+
 TEST_CASE("a large transpose (split over threads) moves every element where the index map says") {
   // Attention's head split: (B, L, H, d) -> (B, H, L, d), 3·50·4·60 = 36,000 elements, above
   // the parallel threshold, with row counts that do not divide evenly between threads.
