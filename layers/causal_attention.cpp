@@ -78,9 +78,10 @@ class DotProductCausalAttentionLayer final : public Layer {
     const std::int64_t n = filled + L_q;
     state()[2] = Tensor::scalar(static_cast<double>(n), DType::int32);
     // Over the cache's first n rows in place (core/tensor/attention.hpp), no copy of the prefix.
+    // One new position sees all n: its mask row is all ones, so it needs none.
     LinearBias bias = bias_;
     bias.q_offset = filled;
-    return attention_over_prefix(q, K, V, n, causal_mask(L_q, n), bias);
+    return attention_over_prefix(q, K, V, n, L_q == 1 ? Tensor() : causal_mask(L_q, n), bias);
   }
 
   double dropout_;

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "core/tensor/block_cache.hpp"
 #include "core/tensor/op.hpp"
 
 namespace ctrax {
@@ -47,12 +48,12 @@ std::size_t checked_bytes(const Shape& shape, DType dtype) {
 // 64-byte aligned blocks: whole cache lines, and AVX-512 loads never straddle them.
 std::shared_ptr<std::byte> allocate(const Shape& shape, DType dtype) {
   const std::size_t bytes = checked_bytes(shape, dtype);
-  const std::size_t rounded = ((bytes + 63) / 64) * 64;
-  void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+  const std::size_t rounded = bytes == 0 ? 64 : ((bytes + 63) / 64) * 64;
+  void* p = block_cache::acquire(rounded);   // a block this thread freed, when one fits
   if (!p)
     throw OutOfMemory(fmt::format("out of memory: cannot allocate {:.3g} GB for a {} {} tensor",
                                   static_cast<double>(bytes) / 1e9, to_string(dtype), to_string(shape)));
-  return {static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); }};
+  return {static_cast<std::byte*>(p), [rounded](std::byte* q) { block_cache::release(q, rounded); }};
 }
 
 }  // namespace
