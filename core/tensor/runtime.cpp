@@ -14,6 +14,13 @@
 
 #include "core/tensor/blas_kernels.hpp"
 
+// OpenBLAS's pthread build starts its own worker threads when it loads, before any code of ours
+// runs, and each spins on sched_yield for ~0.1 s before it sleeps (and again after any wake-up):
+// on 2 cores that takes a core from ctrax's threads at every start (a decoding benchmark ran ~8%
+// slower). ctrax never asks OpenBLAS for a second thread, so it stops them. Weak: other BLAS builds
+// (serial, OpenMP) have no such function, and then there is nothing to stop.
+extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
+
 namespace ctrax {
 
 namespace {
@@ -33,6 +40,7 @@ struct ProcessSettings {
     mallopt(M_MMAP_THRESHOLD, 1 << 30);
     mallopt(M_TRIM_THRESHOLD, 1 << 30);
     openblas_set_num_threads(1);   // ctrax's OpenMP loops are the only pool (gemm.hpp)
+    if (blas_thread_shutdown_) blas_thread_shutdown_();
     int n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     if (const char* env = std::getenv("CTRAX_NUM_THREADS")) {
       const int v = std::atoi(env);

@@ -9,7 +9,8 @@
 // (docs/11_performance.md). So there is ONE pool, OpenMP's, and one number:
 //   - num_threads() is read from CTRAX_NUM_THREADS (default: all cores) at start-up, and
 //     changeable with set_num_threads();
-//   - OpenBLAS is set to one thread at start-up; a large GEMM is cut into num_threads() blocks,
+//   - OpenBLAS is set to one thread at start-up (and the worker threads it started when it loaded
+//     are stopped); a large GEMM is cut into num_threads() blocks,
 //     one per OpenMP thread (gemm.hpp); a batch of small GEMMs runs one product per thread;
 //   - ctrax's other parallel loops (attention slices, dropout masks) use the same threads.
 //
