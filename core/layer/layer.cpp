@@ -144,7 +144,11 @@ Stack Layer::operator()(const Stack& stack) {
     throw LayerError(name_, method, created_, signatures(stack),
                      fmt::format("number of inputs ({}) to {}.forward less than n_in ({}){}",
                                  stack.size(), name_, n_in_, short_of_inputs(static_cast<int>(stack.size()))));
-  const Stack inputs(stack.begin(), stack.begin() + n_in_);
+  // The layer's inputs: the whole stack when it holds exactly n_in items (the common case, and no
+  // copy), else a copy of its top n_in.
+  Stack top;
+  if (static_cast<int>(stack.size()) != n_in_) top.assign(stack.begin(), stack.begin() + n_in_);
+  const Stack& inputs = static_cast<int>(stack.size()) == n_in_ ? stack : top;
   const std::size_t trace_event = Trace::enter(*this, stack);
   Stack outputs;
   try {

@@ -40,8 +40,9 @@ class SerialLayer final : public Layer {
 
  protected:
   Stack forward(const Stack& inputs) override {
-    Stack stack = inputs;
-    for (std::size_t i = 0; i < sublayers().size(); ++i) stack = call_sublayer(i, stack);
+    if (sublayers().empty()) return inputs;
+    Stack stack = call_sublayer(0, inputs);
+    for (std::size_t i = 1; i < sublayers().size(); ++i) stack = call_sublayer(i, stack);
     return stack;
   }
 

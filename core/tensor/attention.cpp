@@ -136,10 +136,13 @@ class KeyExtents {
 };
 
 // Runs f(n, scratch) for every slice n, in parallel when that pays, with scratch room of
-// `scratch_size` elements per thread.
+// `scratch_size` elements per thread. It pays from ~64k multiply-adds in all: below that (one
+// decoded position over a short prefix: 4 heads × 100 keys × 64) waking the other threads costs
+// more than the products.
 template <class T, class F>
-void for_each_slice(std::int64_t N, std::int64_t scratch_size, F&& f) {
-  if (N > 1 && num_threads() > 1) {
+void for_each_slice(const Dims& D, std::int64_t scratch_size, F&& f) {
+  const std::int64_t N = D.N, multiply_adds = D.N * D.Lq * D.Lk * (D.d + D.dv);
+  if (N > 1 && num_threads() > 1 && multiply_adds >= (std::int64_t{1} << 16)) {
 #pragma omp parallel
     {
       std::vector<T> scratch(static_cast<std::size_t>(scratch_size));
@@ -169,7 +172,7 @@ void forward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex&
   const T scale = T(1) / std::sqrt(static_cast<T>(D.d));
   const std::int64_t LL = D.Lq * D.Lk;
   const KeyExtents extents(mask, D);
-  for_each_slice<T>(D.N, keep ? LL : 0, [&](std::int64_t n, T* scratch) {
+  for_each_slice<T>(D, keep ? LL : 0, [&](std::int64_t n, T* scratch) {
     const T sc = scale, ks = keep_scale;   // locals, not captures: see backward
     T* Pn = P + n * LL;
     const T *qn = q + n * D.Lq * D.d, *kn = k + n * D.kv_rows * D.d, *vn = v + n * D.kv_rows * D.dv;
@@ -214,7 +217,7 @@ void backward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex
   const T scale = T(1) / std::sqrt(static_cast<T>(D.d));
   const std::int64_t LL = D.Lq * D.Lk;
   const KeyExtents extents(mask, D);
-  for_each_slice<T>(D.N, 2 * LL, [&](std::int64_t n, T* scratch) {
+  for_each_slice<T>(D, 2 * LL, [&](std::int64_t n, T* scratch) {
     // Local copies: read through the lambda's capture, the compiler must assume a store to a row
     // could change them, reloads them per element and keeps the loops scalar (the dropout loop
     // below ran several times slower so: docs/11_performance.md).
