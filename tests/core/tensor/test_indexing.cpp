@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <array>
+
 #include "tests/helpers.hpp"
 
 using namespace ctrax;
@@ -49,6 +51,30 @@ TEST_CASE("gather_rows and move_rows reorder decoding state by rows, heads movin
                        std::invalid_argument);
   CHECK_THROWS_WITH_AS(gather_rows(cache, {0}, 4), "gather_rows: 4 rows do not divide the leading axis of f32[6,3,1]",
                        std::invalid_argument);
+}
+
+TEST_CASE("move_rows equals gathering the rows, for duplicates, cycles and chains, large and small") {
+  // Every parent vector of 4 rows (4^4 = 256 of them: beams copied, swapped, rotated, chained),
+  // on a cache small enough for one thread and on one large enough to split the copies across
+  // threads: the filled positions are the gathered rows', the rest untouched.
+  for (const auto [heads, max_len, d, n] : {std::array<std::int64_t, 4>{2, 5, 3, 3}, {4, 64, 128, 40}}) {
+    const std::int64_t rows = 4;
+    const Tensor cache = randn({rows * heads, max_len, d}, 7).to(DType::float32);
+    const auto before = cache.to_doubles();
+    for (int code = 0; code < 256; ++code) {
+      const std::vector<std::int64_t> from{code % 4, code / 4 % 4, code / 16 % 4, code / 64 % 4};
+      Tensor moved = cache.clone();
+      move_rows(moved, from, n);
+      const auto got = moved.to_doubles(), want = gather_rows(cache, from, rows).to_doubles();
+      bool same = true;
+      for (std::int64_t i = 0; i < static_cast<std::int64_t>(got.size()) && same; ++i) {
+        const bool filled = i / d % max_len < n;
+        same = got[static_cast<std::size_t>(i)] == (filled ? want : before)[static_cast<std::size_t>(i)];
+      }
+      CAPTURE(code);
+      CHECK(same);
+    }
+  }
 }
 
 TEST_CASE("gradients: where routes, embedding scatter-adds repeated ids") {
