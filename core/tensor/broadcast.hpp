@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/tensor/runtime.hpp"
 #include "core/tensor/shape.hpp"
 
 namespace ctrax {
@@ -30,8 +31,12 @@ void broadcast_loop(const TA* a, const Shape& sa, const TB* b, const Shape& sb, 
                     const Shape& so, F f) {
   const std::int64_t n = numel(so);
   if (sa == so && sb == so) {
-#pragma omp parallel for schedule(static) if (n >= kParallelElements)
-    for (std::int64_t i = 0; i < n; ++i) o[i] = f(a[i], b[i]);
+    parallel_chunks(n, n >= kParallelElements, [&](std::int64_t i0, std::int64_t i1) {
+      const TA* pa = a;
+      const TB* pb = b;
+      TO* po = o;
+      for (std::int64_t i = i0; i < i1; ++i) po[i] = f(pa[i], pb[i]);
+    });
     return;
   }
   if (so.empty()) {
@@ -43,8 +48,8 @@ void broadcast_loop(const TA* a, const Shape& sa, const TB* b, const Shape& sb, 
   const std::int64_t inner = so[r - 1], ia = sta[r - 1], ib = stb[r - 1];
   const std::int64_t rows = inner == 0 ? 0 : n / inner;
   // Row by row; each row finds its operands' offsets from its index, so rows are independent.
-#pragma omp parallel for schedule(static) if (n >= kParallelElements && inner >= 16)
-  for (std::int64_t row = 0; row < rows; ++row) {
+  parallel_chunks(rows, n >= kParallelElements && inner >= 16, [&](std::int64_t row0, std::int64_t row1) {
+  for (std::int64_t row = row0; row < row1; ++row) {
     std::int64_t oa = 0, ob = 0;
     for (std::int64_t d = r - 2, rest = row; d >= 0; --d) {
       const std::int64_t i = rest % so[static_cast<std::size_t>(d)];
@@ -67,6 +72,7 @@ void broadcast_loop(const TA* a, const Shape& sa, const TB* b, const Shape& sb, 
       for (std::int64_t i = 0; i < inner; ++i) po[i] = f(pa[i * ia], pb[i * ib]);
     }
   }
+  });
 }
 
 }  // namespace ctrax

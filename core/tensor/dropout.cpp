@@ -1,3 +1,4 @@
+#include "core/tensor/runtime.hpp"
 #include "core/tensor/dropout.hpp"
 
 #include <string>
@@ -23,8 +24,10 @@ Tensor masked_scale(const Tensor& in, const Tensor& keep, double s) {
     T* po = out.data<T>();
     const T kept = static_cast<T>(s);
     const std::int64_t n = in.numel();
-#pragma omp parallel for schedule(static) if (n >= kParallelElements)
-    for (std::int64_t i = 0; i < n; ++i) po[i] = pi[i] * (k[i] ? kept : T(0));
+    parallel_chunks(n, n >= kParallelElements, [&](std::int64_t i0, std::int64_t i1) {
+      const T s_kept = kept;
+      for (std::int64_t i = i0; i < i1; ++i) po[i] = pi[i] * (k[i] ? s_kept : T(0));
+    });
   });
   return out;
 }
@@ -60,8 +63,10 @@ Tensor dropout(const Tensor& x, double rate, const Rng& rng, const std::vector<i
       T* p = scale.data<T>();
       const T kept = static_cast<T>(s);
       const std::int64_t n = scale.numel();
-#pragma omp parallel for schedule(static) if (n >= kParallelElements)
-      for (std::int64_t i = 0; i < n; ++i) p[i] = k[i] ? kept : T(0);
+      parallel_chunks(n, n >= kParallelElements, [&](std::int64_t i0, std::int64_t i1) {
+        const T s_kept = kept;
+        for (std::int64_t i = i0; i < i1; ++i) p[i] = k[i] ? s_kept : T(0);
+      });
     });
     return mul(x, scale);
   });

@@ -56,8 +56,9 @@ Tensor unary(const OpDef& op, const Tensor& x, F f, DF df) {
       const T* px = x.data<T>();
       T* py = y.data<T>();
       const std::int64_t n = x.numel();
-#pragma omp parallel for schedule(static) if (n >= kParallelElements)
-      for (std::int64_t i = 0; i < n; ++i) py[i] = static_cast<T>(f(px[i]));
+      parallel_chunks(n, n >= kParallelElements, [&](std::int64_t i0, std::int64_t i1) {
+        for (std::int64_t i = i0; i < i1; ++i) py[i] = static_cast<T>(f(px[i]));
+      });
     });
     const Tensor y_saved = y.detach();
     return record(op, y, {x}, [x, y_saved, df](const Tensor& g) -> std::vector<Tensor> {
@@ -68,8 +69,9 @@ Tensor unary(const OpDef& op, const Tensor& x, F f, DF df) {
         const T* pg = g.data<T>();
         T* pd = dx.data<T>();
         const std::int64_t n = x.numel();
-#pragma omp parallel for schedule(static) if (n >= kParallelElements)
-        for (std::int64_t i = 0; i < n; ++i) pd[i] = static_cast<T>(df(px[i], py[i], pg[i]));
+        parallel_chunks(n, n >= kParallelElements, [&](std::int64_t i0, std::int64_t i1) {
+          for (std::int64_t i = i0; i < i1; ++i) pd[i] = static_cast<T>(df(px[i], py[i], pg[i]));
+        });
       });
       return {dx};
     });

@@ -8,6 +8,7 @@
 
 #include "core/tensor/elementwise.hpp"
 #include "core/tensor/op.hpp"
+#include "core/tensor/runtime.hpp"
 #include "core/tensor/shape_ops.hpp"
 
 namespace ctrax {
@@ -152,20 +153,22 @@ void move_rows(Tensor& x, const std::vector<std::int64_t>& from, std::int64_t n)
   const auto n_heads = static_cast<std::size_t>(heads);
   // Both passes over (row, head) pairs split across threads: a step of 4 beams moves megabytes.
   const auto n_saved = static_cast<std::int64_t>(saved.size() * n_heads);
-#pragma omp parallel for schedule(static) if (n_saved * static_cast<std::int64_t>(used) >= (1 << 18))
-  for (std::int64_t i = 0; i < n_saved; ++i) {
-    const std::size_t s = static_cast<std::size_t>(i) / n_heads, h = static_cast<std::size_t>(i) % n_heads;
-    std::memcpy(copies.get() + s * row_used + h * used, data + saved[s] * slice + h * head, used);
-  }
+  parallel_chunks(n_saved, n_saved * static_cast<std::int64_t>(used) >= (1 << 18), [&](std::int64_t i0, std::int64_t i1) {
+    for (std::int64_t i = i0; i < i1; ++i) {
+      const std::size_t s = static_cast<std::size_t>(i) / n_heads, h = static_cast<std::size_t>(i) % n_heads;
+      std::memcpy(copies.get() + s * row_used + h * used, data + saved[s] * slice + h * head, used);
+    }
+  });
   const auto n_moved = static_cast<std::int64_t>(changed.size() * n_heads);
-#pragma omp parallel for schedule(static) if (n_moved * static_cast<std::int64_t>(used) >= (1 << 18))
-  for (std::int64_t i = 0; i < n_moved; ++i) {
-    const std::size_t r = changed[static_cast<std::size_t>(i) / n_heads], h = static_cast<std::size_t>(i) % n_heads;
-    const auto src = static_cast<std::size_t>(from[r]);
-    const char* source = saved_at[src] >= 0 ? copies.get() + static_cast<std::size_t>(saved_at[src]) * row_used + h * used
-                                            : data + src * slice + h * head;
-    std::memcpy(data + r * slice + h * head, source, used);
-  }
+  parallel_chunks(n_moved, n_moved * static_cast<std::int64_t>(used) >= (1 << 18), [&](std::int64_t i0, std::int64_t i1) {
+    for (std::int64_t i = i0; i < i1; ++i) {
+      const std::size_t r = changed[static_cast<std::size_t>(i) / n_heads], h = static_cast<std::size_t>(i) % n_heads;
+      const auto src = static_cast<std::size_t>(from[r]);
+      const char* source = saved_at[src] >= 0 ? copies.get() + static_cast<std::size_t>(saved_at[src]) * row_used + h * used
+                                              : data + src * slice + h * head;
+      std::memcpy(data + r * slice + h * head, source, used);
+    }
+  });
 }
 
 }  // namespace ctrax

@@ -109,25 +109,26 @@ Tensor layer_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, doub
     dispatch_float(x.dtype(), [&]<class T>(T) {
       const T *px = x.data<T>(), *ps = scale.data<T>(), *pb = bias.data<T>();
       T *py = y.data<T>(), *ph = xhat.data<T>(), *pr = rstd.data<T>();
-  #pragma omp parallel for schedule(static) if (rows * d >= kParallelElements)
-      for (std::int64_t r = 0; r < rows; ++r) {
-        const T* xr = px + r * d;
-        // omp simd: the sums may run in vector lanes (in double, so the order hardly matters);
-        // without it every element waits for the previous add — a quarter of the speed.
-        double mu = 0, var = 0;
+      parallel_chunks(rows, rows * d >= kParallelElements, [&](std::int64_t r0, std::int64_t r1) {
+        for (std::int64_t r = r0; r < r1; ++r) {
+          const T* xr = px + r * d;
+          // omp simd: the sums may run in vector lanes (in double, so the order hardly matters);
+          // without it every element waits for the previous add — a quarter of the speed.
+          double mu = 0, var = 0;
   #pragma omp simd reduction(+ : mu)
-        for (std::int64_t j = 0; j < d; ++j) mu += xr[j];
-        mu /= static_cast<double>(d);
+          for (std::int64_t j = 0; j < d; ++j) mu += xr[j];
+          mu /= static_cast<double>(d);
   #pragma omp simd reduction(+ : var)
-        for (std::int64_t j = 0; j < d; ++j) var += (xr[j] - mu) * (xr[j] - mu);
-        var /= static_cast<double>(d);
-        const double rs = 1.0 / std::sqrt(var + epsilon);
-        pr[r] = static_cast<T>(rs);
-        for (std::int64_t j = 0; j < d; ++j) {
-          ph[r * d + j] = static_cast<T>((xr[j] - mu) * rs);
-          py[r * d + j] = ph[r * d + j] * ps[j] + pb[j];
+          for (std::int64_t j = 0; j < d; ++j) var += (xr[j] - mu) * (xr[j] - mu);
+          var /= static_cast<double>(d);
+          const double rs = 1.0 / std::sqrt(var + epsilon);
+          pr[r] = static_cast<T>(rs);
+          for (std::int64_t j = 0; j < d; ++j) {
+            ph[r * d + j] = static_cast<T>((xr[j] - mu) * rs);
+            py[r * d + j] = ph[r * d + j] * ps[j] + pb[j];
+          }
         }
-      }
+      });
     });
     return record(kLayerNorm, y, {x, scale, bias}, [xhat, rstd, scale, rows, d](const Tensor& g) {
       Tensor dx = Tensor::empty(g.shape(), g.dtype());
@@ -195,15 +196,16 @@ Tensor cross_entropy_with_logits(const Tensor& logits, const Tensor& targets,
     dispatch_float(logits.dtype(), [&]<class T>(T) {
       const T* pz = logits.data<T>();
       T *pl = loss.data<T>(), *pp = log_probs.data<T>();
-  #pragma omp parallel for schedule(static) if (rows * C >= kParallelElements)
-      for (std::int64_t r = 0; r < rows; ++r) {
-        T* lp = pp + r * C;
-        softmax_line(pz + r * C, lp, C, 1, /*log_probs=*/true);
-        double sum_lp = 0;
+      parallel_chunks(rows, rows * C >= kParallelElements, [&](std::int64_t r0, std::int64_t r1) {
+        for (std::int64_t r = r0; r < r1; ++r) {
+          T* lp = pp + r * C;
+          softmax_line(pz + r * C, lp, C, 1, /*log_probs=*/true);
+          double sum_lp = 0;
   #pragma omp simd reduction(+ : sum_lp)
-        for (std::int64_t c = 0; c < C; ++c) sum_lp += lp[c];
-        pl[r] = static_cast<T>(-(1 - eps) * lp[pt[r]] - eps / static_cast<double>(C) * sum_lp);
-      }
+          for (std::int64_t c = 0; c < C; ++c) sum_lp += lp[c];
+          pl[r] = static_cast<T>(-(1 - eps) * lp[pt[r]] - eps / static_cast<double>(C) * sum_lp);
+        }
+      });
     });
     return record(kCrossEntropy, loss, {logits}, [log_probs, targets, C, rows, eps](const Tensor& g) {
       Tensor dz = Tensor::empty(log_probs.shape(), log_probs.dtype());
@@ -212,14 +214,16 @@ Tensor cross_entropy_with_logits(const Tensor& logits, const Tensor& targets,
         const std::int32_t* pt = targets.data<std::int32_t>();
         T* pd = dz.data<T>();
         const T floor = static_cast<T>(eps / static_cast<double>(C)), hit = static_cast<T>(1 - eps);
-  #pragma omp parallel for schedule(static) if (rows * C >= kParallelElements)
-        for (std::int64_t r = 0; r < rows; ++r) {
-          const T* lp = pp + r * C;
-          T* d = pd + r * C;
-          const T gr = pg[r];
-          for (std::int64_t c = 0; c < C; ++c) d[c] = gr * (exp_nonpositive(lp[c]) - floor);  // softmax − smoothed target
-          d[pt[r]] -= gr * hit;
-        }
+        parallel_chunks(rows, rows * C >= kParallelElements, [&](std::int64_t r0, std::int64_t r1) {
+          const T floor_ = floor, hit_ = hit;
+          for (std::int64_t r = r0; r < r1; ++r) {
+            const T* lp = pp + r * C;
+            T* d = pd + r * C;
+            const T gr = pg[r];
+            for (std::int64_t c = 0; c < C; ++c) d[c] = gr * (exp_nonpositive(lp[c]) - floor_);  // softmax − smoothed target
+            d[pt[r]] -= gr * hit_;
+          }
+        });
       });
       return std::vector<Tensor>{dz};
     });

@@ -108,12 +108,17 @@ Tensor Rng::bernoulli(const Shape& shape, double p) const {
   const auto g0 = static_cast<std::int64_t>(first_element(t.numel())), g1 = g0 + t.numel();
   const std::int64_t j0 = g0 / 2, j1 = (g1 + 1) / 2;
   const std::uint64_t key = key_;
-#pragma omp parallel for schedule(static) if (t.numel() > (1 << 16) && num_threads() > 1)
-  for (std::int64_t j = j0; j < j1; ++j) {
-    const std::uint64_t r = mix(key + mix(static_cast<std::uint64_t>(j)));
-    if (2 * j >= g0) d[2 * j - g0] = (r & 0xffffffffULL) < threshold ? 1 : 0;
-    if (2 * j + 1 < g1) d[2 * j + 1 - g0] = (r >> 32) < threshold ? 1 : 0;
-  }
+  parallel_chunks(j1 - j0, t.numel() > (1 << 16), [&](std::int64_t c0, std::int64_t c1) {
+    // All locals: stores through a byte pointer may alias anything captured by reference.
+    std::uint8_t* const out = d;
+    const std::uint64_t k = key, th = threshold;
+    const std::int64_t first = g0, end = g1, begin = j0 + c0, stop = j0 + c1;
+    for (std::int64_t j = begin; j < stop; ++j) {
+      const std::uint64_t r = mix(k + mix(static_cast<std::uint64_t>(j)));
+      if (2 * j >= first) out[2 * j - first] = (r & 0xffffffffULL) < th ? 1 : 0;
+      if (2 * j + 1 < end) out[2 * j + 1 - first] = (r >> 32) < th ? 1 : 0;
+    }
+  });
   return t;
 }
 

@@ -1,3 +1,4 @@
+#include "core/tensor/runtime.hpp"
 #include "core/tensor/recurrence.hpp"
 
 #include <fmt/format.h>
@@ -38,8 +39,9 @@ inline T tanh_(T x) {
 // left to the compiler's vector lanes (the loops inside are omp simd).
 template <class F>
 void each_row(std::int64_t B, std::int64_t n, F row) {
-#pragma omp parallel for schedule(static) if (B * n >= kParallelElements)
-  for (std::int64_t b = 0; b < B; ++b) row(b);
+  parallel_chunks(B, B * n >= kParallelElements, [&](std::int64_t b0, std::int64_t b1) {
+    for (std::int64_t b = b0; b < b1; ++b) row(b);
+  });
 }
 
 void check_rank3(const char* op, const char* what, const Tensor& t, std::int64_t B, std::int64_t L,

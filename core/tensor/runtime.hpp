@@ -23,11 +23,35 @@
 // at start-up (blas_kernels.hpp explains why and the fix).
 #pragma once
 
+#include <cstdint>
+
 namespace ctrax {
 
 inline constexpr int kMaxThreads = 1024;
 
 int num_threads();             // the OpenMP thread count ctrax's parallel loops use
 void set_num_threads(int n);   // 1 <= n <= kMaxThreads (OpenBLAS stays at one)
+
+// THE PARALLEL LOOP. body(begin, end) runs over [0, n): cut into one contiguous chunk per thread
+// when `worth_it` (and there are threads), else as one chunk on this thread, with no OpenMP at
+// all — `#pragma omp parallel for if (false)` still builds a one-thread team (~0.2 µs and a heap
+// allocation), which each small op of each decoded token paid. Inside body, copy the scalars it
+// reads into locals: a store through a float pointer could, for all the compiler knows, change a
+// float captured by reference, and then the loop would not vectorise.
+//
+//   parallel_chunks(n, n >= kParallelElements, [&](std::int64_t i0, std::int64_t i1) {
+//     const float s = scale;
+//     for (std::int64_t i = i0; i < i1; ++i) y[i] = s * x[i];
+//   });
+template <class F>
+void parallel_chunks(std::int64_t n, bool worth_it, F&& body) {
+  const int threads = num_threads();
+  if (!worth_it || threads < 2 || n < 2) {
+    if (n > 0) body(std::int64_t{0}, n);
+    return;
+  }
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (int t = 0; t < threads; ++t) body(n * t / threads, n * (t + 1) / threads);
+}
 
 }  // namespace ctrax

@@ -102,10 +102,7 @@ Tensor transpose(const Tensor& x, const std::vector<int>& perm) {
       const std::int64_t inner = shape[r - 1], si = st[r - 1], rows = n / inner;
       // The output's rows split over threads (attention's head splits and merges are large); each
       // thread finds its first row's input offset from the row's index, then steps like an odometer.
-      const int n_threads = n >= kParallelElements ? num_threads() : 1;
-  #pragma omp parallel for schedule(static) num_threads(n_threads) if (n_threads > 1)
-      for (int t = 0; t < n_threads; ++t) {
-        const std::int64_t r0 = rows * t / n_threads, r1 = rows * (t + 1) / n_threads;
+      parallel_chunks(rows, n >= kParallelElements, [&](std::int64_t r0, std::int64_t r1) {
         std::vector<std::int64_t> idx(r, 0);
         std::int64_t off = 0;
         std::int64_t rest = r0;
@@ -126,7 +123,7 @@ Tensor transpose(const Tensor& x, const std::vector<int>& perm) {
             idx[d] = 0;
           }
         }
-      }
+      });
     });
     std::vector<int> inverse(r);
     for (int i = 0; i < r; ++i) inverse[p[i]] = i;

@@ -33,13 +33,15 @@ class AdamOptimizer : public Optimizer {
       const T mc = static_cast<T>(m_correction), vc = static_cast<T>(v_correction);
       const T rate = static_cast<T>(lr), scale = static_cast<T>(g_scale), k = static_cast<T>(keep);
       const std::int64_t n = weight.numel();
-#pragma omp parallel for schedule(static) if (n >= kParallelElements)
-      for (std::int64_t i = 0; i < n; ++i) {
-        const T gi = scale * gp[i];
-        m[i] = b1 * m[i] + (1 - b1) * gi;
-        v[i] = b2 * v[i] + (1 - b2) * gi * gi;
-        w[i] = k * w[i] - rate * (m[i] * mc) / (std::sqrt(v[i] * vc) + eps);
-      }
+      parallel_chunks(n, n >= kParallelElements, [&](std::int64_t i0, std::int64_t i1) {
+        const T b1_ = b1, b2_ = b2, eps_ = eps, mc_ = mc, vc_ = vc, rate_ = rate, scale_ = scale, k_ = k;
+        for (std::int64_t i = i0; i < i1; ++i) {
+          const T gi = scale_ * gp[i];
+          m[i] = b1_ * m[i] + (1 - b1_) * gi;
+          v[i] = b2_ * v[i] + (1 - b2_) * gi * gi;
+          w[i] = k_ * w[i] - rate_ * (m[i] * mc_) / (std::sqrt(v[i] * vc_) + eps_);
+        }
+      });
     }, "Adam");
   }
 

@@ -107,8 +107,10 @@ UpdateStats Optimizer::update(std::int64_t step, double learning_rate,
         T* a = averages_[i].data<T>();
         const T move = static_cast<T>(1 - keep);
         const std::int64_t n = weights[i].numel();
-#pragma omp parallel for schedule(static) if (n >= kParallelElements)
-        for (std::int64_t k = 0; k < n; ++k) a[k] += move * (w[k] - a[k]);
+        parallel_chunks(n, n >= kParallelElements, [&](std::int64_t k0, std::int64_t k1) {
+          const T move_ = move;
+          for (std::int64_t k = k0; k < k1; ++k) a[k] += move_ * (w[k] - a[k]);
+        });
       }, "weight averaging");
   }
   return stats;

@@ -1,5 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <atomic>
+
 #include "core/tensor/runtime.hpp"
 #include "tests/helpers.hpp"
 
@@ -92,4 +95,28 @@ TEST_CASE("set_num_threads refuses more threads than OpenMP can make (100,000 cr
   CHECK_THROWS_WITH_AS(set_num_threads(100000), "set_num_threads(100000): at most 1024 threads",
                        std::invalid_argument);
   CHECK(num_threads() == before);
+}
+
+TEST_CASE("parallel_chunks covers [0, n) once: one chunk when not worth it, one per thread when it is") {
+  const int before = num_threads();
+  for (int threads : {1, 2, 3}) {
+    set_num_threads(threads);
+    for (std::int64_t n : {0, 1, 2, 7, 1000}) {
+      for (bool worth_it : {false, true}) {
+        CAPTURE(threads);
+        CAPTURE(n);
+        CAPTURE(worth_it);
+        std::vector<int> hits(static_cast<std::size_t>(n), 0);
+        std::atomic<int> calls{0};
+        parallel_chunks(n, worth_it, [&](std::int64_t i0, std::int64_t i1) {
+          ++calls;
+          for (std::int64_t i = i0; i < i1; ++i) ++hits[static_cast<std::size_t>(i)];
+        });
+        CHECK(std::all_of(hits.begin(), hits.end(), [](int h) { return h == 1; }));
+        const int expected = n == 0 ? 0 : (worth_it && threads > 1 && n >= 2 ? threads : 1);
+        CHECK(calls == expected);
+      }
+    }
+  }
+  set_num_threads(before);
 }
