@@ -16,6 +16,7 @@ Tensor split_heads(const Tensor& x, int n_heads) {
     throw std::invalid_argument(fmt::format(
         "Dimensionality of feature embedding ({}) is not a multiple of the requested number of "
         "attention heads ({}).", d, n_heads));
+  if (L == 1) return reshape(x, {B, n_heads, 1, d / n_heads});   // one position: the split is a view
   return transpose(reshape(x, {B, L, n_heads, d / n_heads}), {0, 2, 1, 3});
 }
 
@@ -24,11 +25,14 @@ Tensor merge_heads(const Tensor& x) {
     throw std::invalid_argument(
         fmt::format("merging heads expects (B, H, L, d_head), got {}", x.signature()));
   const std::int64_t B = x.dim(0), H = x.dim(1), L = x.dim(2), dh = x.dim(3);
+  if (L == 1) return reshape(x, {B, 1, H * dh});   // one position: the merge is a view
   return reshape(transpose(x, {0, 2, 1, 3}), {B, L, H * dh});
 }
 
 LayerPtr SplitIntoHeads(int n_heads, bool merged, std::source_location created) {
   return Fn("SplitIntoHeads", [=](TensorArg x) {
+    if (merged && x.rank() == 3 && x.dim(1) == 1 && x.dim(2) % n_heads == 0)   // one position: one view
+      return reshape(x, {x.dim(0) * n_heads, 1, x.dim(2) / n_heads});
     Tensor h = split_heads(x, n_heads);  // (B, H, L, d_head)
     return merged ? reshape(h, {h.dim(0) * h.dim(1), h.dim(2), h.dim(3)}) : h;
   }, 1, created);
@@ -40,6 +44,7 @@ LayerPtr MergeHeads(int n_heads, bool merged, std::source_location created) {
     if (x.rank() != 3 || x.dim(0) % n_heads != 0)
       throw std::invalid_argument(fmt::format(
           "MergeHeads({}) expects (B·n_heads, L, d_head), got {}", n_heads, x.signature()));
+    if (x.dim(1) == 1) return reshape(x, {x.dim(0) / n_heads, 1, n_heads * x.dim(2)});   // one position: one view
     return merge_heads(reshape(x, {x.dim(0) / n_heads, n_heads, x.dim(1), x.dim(2)}));
   }, 1, created);
 }
