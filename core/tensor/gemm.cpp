@@ -9,6 +9,7 @@
 #include <omp.h>
 #endif
 
+#include "core/tensor/full_width.hpp"
 #include "core/tensor/runtime.hpp"
 
 namespace ctrax::blas {
@@ -39,15 +40,7 @@ void gemm_call(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K,
 // ~3× this kernel (bench/run.sh M decode) — and 8 gemv calls stream B eight times. Here B is read
 // once, a panel of 2 vectors' width at a time, while MR × 2 accumulators stay in registers: 8 rows
 // cost ~3× one gemv, the FMA units' limit, where sgemm cost ~9×.
-// g++ 12 prefers 256-bit vectors under -march=native even where AVX-512 exists: with them the
-// 8 × 2 accumulators take 32 registers and spill to the stack every step of k. Full-width vectors
-// keep them in 16 (this one function; on CPUs without AVX-512 the attribute changes nothing).
-#if defined(__AVX512F__)
-#define CTRAX_FULL_WIDTH_VECTORS __attribute__((target("prefer-vector-width=512")))
-#else
-#define CTRAX_FULL_WIDTH_VECTORS
-#endif
-
+// Full-width vectors (full_width.hpp): at 256 bits the 8 × 2 accumulators spill.
 template <class T, int MR>
 CTRAX_FULL_WIDTH_VECTORS void few_rows_nn(std::int64_t N, std::int64_t K, T alpha, const T* A, std::int64_t lda, const T* B,
                  std::int64_t ldb, T beta, T* C, std::int64_t ldc) {

@@ -1,0 +1,16 @@
+// ctrax/core/tensor/full_width.hpp — internal: full-width vectors for the few loops that need them.
+//
+// g++ 12 prefers 256-bit vectors under -march=native even on CPUs with AVX-512 (wider ones once
+// lowered the clock of older Intel parts). Most loops here do not care (the dropout mask's hashing,
+// tried, ran no faster); one does, measured: the few-rows product kernel (gemm.cpp), whose 8 rows
+// × 2 accumulators take 32 registers at 256 bits and spill to the stack every step of k; at 512
+// bits they fit in 16 (8 decoded rows 1.1× faster).
+// CTRAX_FULL_WIDTH_VECTORS before such a function asks for 512-bit vectors in it alone. On CPUs
+// without AVX-512 it is empty.
+#pragma once
+
+#if defined(__AVX512F__)
+#define CTRAX_FULL_WIDTH_VECTORS __attribute__((target("prefer-vector-width=512")))
+#else
+#define CTRAX_FULL_WIDTH_VECTORS
+#endif
