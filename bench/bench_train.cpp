@@ -35,6 +35,7 @@
 #include "core/decode/beam_search.hpp"
 #include "core/decode/sampling.hpp"
 #include "core/dist/communicator.hpp"
+#include "core/dist/gradient_buckets.hpp"
 #include "core/layer/serial.hpp"
 #include "core/tensor/ops.hpp"
 #include "core/tensor/runtime.hpp"
@@ -77,7 +78,7 @@ int main(int argc, char** argv) {
   std::string model_name = "lm", config_name = "S", tag;
   int steps = 0, warmup = 3, threads = 0, layers = 0;
   std::int64_t generate = 0, gen_batch = 1, beams = 0, prompt_len = 0;
-  bool json = false, sgemm = false, bandwidth = false;
+  bool json = false, sgemm = false, bandwidth = false, no_overlap = false;
   double bandwidth_mb = 512;
   app.add_option("--model", model_name, "lm, encoder or lstm")->check(CLI::IsMember({"lm", "encoder", "lstm"}))->capture_default_str();
   app.add_option("--config", config_name, "S, M or L (RESULTS.md)")->check(CLI::IsMember({"S", "M", "L"}))->capture_default_str();
@@ -97,6 +98,8 @@ int main(int argc, char** argv) {
                  "streams from)")->capture_default_str()->check(CLI::Range(1.0, 65536.0));
   app.add_option("--tag", tag, "label for the JSON line");
   app.add_flag("--json", json, "also print one JSON line");
+  app.add_flag("--no-overlap", no_overlap, "under mpirun: all-reduce the gradients after the backward pass instead of "
+               "bucket by bucket during it (as the Loop does)");
   app.add_flag("--sgemm-peak", sgemm, "only measure OpenBLAS's own 2048³ sgemm on --threads threads (the peak to compare with)");
   CLI11_PARSE(app, argc, argv);
   if (threads > 0) set_num_threads(threads);
@@ -245,10 +248,19 @@ int main(int argc, char** argv) {
     const auto t0 = Clock::now();
     with_loss->set_rng(Rng(2).fold_in(static_cast<std::uint64_t>(i)));
     const Tensor loss = (*with_loss)(b)[0];
-    auto g = grad(loss, weights);
-    const auto t1 = Clock::now();
-    if (K > 1) comm->all_reduce(g, dist::Reduce::mean);
-    const double reduce = ms_since(t1);
+    std::vector<Tensor> g;
+    auto t1 = Clock::now();
+    if (K > 1 && !no_overlap) {   // as the Loop: buckets summed while the backward pass runs
+      dist::GradientBuckets buckets(*comm, weights);
+      grad(loss, weights, Tensor(), false, [&](std::size_t w, const Tensor& gw) { buckets.add(w, gw, 1.0 / K); });
+      t1 = Clock::now();
+      g = buckets.finish();
+    } else {
+      g = grad(loss, weights);
+      t1 = Clock::now();
+      if (K > 1) comm->all_reduce(g, dist::Reduce::mean);
+    }
+    const double reduce = ms_since(t1);   // the all-reduce's time after the backward pass
     adam->update(i + 1, 1e-3, weights, g);
     const double t = ms_since(t0);
     if (i >= warmup) {
@@ -275,8 +287,9 @@ int main(int argc, char** argv) {
   if (K > 1) {
     std::sort(reduce_ms.begin(), reduce_ms.end());
     const double bytes = 4.0 * static_cast<double>(model->n_params());
-    fmt::print("data parallel: {} ({} threads each); all-reduce of {:.1f} MB of gradients {:.2f} ms median = {:.1f}% of "
-               "a step\n", comm->describe(), num_threads(), bytes / 1e6, reduce_ms[reduce_ms.size() / 2],
+    fmt::print("data parallel: {} ({} threads each); all-reduce of {:.1f} MB of gradients {}: {:.2f} ms median after "
+               "the backward pass = {:.1f}% of a step\n", comm->describe(), num_threads(), bytes / 1e6,
+               no_overlap ? "after the backward pass" : "in buckets during it", reduce_ms[reduce_ms.size() / 2],
                100 * reduce_ms[reduce_ms.size() / 2] / med);
   }
   if (profile::enabled()) std::cout << profile::report(steps, mean);

@@ -54,6 +54,13 @@ class Communicator {
   void broadcast(std::vector<Tensor>& tensors, int root = 0);
   virtual void barrier() = 0;
 
+  // A sum in flight (MPI_Iallreduce): start_sum begins summing the n elements at `data` over the
+  // processes and returns at once; wait_all returns when every started sum is done, `data` then
+  // holding it. Every process must start the same sums in the same order. What overlaps the
+  // all-reduce with the backward pass (gradient_buckets.hpp).
+  virtual void start_sum(void* data, std::size_t n, DType dtype) = 0;
+  virtual void wait_all() = 0;
+
  protected:
   // One contiguous buffer of n elements of dtype, summed over the processes in place.
   virtual void all_reduce_sum(void* data, std::size_t n, DType dtype) = 0;

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <stdexcept>
+#include <vector>
 
 #include "core/dist/communicator.hpp"
 
@@ -60,6 +61,20 @@ class Mpi final : public Communicator {
   int rank() const override { return rank_; }
   std::string describe() const override { return fmt::format("MPI, rank {} of {} ({})", rank_, size_, library_); }
   void barrier() override { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+  void start_sum(void* data, std::size_t n, DType dtype) override {
+    MPI_Request request;
+    check(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), mpi_type(dtype), MPI_SUM, MPI_COMM_WORLD, &request),
+          "MPI_Iallreduce");
+    requests_.push_back(request);
+    // Open MPI moves a non-blocking collective along inside MPI calls: let the earlier ones advance.
+    int done = 0;
+    check(MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done, MPI_STATUSES_IGNORE), "MPI_Testall");
+  }
+  void wait_all() override {
+    std::vector<MPI_Request> requests = std::move(requests_);
+    requests_.clear();
+    check(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+  }
 
  protected:
   void all_reduce_sum(void* data, std::size_t n, DType dtype) override {
@@ -72,6 +87,7 @@ class Mpi final : public Communicator {
  private:
   int size_ = 1, rank_ = 0;
   std::string library_;
+  std::vector<MPI_Request> requests_;   // started sums, until wait_all
 };
 
 }  // namespace

@@ -60,7 +60,7 @@ std::vector<std::shared_ptr<Node>> topological_order(const std::shared_ptr<Node>
 }  // namespace
 
 std::vector<Tensor> grad(const Tensor& y, const std::vector<Tensor>& xs, const Tensor& seed,
-                         bool retain_graph) {
+                         bool retain_graph, const GradientReady& ready) {
   if (!y.requires_grad())
     throw std::invalid_argument(
         "grad: the value " + y.signature() +
@@ -88,11 +88,42 @@ std::vector<Tensor> grad(const Tensor& y, const std::vector<Tensor>& xs, const T
     if (x.requires_grad()) requested.insert(x.node().get());
 
   const auto order = topological_order(y.node());
+
+  // With `ready`: how many uses of each requested value are still to send their gradient; at 0
+  // its gradient is complete. `waiting` lists the indices of xs behind each requested node.
+  std::unordered_map<Node*, std::int64_t> uses;
+  std::unordered_map<Node*, std::vector<std::size_t>> waiting;
+  std::vector<bool> handed(xs.size(), false);
+  if (ready) {
+    for (std::size_t i = 0; i < xs.size(); ++i)
+      if (xs[i].requires_grad()) waiting[xs[i].node().get()].push_back(i);
+    for (const auto& n : order)
+      for (const Tensor& in : n->inputs)
+        if (in.requires_grad() && waiting.count(in.node().get())) ++uses[in.node().get()];
+  }
+  const auto used = [&](const Node& node) {   // node's ops have sent their gradients
+    if (!ready) return;
+    for (const Tensor& in : node.inputs) {
+      if (!in.requires_grad()) continue;
+      Node* target = in.node().get();
+      auto u = uses.find(target);
+      if (u == uses.end() || --u->second > 0) continue;
+      const auto g = grads.find(target);   // none when every use sent an undefined gradient
+      for (std::size_t i : waiting[target]) {
+        handed[i] = true;
+        ready(i, g != grads.end() ? g->second : Tensor::zeros(xs[i].shape(), xs[i].dtype()));
+      }
+    }
+  };
+
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     Node* node = it->get();
     if (node->is_leaf()) continue;
     auto found = grads.find(node);
-    if (found == grads.end()) continue;
+    if (found == grads.end()) {
+      used(*node);
+      continue;
+    }
     const Tensor g_out = found->second;
     std::vector<Tensor> g_in;
     {
@@ -112,6 +143,7 @@ std::vector<Tensor> grad(const Tensor& y, const std::vector<Tensor>& xs, const T
       auto [slot, inserted] = grads.try_emplace(target, g_in[i]);
       if (!inserted) slot->second = add(slot->second, g_in[i]);
     }
+    used(*node);
     if (!retain_graph) {
       if (!requested.count(node)) grads.erase(node);  // dead once propagated
       node->backward = nullptr;
@@ -122,9 +154,11 @@ std::vector<Tensor> grad(const Tensor& y, const std::vector<Tensor>& xs, const T
 
   std::vector<Tensor> out;
   out.reserve(xs.size());
-  for (const Tensor& x : xs) {
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const Tensor& x = xs[i];
     auto found = x.requires_grad() ? grads.find(x.node().get()) : grads.end();
     out.push_back(found != grads.end() ? found->second : Tensor::zeros(x.shape(), x.dtype()));
+    if (ready && !handed[i]) ready(i, out.back());
   }
   return out;
 }

@@ -89,11 +89,20 @@ Tensor record(const OpDef& op, Tensor out, const std::vector<Tensor>& inputs, Ba
   return attach(op, std::move(out), inputs, BackwardFn(std::forward<Backward>(backward)));
 }
 
+// Called by grad with (i, dL/dxs[i]) as soon as that gradient is complete — every op that used
+// xs[i] has added its share — while the walk goes on to earlier ops: a data-parallel step starts
+// summing the last layers' gradients over the processes while the first layers' are still being
+// computed (core/dist/gradient_buckets.hpp). Once per index; an x that y does not depend on
+// comes last, with zeros.
+using GradientReady = std::function<void(std::size_t i, const Tensor& gradient)>;
+
 // dL/dx for each x in xs, where L = y (a scalar) or L = Σ y·seed when a seed of y's shape is
 // given. An x that y does not depend on gets zeros. With retain_graph the tape is kept, so grad
-// can be called again on the same y.
+// can be called again on the same y. With `ready`, each gradient is also handed to it when
+// complete.
 std::vector<Tensor> grad(const Tensor& y, const std::vector<Tensor>& xs,
-                         const Tensor& seed = Tensor(), bool retain_graph = false);
+                         const Tensor& seed = Tensor(), bool retain_graph = false,
+                         const GradientReady& ready = nullptr);
 
 // JAX's value_and_grad: calls f(xs) and returns its (scalar) value and the gradients with
 // respect to each x. An x that does not require a gradient yet is replaced, for this call, by an

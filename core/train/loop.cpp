@@ -10,6 +10,7 @@
 
 #include "core/layer/branch.hpp"
 #include "core/layer/serial.hpp"
+#include "core/dist/gradient_buckets.hpp"
 #include "core/tensor/autodiff.hpp"
 #include "core/tensor/elementwise.hpp"
 #include "core/tensor/shape_ops.hpp"
@@ -163,19 +164,23 @@ void Loop::train_step() {
   } else {
     // This process's loss and gradients weighted by its share of the batch's weight, summed over
     // the processes: the whole batch's loss and gradients (a process with no weight adds zeros).
+    // Each gradient joins its bucket as soon as the backward pass completes it, and full buckets
+    // are summed while the pass goes on (core/dist/gradient_buckets.hpp).
     const double share = share_of(global, batch);
+    dist::GradientBuckets buckets(*comm_, weights);
     if (share > 0) {
       const Tensor loss = (*mwl)(batch)[0];
       value = loss.item() * share;
-      NoGrad no_grad;
-      for (const Tensor& g : grad(loss, weights)) grads.push_back(g * share);
+      grad(loss, weights, Tensor(), false,
+           [&](std::size_t i, const Tensor& g) { buckets.add(i, g, share); });
     } else {
-      for (const Tensor& w : weights) grads.push_back(Tensor::zeros(w.shape(), w.dtype()));
+      for (std::size_t i = 0; i < weights.size(); ++i)
+        buckets.add(i, Tensor::zeros(weights[i].shape(), weights[i].dtype()), 0.0);
     }
-    grads.push_back(Tensor::scalar(value, DType::float64));
-    comm_->all_reduce(grads, dist::Reduce::sum);
-    value = grads.back().item();
-    grads.pop_back();
+    grads = buckets.finish();
+    std::vector<Tensor> total{Tensor::scalar(value, DType::float64)};
+    comm_->all_reduce(total, dist::Reduce::sum);
+    value = total[0].item();
     check_finite(value);
   }
   UpdateStats stats;

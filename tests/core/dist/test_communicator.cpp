@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 
 #include "core/dist/communicator.hpp"
+#include "core/dist/gradient_buckets.hpp"
+#include "core/tensor/autodiff.hpp"
 #include "tests/helpers.hpp"
 
 using namespace ctrax;
@@ -18,7 +20,14 @@ class Copies final : public Communicator {
   int rank() const override { return 0; }
   std::string describe() const override { return "copies"; }
   void barrier() override {}
-  int calls = 0;
+  // A started sum is done at once here; `in_flight` counts the ones wait_all has not yet seen.
+  void start_sum(void* data, std::size_t n, DType dtype) override {
+    all_reduce_sum(data, n, dtype);
+    ++started;
+    ++in_flight;
+  }
+  void wait_all() override { in_flight = 0; }
+  int calls = 0, started = 0, in_flight = 0;
 
  protected:
   void all_reduce_sum(void* data, std::size_t n, DType dtype) override {
@@ -83,4 +92,47 @@ TEST_CASE("all_reduce and broadcast refuse what they cannot reduce, naming it") 
 
 TEST_CASE("without mpirun, make_communicator is the single process") {
   CHECK(make_communicator()->size() == 1);
+}
+
+TEST_CASE("gradient buckets: full buckets start during the backward pass, last layers first; the sums equal all_reduce's") {
+  // Three weights of 2, 3 and 4 floats, buckets of 20 bytes: w2 alone (16), then w1 + w0 (12 + 8).
+  Tensor w0 = tensor({1.f, 2.f}, {2}).requires_grad_(), w1 = tensor({3.f, 4.f, 5.f}, {3}).requires_grad_(),
+         w2 = tensor({6.f, 7.f, 8.f, 9.f}, {4}).requires_grad_();
+  const std::vector<Tensor> weights{w0, w1, w2};
+  // A chain, w0 first and w2 last: the backward pass completes w2's gradient first and w0's last.
+  const Tensor loss = sum(w2 * sum(w1 * sum(w0 * w0)));
+  Copies two(2);
+  GradientBuckets buckets(two, weights, /*bucket_bytes=*/20);
+  CHECK(buckets.n_buckets() == 2);
+  std::vector<std::size_t> order;
+  std::vector<int> started_when;
+  const auto plain = grad(loss, weights, Tensor(), /*retain_graph=*/true);
+  grad(loss, weights, Tensor(), false, [&](std::size_t i, const Tensor& g) {
+    order.push_back(i);
+    buckets.add(i, g, 0.5);
+    started_when.push_back(two.started);
+  });
+  CHECK(order == std::vector<std::size_t>{2, 1, 0});
+  CHECK(started_when == std::vector<int>{1, 1, 2});   // w2's bucket went before w1's gradient existed
+  const auto summed = buckets.finish();
+  CHECK(two.in_flight == 0);
+  for (std::size_t i = 0; i < 3; ++i) expect_close(summed[i], plain[i], 1e-6);   // 2 × 0.5 × g
+  // all_reduce of the same scaled gradients gives the same numbers.
+  std::vector<Tensor> reduced;
+  for (const Tensor& g : plain) reduced.push_back(g * 0.5);
+  two.all_reduce(reduced, Reduce::sum);
+  for (std::size_t i = 0; i < 3; ++i) CHECK(summed[i].to_doubles() == reduced[i].to_doubles());
+}
+
+TEST_CASE("gradient buckets refuse a gradient twice, a wrong shape, and a finish with one missing") {
+  Copies one(1);
+  const std::vector<Tensor> weights{Tensor::zeros({2}), Tensor::zeros({3})};
+  GradientBuckets buckets(one, weights);
+  buckets.add(0, Tensor::ones({2}), 1.0);
+  CHECK_THROWS_WITH_AS(buckets.add(0, Tensor::ones({2}), 1.0), "GradientBuckets::add: gradient 0 of 2 given twice",
+                       std::logic_error);
+  CHECK_THROWS_WITH_AS(buckets.add(1, Tensor::ones({4}), 1.0),
+                       "GradientBuckets::add: gradient 1 is f32[4], its weight f32[3]", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(buckets.finish(), "GradientBuckets::finish: gradient 1 (f32[3]) was never added",
+                       std::logic_error);
 }

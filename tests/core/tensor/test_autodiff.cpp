@@ -31,6 +31,24 @@ TEST_CASE("an input the value does not depend on gets zeros") {
   expect_tensor(grad(sum(x * 3.0), {x, z})[1], {2}, {0, 0});
 }
 
+TEST_CASE("grad hands each gradient over as soon as it is complete, unused inputs last with zeros") {
+  // y = (x0·x1)·x2 + x2: x2's uses are processed first, then x1's and x0's (one product); z unused.
+  Tensor x0 = tensor({2.0}, {1}).requires_grad_(), x1 = tensor({3.0}, {1}).requires_grad_(),
+         x2 = tensor({5.0}, {1}).requires_grad_(), z = tensor({1.0, 1.0}, {2}).requires_grad_();
+  const Tensor p = x0 * x1, y = sum(p * x2 + x2);
+  std::vector<std::size_t> order;
+  std::vector<double> values(5, -1);
+  const auto g = grad(y, {x0, x1, x2, z, x0}, Tensor(), false, [&](std::size_t i, const Tensor& gi) {
+    order.push_back(i);
+    values[i] = gi.to_doubles()[0];
+  });
+  REQUIRE(order.size() == 5);
+  CHECK(order[0] == 2);                       // dy/dx2 = x0·x1 + 1 = 7, complete before the product's
+  CHECK(order.back() == 3);                   // z: never reached, handed over at the end
+  CHECK(values == std::vector<double>{15, 10, 7, 0, 15});   // dy/dx0 = x1·x2, dy/dx1 = x0·x2; x0 twice
+  for (std::size_t i = 0; i < 5; ++i) CHECK(g[i].to_doubles()[0] == values[i]);
+}
+
 TEST_CASE("NoGrad records nothing") {
   Tensor x = tensor({1.0}, {1}).requires_grad_();
   Tensor y;
