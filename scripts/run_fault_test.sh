@@ -27,8 +27,10 @@ run=(--data text.txt --max-len 16 --d-model 16 --d-ff 32 --n-layers 1 --n-heads 
      --schedule rsqrt --dropout 0.1 --seed 7)
 final() { grep "\"step\":$2," "$1/metrics.jsonl" | grep -v steps_per_second; }   # the records of step N
 
-N=4000   # ~3 s: the kills below land mid-run
+N=4000   # a few seconds; the kills below land at a random fraction of the straight run's time
+started=$(date +%s%N)
 "$lm" train --out straight --steps $N --eval-every 50 "${run[@]}" >straight.log 2>&1 || { cat straight.log; fail "straight run"; }
+run_ms=$(( ($(date +%s%N) - started) / 1000000 ))
 [ -n "$(final straight $N)" ] || fail "no records of step $N"
 
 # 1. kill -9 at random moments, then resume (flags left out: they come from the checkpoint).
@@ -36,10 +38,11 @@ for attempt in 1 2 3; do
   rm -rf killed
   "$lm" train --out killed --steps $N --eval-every 50 "${run[@]}" >killed.log 2>&1 &
   pid=$!
-  sleep "$((RANDOM % 2)).$((RANDOM % 9 + 1))"
+  at_ms=$(( run_ms * (5 + RANDOM % 81) / 100 ))   # 5–85% of the way
+  sleep "$((at_ms / 1000)).$(printf '%03d' $((at_ms % 1000)))"
   kill -9 "$pid" 2>/dev/null
   wait "$pid" 2>/dev/null
-  grep -q "^trained" killed.log && fail "attempt $attempt: the run ended before it was killed (too fast a machine?)"
+  grep -q "^trained" killed.log && fail "attempt $attempt: the run ended before it was killed, ${at_ms} ms into a ${run_ms} ms run"
   "$lm" train --out killed --steps $N --eval-every 50 >resumed.log 2>&1 || { cat resumed.log; fail "resume after kill -9 (attempt $attempt)"; }
   [ "$(final killed $N)" = "$(final straight $N)" ] || fail "killed at a random moment and resumed, attempt $attempt: the run differs"
   [ "$(grep -c "\"step\":$N,\"split\":\"eval\",\"name\":\"loss\"" killed/metrics.jsonl)" = 1 ] || fail "duplicated metrics after resume"
