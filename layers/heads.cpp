@@ -16,7 +16,6 @@ Tensor split_heads(const Tensor& x, int n_heads) {
     throw std::invalid_argument(fmt::format(
         "Dimensionality of feature embedding ({}) is not a multiple of the requested number of "
         "attention heads ({}).", d, n_heads));
-  if (L == 1) return reshape(x, {B, n_heads, 1, d / n_heads});   // one position: the split is a view
   return transpose(reshape(x, {B, L, n_heads, d / n_heads}), {0, 2, 1, 3});
 }
 
@@ -25,7 +24,6 @@ Tensor merge_heads(const Tensor& x) {
     throw std::invalid_argument(
         fmt::format("merging heads expects (B, H, L, d_head), got {}", x.signature()));
   const std::int64_t B = x.dim(0), H = x.dim(1), L = x.dim(2), dh = x.dim(3);
-  if (L == 1) return reshape(x, {B, 1, H * dh});   // one position: the merge is a view
   return reshape(transpose(x, {0, 2, 1, 3}), {B, L, H * dh});
 }
 

@@ -83,24 +83,21 @@ std::vector<Tensor> grad(const Tensor& y, const std::vector<Tensor>& xs, const T
   std::unordered_map<Node*, Tensor> grads;
   grads[root] = seed.defined() ? seed.to(y.dtype()) : Tensor::ones(y.shape(), y.dtype());
 
-  std::unordered_set<Node*> requested;
-  for (const Tensor& x : xs)
-    if (x.requires_grad()) requested.insert(x.node().get());
+  // The requested values' nodes, each with the indices of xs it answers.
+  std::unordered_map<Node*, std::vector<std::size_t>> requested;
+  for (std::size_t i = 0; i < xs.size(); ++i)
+    if (xs[i].requires_grad()) requested[xs[i].node().get()].push_back(i);
 
   const auto order = topological_order(y.node());
 
   // With `ready`: how many uses of each requested value are still to send their gradient; at 0
-  // its gradient is complete. `waiting` lists the indices of xs behind each requested node.
+  // its gradient is complete.
   std::unordered_map<Node*, std::int64_t> uses;
-  std::unordered_map<Node*, std::vector<std::size_t>> waiting;
   std::vector<bool> handed(xs.size(), false);
-  if (ready) {
-    for (std::size_t i = 0; i < xs.size(); ++i)
-      if (xs[i].requires_grad()) waiting[xs[i].node().get()].push_back(i);
+  if (ready)
     for (const auto& n : order)
       for (const Tensor& in : n->inputs)
-        if (in.requires_grad() && waiting.count(in.node().get())) ++uses[in.node().get()];
-  }
+        if (in.requires_grad() && requested.count(in.node().get())) ++uses[in.node().get()];
   const auto used = [&](const Node& node) {   // node's ops have sent their gradients
     if (!ready) return;
     for (const Tensor& in : node.inputs) {
@@ -109,7 +106,7 @@ std::vector<Tensor> grad(const Tensor& y, const std::vector<Tensor>& xs, const T
       auto u = uses.find(target);
       if (u == uses.end() || --u->second > 0) continue;
       const auto g = grads.find(target);   // none when every use sent an undefined gradient
-      for (std::size_t i : waiting[target]) {
+      for (std::size_t i : requested.at(target)) {
         handed[i] = true;
         ready(i, g != grads.end() ? g->second : Tensor::zeros(xs[i].shape(), xs[i].dtype()));
       }
