@@ -76,7 +76,7 @@ double ms_since(Clock::time_point t0) {
 int main(int argc, char** argv) {
   CLI::App app{"Train the PyTorch reference's models with ctrax and report tokens/s, GFLOP/s, RSS."};
   std::string model_name = "lm", config_name = "S", tag;
-  int steps = 0, warmup = 3, threads = 0, layers = 0;
+  int steps = 0, warmup = 3, threads = 0, layers = 0, d_model = 0;
   std::int64_t generate = 0, gen_batch = 1, beams = 0, prompt_len = 0;
   bool json = false, sgemm = false, bandwidth = false, no_overlap = false;
   double bandwidth_mb = 512;
@@ -85,6 +85,9 @@ int main(int argc, char** argv) {
   app.add_option("--steps", steps, "timed steps (default: S 20, M 8, L 5, as the reference)");
   app.add_option("--layers", layers, "blocks / LSTM layers instead of the config's (e.g. --model lstm --config M "
                  "--layers 6: the M TransformerLM's parameter count)")->check(CLI::Range(1, 1000));
+  app.add_option("--d-model", d_model, "d_model instead of the config's, d_ff 4× it (e.g. --generate 256 --d-model 16: "
+                 "the products cost next to nothing, what is left is the layer graph's cost per token)")
+      ->check(CLI::Range(4, 65536));
   app.add_option("--warmup", warmup, "untimed steps first")->capture_default_str();
   app.add_option("--threads", threads, "threads (0: CTRAX_NUM_THREADS or all cores)")->capture_default_str();
   app.add_option("--generate", generate, "> 0: decode this many tokens per row instead of training (greedy at "
@@ -144,6 +147,12 @@ int main(int argc, char** argv) {
   }
   Config k = kConfigs.at(config_name);
   if (layers > 0) k.layers = layers;
+  if (d_model > 0) {
+    if (d_model % k.heads != 0)
+      throw std::invalid_argument(fmt::format("--d-model {} is not a multiple of the config's {} heads", d_model, k.heads));
+    k.d_model = d_model;
+    k.d_ff = 4 * std::int64_t{d_model};
+  }
   if (steps == 0) steps = config_name == "S" ? 20 : config_name == "M" ? 8 : 5;
 
   models::TransformerConfig c{.d_model = k.d_model, .d_ff = k.d_ff, .n_layers = k.layers,

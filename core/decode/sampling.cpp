@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "core/tensor/ops.hpp"
+#include "core/tensor/runtime.hpp"
 
 namespace ctrax::decode {
 
@@ -47,7 +48,8 @@ void start_decoding(Layer& model, const Tensor& inputs, std::int64_t rows) {
 
 Tensor next_token_log_probs(Layer& model, const Tensor& inputs, const Tensor& tokens) {
   NoGrad no_grad;
-  const Tensor logits = model.n_in() > 1 ? model(Stack{inputs, tokens})[0] : model(Stack{tokens})[0];
+  Tensor logits;   // one parallel region for the whole token (runtime.hpp, in_one_region)
+  in_one_region([&] { logits = model.n_in() > 1 ? model(Stack{inputs, tokens})[0] : model(Stack{tokens})[0]; });
   if (logits.rank() != 3)
     throw std::invalid_argument(fmt::format("decoding expects (B, L, vocab) logits, got {}",
                                             logits.signature()));

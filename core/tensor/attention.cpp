@@ -143,12 +143,10 @@ template <class T, class F>
 void for_each_slice(const Dims& D, std::int64_t scratch_size, F&& f) {
   const std::int64_t N = D.N, multiply_adds = D.N * D.Lq * D.Lk * (D.d + D.dv);
   if (N > 1 && num_threads() > 1 && multiply_adds >= (std::int64_t{1} << 14)) {
-#pragma omp parallel
-    {
+    parallel_chunks(N, true, [&](std::int64_t n0, std::int64_t n1) {
       std::vector<T> scratch(static_cast<std::size_t>(scratch_size));
-#pragma omp for schedule(static)
-      for (std::int64_t n = 0; n < N; ++n) f(n, scratch.data());
-    }
+      for (std::int64_t n = n0; n < n1; ++n) f(n, scratch.data());
+    });
     return;
   }
   std::vector<T> scratch(static_cast<std::size_t>(scratch_size));

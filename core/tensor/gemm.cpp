@@ -5,10 +5,6 @@
 #include <algorithm>
 #include <vector>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include "core/tensor/full_width.hpp"
 #include "core/tensor/runtime.hpp"
 
@@ -121,8 +117,8 @@ namespace {
 // One row times a K × N matrix stored row by row (decoding one token: x·W): the product streams W
 // once, and its speed is the speed of reading W. Split by columns, each thread would read half of every
 // row of W — short strided runs the prefetchers follow badly; split by K, each thread streams one
-// contiguous half of W into partial sums of all N columns, and the partial sums are then added,
-// each thread its share of columns (N × threads floats: nothing next to W). Measured on the M
+// contiguous half of W into partial sums of all N columns, and the calling thread then adds the
+// partial sums (N × threads floats: nothing next to W, and less time than a barrier). Measured on the M
 // configuration's weights: 0.26 ms against 0.33 per token for both cores (docs/11_performance.md).
 // A few rows (2–8: a batch or a beam) read W through the few-rows kernel's column panels, split
 // by columns; by K they were ~7% slower.
@@ -134,30 +130,25 @@ void split_k_gemm(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, T alp
   if (scratch.size() < static_cast<std::size_t>(part_size * n_threads))
     scratch.resize(static_cast<std::size_t>(part_size * n_threads));
   T* parts = scratch.data();
-  // K in blocks of 16 rows (whole cache lines of a row-major A's row).
-  const std::int64_t block = ((K + n_threads - 1) / n_threads + 15) / 16 * 16;
-#pragma omp parallel num_threads(n_threads)
-  {
-#ifdef _OPENMP
-    const int t = omp_get_thread_num();
-#else
-    const int t = 0;
-#endif
+  int used = 1;
+  parallel_team([&](int t, int threads) {
+    // K in blocks of 16 rows (whole cache lines of a row-major A's row).
+    const std::int64_t block = ((K + threads - 1) / threads + 15) / 16 * 16;
     const std::int64_t k0 = std::min(K, t * block), k1 = std::min(K, k0 + block);
     T* part = parts + t * part_size;
     if (k1 > k0)
       gemm(ta, false, M, N, k1 - k0, alpha, A + (ta ? k0 * lda : k0), lda, B + k0 * N, N, T(0), part, N);
     else
       std::fill_n(part, part_size, T(0));
-#pragma omp barrier
-    const std::int64_t n0 = N * t / n_threads, n1 = N * (t + 1) / n_threads;
-    for (std::int64_t m = 0; m < M; ++m) {
-      T* c = C + m * N;
-      for (std::int64_t n = n0; n < n1; ++n) {
-        T sum = beta == T(0) ? T(0) : beta * c[n];
-        for (int u = 0; u < n_threads; ++u) sum += parts[u * part_size + m * N + n];
-        c[n] = sum;
-      }
+    if (t == 0) used = threads;
+  });
+  for (std::int64_t m = 0; m < M; ++m) {
+    T* c = C + m * N;
+    const T* p = parts + m * N;
+    for (std::int64_t n = 0; n < N; ++n) {
+      T sum = beta == T(0) ? T(0) : beta * c[n];
+      for (int u = 0; u < used; ++u) sum += p[u * part_size + n];
+      c[n] = sum;
     }
   }
 }
@@ -184,19 +175,18 @@ void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_
   }
   const bool by_rows = M >= N;
   const std::int64_t extent = by_rows ? M : N;
-  // Blocks in multiples of 16 rows/columns (whole AVX-512 vectors of the kernel's tiles).
-  const std::int64_t block = ((extent + n_threads - 1) / n_threads + 15) / 16 * 16;
-#pragma omp parallel for schedule(static) num_threads(n_threads)
-  for (int t = 0; t < n_threads; ++t) {
+  parallel_team([&](int t, int threads) {
+    // Blocks in multiples of 16 rows/columns (whole AVX-512 vectors of the kernel's tiles).
+    const std::int64_t block = ((extent + threads - 1) / threads + 15) / 16 * 16;
     const std::int64_t start = t * block, stop = std::min(extent, start + block);
-    if (start >= stop) continue;
+    if (start >= stop) return;
     if (by_rows)  // rows of C = rows of op(A)
       gemm(ta, tb, stop - start, N, K, alpha, A + (ta ? start : start * lda), lda, B, ldb, beta,
            C + start * ldc, ldc);
     else  // columns of C = columns of op(B)
       gemm(ta, tb, M, stop - start, K, alpha, A, lda, B + (tb ? start * ldb : start), ldb, beta,
            C + start, ldc);
-  }
+  });
 }
 
 template void parallel_gemm<float>(bool, bool, std::int64_t, std::int64_t, std::int64_t, float,

@@ -27,10 +27,11 @@ void batched_gemm(bool ta, bool tb, std::int64_t batch, std::int64_t M, std::int
                   std::int64_t K, const T* A, std::int64_t stride_a, const T* B,
                   std::int64_t stride_b, T* C) {
   if (batch > 1 && M * N * K <= kSmallProduct && num_threads() > 1) {
-#pragma omp parallel for schedule(static)
-    for (std::int64_t i = 0; i < batch; ++i)
-      blas::gemm(ta, tb, M, N, K, T(1), A + i * stride_a, ta ? M : K, B + i * stride_b, tb ? K : N,
-                 T(0), C + i * M * N, N);
+    parallel_chunks(batch, true, [&](std::int64_t i0, std::int64_t i1) {
+      for (std::int64_t i = i0; i < i1; ++i)
+        blas::gemm(ta, tb, M, N, K, T(1), A + i * stride_a, ta ? M : K, B + i * stride_b, tb ? K : N,
+                   T(0), C + i * M * N, N);
+    });
     return;
   }
   for (std::int64_t i = 0; i < batch; ++i)

@@ -140,11 +140,10 @@ Tensor layer_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, doub
         // Rows split over threads; each thread sums its own dscale, dbias, added up after.
         const int n_threads = rows * d >= kParallelElements ? num_threads() : 1;
         std::vector<T> partial(static_cast<std::size_t>(2 * n_threads * d), T(0));
-  #pragma omp parallel for schedule(static) num_threads(n_threads)
-        for (int t = 0; t < n_threads; ++t) {
+        const auto rows_of = [&](int t, int threads) {
           T* ds = partial.data() + 2 * t * d;
           T* db = ds + d;
-          for (std::int64_t r = rows * t / n_threads; r < rows * (t + 1) / n_threads; ++r) {
+          for (std::int64_t r = rows * t / threads; r < rows * (t + 1) / threads; ++r) {
             const T *gr = pg + r * d, *hr = ph + r * d;
             double mean_gh = 0, mean_ghx = 0;  // mean(ĝ), mean(ĝ·x̂) with ĝ = g·scale
   #pragma omp simd reduction(+ : mean_gh, mean_ghx)
@@ -161,7 +160,9 @@ Tensor layer_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, doub
               pdx[r * d + j] =
                   static_cast<T>(pr[r] * (gr[j] * ps[j] - mean_gh - hr[j] * mean_ghx));
           }
-        }
+        };
+        if (n_threads > 1) parallel_team(rows_of);   // a team may have fewer: their partials stay 0
+        else rows_of(0, 1);
         for (int t = 0; t < n_threads; ++t)
           for (std::int64_t j = 0; j < d; ++j) {
             pds[j] += partial[static_cast<std::size_t>(2 * t * d + j)];

@@ -24,6 +24,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <type_traits>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 namespace ctrax {
 
@@ -31,6 +37,43 @@ inline constexpr int kMaxThreads = 1024;
 
 int num_threads();             // the OpenMP thread count ctrax's parallel loops use
 void set_num_threads(int n);   // 1 <= n <= kMaxThreads (OpenBLAS stays at one)
+
+// THE TEAM. parallel_team(body) runs body(t, n) once on each of n = num_threads() threads
+// (t = 0 … n−1; n may be smaller if the system gives fewer) and returns when all have. Everything parallel in
+// ctrax goes through here: parallel_chunks below, the products (gemm.hpp), attention's slices.
+//
+// ONE REGION PER TOKEN. Outside in_one_region, each parallel_team opens an OpenMP region: ~0.75 µs
+// to wake the other threads and wait for them (measured on 2 cores with the threads spinning).
+// Decoding one token runs ~30 such small steps, ~25 µs per token — 7% of a token at the M
+// configuration (docs/11_performance.md). in_one_region(work) opens ONE region: thread 0 runs
+// work() — the layer graph, serially — while the other threads wait in a spin loop, and every
+// parallel_team inside work() hands its body to them through two atomic counters (~0.2 µs). A
+// parallel_team inside a body (nested) runs on its own thread alone, as nested OpenMP regions do.
+// The decoders open one per token (core/decode/sampling.hpp, next_token_log_probs).
+namespace detail {
+using TeamBody = void (*)(void* body, int t, int n);
+// Runs the body on the team of the in_one_region this thread is running, if any: false if none.
+bool run_on_open_team(TeamBody call, void* body);
+}  // namespace detail
+
+template <class F>
+void parallel_team(F&& body) {
+  using Body = std::remove_reference_t<F>;
+  const detail::TeamBody call = [](void* b, int t, int n) { (*static_cast<Body*>(b))(t, n); };
+  if (num_threads() < 2) {
+    body(0, 1);
+    return;
+  }
+  if (detail::run_on_open_team(call, const_cast<void*>(static_cast<const void*>(&body)))) return;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(num_threads())
+  body(omp_get_thread_num(), omp_get_num_threads());
+#else
+  body(0, 1);
+#endif
+}
+
+void in_one_region(const std::function<void()>& work);
 
 // THE PARALLEL LOOP. body(begin, end) runs over [0, n): cut into one contiguous chunk per thread
 // when `worth_it` (and there are threads), else as one chunk on this thread, with no OpenMP at
@@ -45,13 +88,11 @@ void set_num_threads(int n);   // 1 <= n <= kMaxThreads (OpenBLAS stays at one)
 //   });
 template <class F>
 void parallel_chunks(std::int64_t n, bool worth_it, F&& body) {
-  const int threads = num_threads();
-  if (!worth_it || threads < 2 || n < 2) {
+  if (!worth_it || num_threads() < 2 || n < 2) {
     if (n > 0) body(std::int64_t{0}, n);
     return;
   }
-#pragma omp parallel for schedule(static) num_threads(threads)
-  for (int t = 0; t < threads; ++t) body(n * t / threads, n * (t + 1) / threads);
+  parallel_team([&](int t, int threads) { body(n * t / threads, n * (t + 1) / threads); });
 }
 
 }  // namespace ctrax

@@ -1,0 +1,138 @@
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <stdexcept>
+#include <vector>
+
+#include "core/tensor/ops.hpp"
+#include "core/tensor/runtime.hpp"
+#include "tests/helpers.hpp"
+
+using namespace ctrax;
+using ctrax::testing::expect_close;
+
+namespace {
+
+// Restores the thread count a test changed.
+struct Threads {
+  int before = num_threads();
+  explicit Threads(int n) { set_num_threads(n); }
+  ~Threads() { set_num_threads(before); }
+};
+
+// Which threads ran a parallel_team's body, and with what team size.
+std::vector<int> team_members(int& team_size) {
+  std::vector<std::atomic<int>> calls(kMaxThreads);
+  std::atomic<int> size{0};
+  parallel_team([&](int t, int n) {
+    calls[static_cast<std::size_t>(t)].fetch_add(1);
+    size.store(n);
+  });
+  team_size = size.load();
+  std::vector<int> out;
+  for (int t = 0; t < team_size; ++t) out.push_back(calls[static_cast<std::size_t>(t)].load());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("parallel_team runs the body once on each thread, inside one region or not") {
+  for (int threads : {1, 2, 3}) {
+    CAPTURE(threads);
+    Threads set(threads);
+    int size = 0;
+    const std::vector<int> members = team_members(size);
+    CHECK(members == std::vector<int>(static_cast<std::size_t>(threads), 1));
+    CHECK(size == threads);
+    in_one_region([&] {
+      for (int repeat = 0; repeat < 100; ++repeat) {   // many jobs through one team
+        int inner = 0;
+        const std::vector<int> inner_members = team_members(inner);
+        CHECK(inner_members == std::vector<int>(static_cast<std::size_t>(threads), 1));
+        CHECK(inner == threads);
+      }
+    });
+  }
+}
+
+TEST_CASE("parallel_chunks covers [0, n) exactly once, inside one region or not") {
+  Threads set(2);
+  for (std::int64_t n : {1, 2, 7, 1000}) {
+    CAPTURE(n);
+    const auto cover = [n] {
+      std::vector<int> seen(static_cast<std::size_t>(n), 0);
+      parallel_chunks(n, true, [&](std::int64_t i0, std::int64_t i1) {
+        for (std::int64_t i = i0; i < i1; ++i) ++seen[static_cast<std::size_t>(i)];
+      });
+      return seen;
+    };
+    CHECK(cover() == std::vector<int>(static_cast<std::size_t>(n), 1));
+    std::vector<int> inside;
+    in_one_region([&] { inside = cover(); });
+    CHECK(inside == std::vector<int>(static_cast<std::size_t>(n), 1));
+  }
+}
+
+TEST_CASE("a team nested in a team's body runs on its own thread alone") {
+  Threads set(2);
+  const auto nested_sizes = [] {
+    std::vector<std::atomic<int>> sizes(2);
+    parallel_team([&](int t, int) {
+      parallel_team([&](int inner_t, int inner_n) {
+        CHECK(inner_t == 0);
+        sizes[static_cast<std::size_t>(t)].store(inner_n);
+      });
+    });
+    return std::vector<int>{sizes[0].load(), sizes[1].load()};
+  };
+  CHECK(nested_sizes() == std::vector<int>{1, 1});
+  std::vector<int> inside;
+  in_one_region([&] {
+    inside = nested_sizes();
+    in_one_region([&] { CHECK(nested_sizes() == std::vector<int>{1, 1}); });   // nested region: inline
+  });
+  CHECK(inside == std::vector<int>{1, 1});
+}
+
+TEST_CASE("an exception in one region's work or in a body reaches the caller, and the team closes") {
+  Threads set(2);
+  CHECK_THROWS_WITH_AS(in_one_region([] { throw std::runtime_error("work failed"); }), "work failed",
+                       std::runtime_error);
+  for (int thrower : {0, 1}) {   // the calling thread's share, then a waiting thread's
+    CAPTURE(thrower);
+    CHECK_THROWS_WITH_AS(in_one_region([&] {
+                           parallel_team([&](int t, int) {
+                             if (t == thrower) throw std::invalid_argument("body failed");
+                           });
+                         }),
+                         "body failed", std::invalid_argument);
+    int size = 0;   // the threads are free again: a new team gets them all
+    CHECK(team_members(size) == std::vector<int>{1, 1});
+  }
+}
+
+TEST_CASE("products and attention inside one region equal those outside it, bit for bit") {
+  for (int threads : {2, 3}) {
+    CAPTURE(threads);
+    Threads set(threads);
+    const auto randn = [](const Shape& shape, std::uint64_t seed) {   // float32: the decoding paths
+      return testing::randn(shape, seed).to(DType::float32);
+    };
+    const Tensor x1 = randn({1, 300}, 1), x4 = randn({4, 300}, 2), w = randn({300, 257}, 3), b = randn({257}, 4);
+    const Tensor big = randn({300, 300}, 5);
+    const Tensor q = randn({4, 3, 64}, 6), k = randn({4, 40, 64}, 7), v = randn({4, 40, 64}, 8);
+    const auto compute = [&] {
+      return std::vector<Tensor>{linear(x1, w, b), matmul(x4, w), matmul(big, w), matmul(x1, w, false, false),
+                                 layer_norm(big, randn({300}, 9), randn({300}, 10)),
+                                 attention(q, k, v, Tensor())};
+    };
+    const std::vector<Tensor> outside = compute();
+    std::vector<Tensor> inside;
+    in_one_region([&] { inside = compute(); });
+    REQUIRE(inside.size() == outside.size());
+    for (std::size_t i = 0; i < inside.size(); ++i) {
+      CAPTURE(i);
+      expect_close(inside[i], outside[i], 0.0);
+    }
+  }
+}
