@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <exception>
 #include <cstdlib>
+#include <exception>
 #include <stdexcept>
 #include <thread>
 #include <utility>
@@ -136,8 +136,9 @@ bool run_on_open_team(TeamBody call, void* body) {
   }
   t_in_body = false;
   wait_until([&] { return team->finished.load(std::memory_order_acquire) == team->n - 1; });
-  if (mine) std::rethrow_exception(mine);
-  if (team->failed.exchange(false)) std::rethrow_exception(std::exchange(team->error, nullptr));
+  const std::exception_ptr theirs = team->failed.exchange(false) ? std::exchange(team->error, nullptr) : nullptr;
+  if (mine) std::rethrow_exception(mine);   // this thread's first; the team is clear for the next job
+  if (theirs) std::rethrow_exception(theirs);
   return true;
 }
 

@@ -44,8 +44,8 @@ void set_num_threads(int n);   // 1 <= n <= kMaxThreads (OpenBLAS stays at one)
 //
 // ONE REGION PER TOKEN. Outside in_one_region, each parallel_team opens an OpenMP region: ~0.75 µs
 // to wake the other threads and wait for them (measured on 2 cores with the threads spinning).
-// Decoding one token runs ~30 such small steps, ~25 µs per token — 7% of a token at the M
-// configuration (docs/11_performance.md). in_one_region(work) opens ONE region: thread 0 runs
+// Decoding one token runs ~30 such small steps: its 25 products alone took 259–264 µs so, 245–247
+// in one region (docs/11_performance.md). in_one_region(work) opens ONE region: thread 0 runs
 // work() — the layer graph, serially — while the other threads wait in a spin loop, and every
 // parallel_team inside work() hands its body to them through two atomic counters (~0.2 µs). A
 // parallel_team inside a body (nested) runs on its own thread alone, as nested OpenMP regions do.
