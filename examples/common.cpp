@@ -446,18 +446,20 @@ void train_until(train::Loop& loop, const TrainFlags& t, const std::optional<Kee
     return;
   }
   const bool budget_plans = t.minutes > 0 && !t.steps_given && loop.step() == 0;
-  double chunk_minutes = 0;   // the last chunk's duration: the estimate for the next one
+  // The last stretch's time: its steps, evaluation, checkpoint and best-keeping — the estimate for
+  // the next one.
+  double stretch_minutes = 0;
   const io::StopSignals stop_signals;
   while (loop.step() < plan) {
     // Up to the next checkpoint step, so a time limit always stops on a saved checkpoint; and only
-    // when that chunk is expected to end within --minutes, so the limit is a budget, not a floor.
-    if (t.minutes > 0 && lead_value(t, minutes() + chunk_minutes > t.minutes ? 1 : 0) > 0) {
+    // when that stretch is expected to end within --minutes, so the limit is a budget, not a floor.
+    if (t.minutes > 0 && lead_value(t, minutes() + stretch_minutes > t.minutes ? 1 : 0) > 0) {
       fmt::print("time limit: stopped after {:.1f} minutes at step {} of {} (the next {} steps would end past "
                  "{} minutes); run the same command to go on\n",
                  minutes(), loop.step(), plan, t.eval_every, t.minutes);
       return;
     }
-    const double chunk_start = minutes();
+    const double stretch_start = minutes();
     const std::int64_t next = std::min(plan, (loop.step() / t.eval_every + 1) * t.eval_every);
     loop.run(next - loop.step());
     if (loop.stopped()) {
@@ -467,19 +469,26 @@ void train_until(train::Loop& loop, const TrainFlags& t, const std::optional<Kee
                                 "command to go on", sig == SIGINT ? "Ctrl-C (SIGINT)" : "SIGTERM", loop.step(),
                                 plan, loop.checkpoint_path()), sig);
     }
-    chunk_minutes = minutes() - chunk_start;
-    if (budget_plans && loop.step() == next && next == t.eval_every) {
-      // The plan: this stretch, and as many more of its length as fit in what is left.
-      const auto stretches = static_cast<std::int64_t>(std::max(0.0, (t.minutes - minutes()) / chunk_minutes));
-      plan = static_cast<std::int64_t>(lead_value(t, static_cast<double>(std::max<std::int64_t>(loop.step(), (1 + stretches) * t.eval_every))));
+    if (keep_best) keep_if_best(loop, t, *keep_best);
+    stretch_minutes = minutes() - stretch_start;
+    // The plan: the steps done, and as many more stretches of this one's length as fit in what is
+    // left. Made after the first stretch, and again after the second: the first carries the
+    // start-up (allocating, warming caches), so it alone would plan too few steps for the budget.
+    const bool first = next == t.eval_every, second = next == 2 * t.eval_every;
+    if (budget_plans && loop.step() == next && (first || second) && loop.step() < plan) {
+      const auto stretches = static_cast<std::int64_t>(std::max(0.0, (t.minutes - minutes()) / stretch_minutes));
+      plan = static_cast<std::int64_t>(lead_value(t, static_cast<double>(loop.step() + stretches * t.eval_every)));
       json config = json::parse(loop.config());
       config["planned_steps"] = plan;
       loop.set_config(config.dump());
       loop.save_checkpoint();   // the plan is in the checkpoint before anything else can happen
-      fmt::print("budget: {} steps took {:.2f} minutes, so {} minutes hold {} steps: the schedule is planned for {} "
-                 "(--steps {} would fix it instead)\n", t.eval_every, chunk_minutes, t.minutes, plan, plan, t.steps);
+      if (first)
+        fmt::print("budget: {} steps took {:.2f} minutes, so {} minutes hold {} steps: the schedule is planned for {} "
+                   "(--steps {} would fix it instead)\n", t.eval_every, stretch_minutes, t.minutes, plan, plan, t.steps);
+      else
+        fmt::print("budget: the next {} steps took {:.2f} minutes (the first stretch carried the start-up): the "
+                   "schedule is planned for {}\n", t.eval_every, stretch_minutes, plan);
     }
-    if (keep_best) keep_if_best(loop, t, *keep_best);
   }
   fmt::print("trained {} steps in this run ({:.1f} minutes); checkpoint {}\n", loop.step(), minutes(),
              loop.checkpoint_path());

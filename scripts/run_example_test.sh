@@ -67,14 +67,17 @@ lm)
       "$exe" sample --out "$tmp/$model" --prompt "Th" --length 24 --threads 1 >"$tmp/sample" 2>&1 || { cat "$tmp/sample"; fail "sample --model $model"; }
       [ "$(wc -c <"$tmp/sample")" -ge 3 ] || fail "sample --model $model printed nothing"
     done
-    # A --minutes budget with no --steps plans the schedule from the first stretch's time, stores the
-    # plan in the checkpoint, and a resume continues to it.
+    # A --minutes budget with no --steps plans the schedule from the first stretch's time, plans it
+    # again from the second's (the first carried the start-up), stores the plan in the checkpoint,
+    # and a resume continues to it.
     "$exe" train --out "$tmp/budget" --minutes 0.05 --eval-every 5 --max-len 16 "${tiny[@]}" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "train with a budget"; }
     expect "budget: 5 steps took .* minutes hold [0-9][0-9]* steps: the schedule is planned for" "$tmp/log"
-    planned=$(sed -n 's/.*the schedule is planned for \([0-9]*\).*/\1/p' "$tmp/log")
-    expect "trained $planned steps in this run" "$tmp/log"
+    expect "budget: the next 5 steps took .* minutes (the first stretch carried the start-up): the schedule is planned for" "$tmp/log"
+    planned=$(sed -n 's/.*the schedule is planned for \([0-9]*\).*/\1/p' "$tmp/log" | tail -1)
+    # At this size a stretch takes milliseconds and varies: the budget may end a stretch short.
+    grep -Eq "trained $planned steps in this run|at step [0-9]+ of $planned " "$tmp/log" || { cat "$tmp/log"; fail "ran to a plan other than $planned"; }
     "$exe" train --out "$tmp/budget" --minutes 0.05 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "resume of a budgeted run"; }
-    expect "already trained $planned of $planned steps" "$tmp/log"
+    grep -Eq "already trained $planned of $planned steps|trained $planned steps in this run" "$tmp/log" || { cat "$tmp/log"; fail "the resume did not continue to the stored plan $planned"; }
     # Every head's attention on a text (here through rotary positions): a line per head, and maps
     # whose rows sum to 1 with nothing above the diagonal.
     "$exe" attention --out "$tmp/rotary" --threads 1 --json "$tmp/att.json" "The cat" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "attention"; }
