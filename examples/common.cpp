@@ -448,7 +448,7 @@ void train_until(train::Loop& loop, const TrainFlags& t, const std::optional<Kee
   const bool budget_plans = t.minutes > 0 && !t.steps_given && loop.step() == 0;
   // The last stretch's time: its steps, evaluation, checkpoint and best-keeping — the estimate for
   // the next one.
-  double stretch_minutes = 0;
+  double stretch_minutes = 0, first_stretch_minutes = 0;
   const io::StopSignals stop_signals;
   while (loop.step() < plan) {
     // Up to the next checkpoint step, so a time limit always stops on a saved checkpoint; and only
@@ -471,12 +471,15 @@ void train_until(train::Loop& loop, const TrainFlags& t, const std::optional<Kee
     }
     if (keep_best) keep_if_best(loop, t, *keep_best);
     stretch_minutes = minutes() - stretch_start;
-    // The plan: the steps done, and as many more stretches of this one's length as fit in what is
-    // left. Made after the first stretch, and again after the second: the first carries the
-    // start-up (allocating, warming caches), so it alone would plan too few steps for the budget.
+    // The plan: the steps done, and as many more stretches as fit in what is left. Made after the
+    // first stretch, and again after the second: the first carries the start-up (allocating, warming
+    // caches), so it alone would plan too few steps for the budget. The second plan takes the
+    // faster of the two: a second stretch slower than the first was slowed by something else.
     const bool first = next == t.eval_every, second = next == 2 * t.eval_every;
+    if (first) first_stretch_minutes = stretch_minutes;
     if (budget_plans && loop.step() == next && (first || second) && loop.step() < plan) {
-      const auto stretches = static_cast<std::int64_t>(std::max(0.0, (t.minutes - minutes()) / stretch_minutes));
+      const double per_stretch = first ? stretch_minutes : std::min(stretch_minutes, first_stretch_minutes);
+      const auto stretches = static_cast<std::int64_t>(std::max(0.0, (t.minutes - minutes()) / per_stretch));
       plan = static_cast<std::int64_t>(lead_value(t, static_cast<double>(loop.step() + stretches * t.eval_every)));
       json config = json::parse(loop.config());
       config["planned_steps"] = plan;
@@ -486,8 +489,8 @@ void train_until(train::Loop& loop, const TrainFlags& t, const std::optional<Kee
         fmt::print("budget: {} steps took {:.2f} minutes, so {} minutes hold {} steps: the schedule is planned for {} "
                    "(--steps {} would fix it instead)\n", t.eval_every, stretch_minutes, t.minutes, plan, plan, t.steps);
       else
-        fmt::print("budget: the next {} steps took {:.2f} minutes (the first stretch carried the start-up): the "
-                   "schedule is planned for {}\n", t.eval_every, stretch_minutes, plan);
+        fmt::print("budget: the next {} steps took {:.2f} minutes (the first {:.2f}, with the start-up): the "
+                   "schedule is planned for {}\n", t.eval_every, stretch_minutes, first_stretch_minutes, plan);
     }
   }
   fmt::print("trained {} steps in this run ({:.1f} minutes); checkpoint {}\n", loop.step(), minutes(),

@@ -199,8 +199,9 @@ void forward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex&
         std::fill(row + Le, row + D.Lk, T(0));
       }
       const T* Pd = Pn + i0 * D.Lk;
-      if (keep) {
-        apply_keep(Pd, keep + n * LL + i0 * D.Lk, ks, rows * D.Lk, scratch);
+      if (keep) {   // the rows' first Le columns: the product with V reads no further
+        for (std::int64_t r = 0; r < rows; ++r)
+          apply_keep(Pd + r * D.Lk, keep + n * LL + (i0 + r) * D.Lk, ks, Le, scratch + r * D.Lk);
         Pd = scratch;
       }
       blas::gemm(false, false, rows, D.dv, Le, T(1), Pd, D.Lk, vn, D.dv, T(0), out + (n * D.Lq + i0) * D.dv, D.dv);
@@ -224,9 +225,8 @@ void backward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex
     const T* dOn = dout + n * D.Lq * D.dv;
     const T *qn = q + n * D.Lq * D.d, *kn = k + n * D.Lk * D.d, *vn = v + n * D.Lk * D.dv;
     T *dqn = dq + n * D.Lq * D.d, *dkn = dk + n * D.Lk * D.d, *dvn = dv + n * D.Lk * D.dv;
-    T* Pd = scratch;        // P̃
+    T* Pd = scratch;        // P̃ (each block's rows up to its key extent)
     T* dS = scratch + LL;   // dP̃, then dP, then dS
-    apply_keep(Pn, keep ? keep + n * LL : nullptr, ks, LL, Pd);
     std::fill_n(dkn, D.Lk * D.d, T(0));   // blocks add their share of dK and dV
     std::fill_n(dvn, D.Lk * D.dv, T(0));
     const std::uint8_t* m = mask.data ? mask.slice(n) : nullptr;
@@ -235,6 +235,8 @@ void backward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex
       b = next_block;
       const T* dOb = dOn + i0 * D.dv;
       T* dSb = dS + i0 * D.Lk;
+      for (std::int64_t i = i0; i < i0 + rows; ++i)
+        apply_keep(Pn + i * D.Lk, keep ? keep + n * LL + i * D.Lk : nullptr, ks, Le, Pd + i * D.Lk);
       blas::gemm(true, false, Le, D.dv, rows, T(1), Pd + i0 * D.Lk, D.Lk, dOb, D.dv, T(1), dvn, D.dv);
       blas::gemm(false, true, rows, Le, D.dv, T(1), dOb, D.dv, vn, D.dv, T(0), dSb, D.Lk);
       for (std::int64_t i = i0; i < i0 + rows; ++i) {
