@@ -153,13 +153,9 @@ void for_each_slice(const Dims& D, std::int64_t scratch_size, F&& f) {
   for (std::int64_t n = 0; n < N; ++n) f(n, scratch.data());
 }
 
-// P̃ = P · keep · s (or P) into out.
+// P̃ = P · keep · s into out.
 template <class T>
 void apply_keep(const T* P, const std::uint8_t* keep, T s, std::int64_t count, T* out) {
-  if (!keep) {
-    std::copy_n(P, count, out);
-    return;
-  }
   for (std::int64_t i = 0; i < count; ++i) out[i] = keep[i] ? P[i] * s : T(0);
 }
 
@@ -225,7 +221,7 @@ void backward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex
     const T* dOn = dout + n * D.Lq * D.dv;
     const T *qn = q + n * D.Lq * D.d, *kn = k + n * D.Lk * D.d, *vn = v + n * D.Lk * D.dv;
     T *dqn = dq + n * D.Lq * D.d, *dkn = dk + n * D.Lk * D.d, *dvn = dv + n * D.Lk * D.dv;
-    T* Pd = scratch;        // P̃ (each block's rows up to its key extent)
+    T* Pd = scratch;        // P̃ (each block's rows up to its key extent; P itself without dropout)
     T* dS = scratch + LL;   // dP̃, then dP, then dS
     std::fill_n(dkn, D.Lk * D.d, T(0));   // blocks add their share of dK and dV
     std::fill_n(dvn, D.Lk * D.dv, T(0));
@@ -235,9 +231,10 @@ void backward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex
       b = next_block;
       const T* dOb = dOn + i0 * D.dv;
       T* dSb = dS + i0 * D.Lk;
-      for (std::int64_t i = i0; i < i0 + rows; ++i)
-        apply_keep(Pn + i * D.Lk, keep ? keep + n * LL + i * D.Lk : nullptr, ks, Le, Pd + i * D.Lk);
-      blas::gemm(true, false, Le, D.dv, rows, T(1), Pd + i0 * D.Lk, D.Lk, dOb, D.dv, T(1), dvn, D.dv);
+      if (keep)
+        for (std::int64_t i = i0; i < i0 + rows; ++i)
+          apply_keep(Pn + i * D.Lk, keep + n * LL + i * D.Lk, ks, Le, Pd + i * D.Lk);
+      blas::gemm(true, false, Le, D.dv, rows, T(1), (keep ? Pd : Pn) + i0 * D.Lk, D.Lk, dOb, D.dv, T(1), dvn, D.dv);
       blas::gemm(false, true, rows, Le, D.dv, T(1), dOb, D.dv, vn, D.dv, T(0), dSb, D.Lk);
       for (std::int64_t i = i0; i < i0 + rows; ++i) {
         T* row = dS + i * D.Lk;
