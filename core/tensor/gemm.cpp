@@ -122,10 +122,6 @@ namespace {
 // configuration's weights: 0.26 ms against 0.33 per token for both cores (docs/11_performance.md).
 // A few rows (2–8: a batch or a beam) read W through the few-rows kernel's column panels, split
 // by columns; by K they were ~7% slower.
-// Weight gradients, xᵀ·g summed over a batch's 4,096 rows into a 256 × 256 matrix, are the other
-// products whose inner dimension K dwarfs both of C's: split by K there too, each thread packs and
-// multiplies its own rows of x and g (the M training step's 256 × 256 ones: 260–269 GFLOP/s by rows
-// of C, 277–278 by K; never slower at the other shapes measured, docs/11_performance.md).
 template <class T>
 void split_k_gemm(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A,
                   std::int64_t lda, const T* B, T beta, T* C, int n_threads) {
@@ -146,15 +142,11 @@ void split_k_gemm(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, T alp
       std::fill_n(part, part_size, T(0));
     if (t == 0) used = threads;
   });
-  // C is dense (ldc = N): its M·N sums in one flat range, on this thread unless they are many.
-  parallel_chunks(part_size, part_size >= (1 << 15), [&](std::int64_t i0, std::int64_t i1) {
-    const T b = beta;
-    for (std::int64_t i = i0; i < i1; ++i) {
-      T sum = b == T(0) ? T(0) : b * C[i];
-      for (int u = 0; u < used; ++u) sum += parts[u * part_size + i];
-      C[i] = sum;
-    }
-  });
+  for (std::int64_t i = 0; i < part_size; ++i) {   // C is dense (ldc = N)
+    T sum = beta == T(0) ? T(0) : beta * C[i];
+    for (int u = 0; u < used; ++u) sum += parts[u * part_size + i];
+    C[i] = sum;
+  }
 }
 
 }  // namespace
@@ -173,7 +165,7 @@ void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_
     gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return;
   }
-  if ((M == 1 && !tb && N >= 64 && K >= 32 * n_threads) || (ta && !tb && K >= 8 * std::max(M, N))) {
+  if (M == 1 && !tb && N >= 64 && K >= 32 * n_threads) {
     split_k_gemm(ta, M, N, K, alpha, A, lda, B, beta, C, n_threads);
     return;
   }

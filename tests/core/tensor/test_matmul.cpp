@@ -102,26 +102,6 @@ TEST_CASE("one row times a tall matrix, split by K across threads, equals the re
   set_num_threads(threads_before);
 }
 
-TEST_CASE("weight-gradient products (a long inner dimension), split by K across threads, equal the reference") {
-  // aᵀ·b with K >= 8·max(M, N): each thread multiplies its rows of a and b into partial sums
-  // (core/tensor/gemm.cpp, split_k_gemm); K not a multiple of the 16-row blocks.
-  const int threads_before = num_threads();
-  for (int threads : {2, 3}) {
-    set_num_threads(threads);
-    CAPTURE(threads);
-    for (DType dtype : {DType::float64, DType::float32}) {
-      const double tol = dtype == DType::float64 ? 1e-12 : 2e-5;
-      for (auto [K, M, N] : {std::array<std::int64_t, 3>{1000, 40, 70}, {4099, 256, 256}, {600, 3, 75}}) {
-        CAPTURE(K);
-        const Tensor a = randn({K, M}, 80 + K), b = randn({K, N}, 90 + N);
-        expect_close(matmul(a.to(dtype), b.to(dtype), true, false),
-                     reference_matmul(transpose(a, {1, 0}), b), tol * std::sqrt(double(K)));
-      }
-    }
-  }
-  set_num_threads(threads_before);
-}
-
 TEST_CASE("products of 2 to 8 rows (decoding a batch or a beam) equal the reference, with a column tail") {
   // 2 ≤ M ≤ 8, N ≥ 64, neither transposed: ctrax's few-rows kernel (core/tensor/gemm.cpp), panels of
   // two vectors' width (32 floats, 16 doubles) and the N mod width columns after them; split across
