@@ -256,25 +256,21 @@ int main(int argc, char** argv) {
     const Stack b = my_rows(batch(i));
     const auto t0 = Clock::now();
     with_loss->set_rng(Rng(2).fold_in(static_cast<std::uint64_t>(i)));
-    Tensor loss;
-    double reduce = 0;   // the all-reduce's time after the backward pass
-    in_one_region([&] {  // as the Loop: one parallel region per step
-      loss = (*with_loss)(b)[0];
-      std::vector<Tensor> g;
-      auto t1 = Clock::now();
-      if (K > 1 && !no_overlap) {   // as the Loop: buckets summed while the backward pass runs
-        dist::GradientBuckets buckets(*comm, weights);
-        grad(loss, weights, Tensor(), false, [&](std::size_t w, const Tensor& gw) { buckets.add(w, gw, 1.0 / K); });
-        t1 = Clock::now();
-        g = buckets.finish();
-      } else {
-        g = grad(loss, weights);
-        t1 = Clock::now();
-        if (K > 1) comm->all_reduce(g, dist::Reduce::mean);
-      }
-      reduce = ms_since(t1);
-      adam->update(i + 1, 1e-3, weights, g);
-    });
+    const Tensor loss = (*with_loss)(b)[0];
+    std::vector<Tensor> g;
+    auto t1 = Clock::now();
+    if (K > 1 && !no_overlap) {   // as the Loop: buckets summed while the backward pass runs
+      dist::GradientBuckets buckets(*comm, weights);
+      grad(loss, weights, Tensor(), false, [&](std::size_t w, const Tensor& gw) { buckets.add(w, gw, 1.0 / K); });
+      t1 = Clock::now();
+      g = buckets.finish();
+    } else {
+      g = grad(loss, weights);
+      t1 = Clock::now();
+      if (K > 1) comm->all_reduce(g, dist::Reduce::mean);
+    }
+    const double reduce = ms_since(t1);   // the all-reduce's time after the backward pass
+    adam->update(i + 1, 1e-3, weights, g);
     const double t = ms_since(t0);
     if (i >= warmup) {
       ms.push_back(t);

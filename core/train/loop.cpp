@@ -13,7 +13,6 @@
 #include "core/dist/gradient_buckets.hpp"
 #include "core/tensor/autodiff.hpp"
 #include "core/tensor/elementwise.hpp"
-#include "core/tensor/runtime.hpp"
 #include "core/tensor/shape_ops.hpp"
 #include "core/train/checkpoint.hpp"
 
@@ -208,10 +207,7 @@ void Loop::run(std::int64_t n_steps) {
   run_last_ = step_ + n_steps;
   stopped_ = false;
   for (std::int64_t i = 0; i < n_steps && !stopped_; ++i) {
-    // One parallel region for the whole step (core/tensor/runtime.hpp): its hundreds of parallel
-    // ops hand their work to threads already waiting instead of each opening a region (~2% of a
-    // step at bench_train's S and M).
-    in_one_region([this] { train_step(); });
+    train_step();
     if (options_.checkpoint_at(step_)) report_and_checkpoint();
     bool stop = options_.stop_requested && options_.stop_requested();
     if (comm_->size() > 1) {   // all stop at the same step, when any process was asked to
