@@ -73,7 +73,8 @@ double ms_since(Clock::time_point t0) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+// A bad flag combination is an error message and status 1, never an uncaught exception's abort.
+int main(int argc, char** argv) try {
   CLI::App app{"Train the PyTorch reference's models with ctrax and report tokens/s, GFLOP/s, RSS."};
   std::string model_name = "lm", config_name = "S", tag;
   int steps = 0, warmup = 3, threads = 0, layers = 0, d_model = 0;
@@ -307,4 +308,8 @@ int main(int argc, char** argv) {
                "\"gflops_achieved\": {}, \"peak_rss_mb\": {}}}\n",
                tag, script, med, tokens / med * 1e3, flops / med / 1e6, peak_rss_mb());
   return 0;
+} catch (const std::exception& e) {
+  std::fflush(stdout);
+  fmt::print(stderr, "bench_train: {}\n", e.what());
+  return 1;
 }

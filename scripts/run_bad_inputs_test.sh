@@ -10,6 +10,7 @@ build=$(cd "${1:-build}" && pwd)
 lm=$build/examples/lm
 sentiment=$build/examples/sentiment
 translate=$build/examples/translate
+bench=$build/bench/bench_train
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
@@ -239,6 +240,9 @@ bad translate-score-alone "--score: applies to --model lstm only (the model here
 bad translate-decoder-layers-alone "--decoder-layers: applies to --model lstm only (the model here: transformer)" "$translate" train --data m30k --out tnew --decoder-layers 0 "${tiny[@]}"
 bad translate-decoder-layers-range "--decoder-layers: Value 65 not in range 0 to 64" "$translate" train --data m30k --out tnew --model lstm --decoder-layers 65 "${tiny[@]}"
 bad translate-no-model    "nowhere: no model.safetensors here" "$translate" translate --out nowhere "A dog."
+bad bench-d-model-heads   "--d-model 18 is not a multiple of the config's 4 heads" "$bench" --model lm --config M --generate 8 --d-model 18
+bad bench-d-model-range   "--d-model: Value 2 not in range 4 to 65536" "$bench" --d-model 2
+bad bench-generate-encoder "--generate needs --model lm" "$bench" --model encoder --generate 8
 
 echo "$passed passed, $failed failed (bad-input catalogue)"
 [ "$failed" -eq 0 ]
