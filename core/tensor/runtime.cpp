@@ -144,9 +144,11 @@ bool run_on_open_team(TeamBody call, void* body) {
 
 }  // namespace detail
 
-void in_one_region(const std::function<void()>& work) {
+namespace detail {
+
+void in_one_region(void (*call)(void* work), void* work) {
   if (num_threads() < 2 || t_open_team) {
-    work();
+    call(work);
     return;
   }
   OpenTeam team;
@@ -158,7 +160,7 @@ void in_one_region(const std::function<void()>& work) {
       team.n = omp_get_num_threads();   // read by the others only after a job is posted
       if (team.n > 1) t_open_team = &team;
       try {
-        work();
+        call(work);
       } catch (...) {
         error = std::current_exception();
       }
@@ -169,9 +171,11 @@ void in_one_region(const std::function<void()>& work) {
     }
   }
 #else
-  work();
+  call(work);
 #endif
   if (error) std::rethrow_exception(error);
 }
+
+}  // namespace detail
 
 }  // namespace ctrax

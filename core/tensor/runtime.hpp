@@ -24,7 +24,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <type_traits>
 
 #ifdef _OPENMP
@@ -73,7 +72,16 @@ void parallel_team(F&& body) {
 #endif
 }
 
-void in_one_region(const std::function<void()>& work);
+namespace detail {
+void in_one_region(void (*call)(void* work), void* work);
+}  // namespace detail
+
+template <class F>
+void in_one_region(F&& work) {
+  using Work = std::remove_reference_t<F>;
+  detail::in_one_region([](void* w) { (*static_cast<Work*>(w))(); },
+                        const_cast<void*>(static_cast<const void*>(&work)));
+}
 
 // THE PARALLEL LOOP. body(begin, end) runs over [0, n): cut into one contiguous chunk per thread
 // when `worth_it` (and there are threads), else as one chunk on this thread, with no OpenMP at
