@@ -9,6 +9,7 @@
 //     single-threaded inside (target >= 250 GFLOP/s on 2 threads);
 //   - fused softmax and layer norm, forward + backward, in GB/s of compulsory traffic.
 #include <cblas.h>
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -18,7 +19,9 @@
 #include <functional>
 #include <vector>
 
+#include "core/tensor/blas_kernels.hpp"
 #include "core/tensor/ops.hpp"
+#include "examples/flags.hpp"
 #include "core/tensor/runtime.hpp"
 
 using namespace ctrax;
@@ -84,9 +87,12 @@ void bench_fused(int reps) {
 
 int main(int argc, char** argv) {
   int reps = 40;
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::strcmp(argv[i], "--reps") == 0) reps = std::atoi(argv[i + 1]);
-  fmt::print("threads: {}\n", num_threads());   // warns if OpenBLAS's kernels are narrower than the CPU's
+  CLI::App app{"Time ctrax's ops and layers."};
+  app.add_option("--reps", reps, "timed repetitions")->capture_default_str()->check(examples::number_in(1, 1e6));
+  examples::decimal_numbers(app);
+  CLI11_PARSE(app, argc, argv);
+  if (const std::string note = blas::kernels_note(blas::check_kernels()); !note.empty()) fmt::print(stderr, "{}\n", note);
+  fmt::print("threads: {}\n", num_threads());
   bench_matmul(reps, 512, 512, 512);
   bench_matmul(reps, 2048, 256, 1024);
   bench_attention(reps);

@@ -37,6 +37,7 @@
 #include "core/dist/communicator.hpp"
 #include "core/dist/gradient_buckets.hpp"
 #include "core/layer/serial.hpp"
+#include "core/tensor/blas_kernels.hpp"
 #include "core/tensor/ops.hpp"
 #include "core/tensor/runtime.hpp"
 #include "core/tensor/profile.hpp"
@@ -44,8 +45,11 @@
 #include "layers/metrics.hpp"
 #include "layers/layers.hpp"
 #include "models/transformer.hpp"
+#include "examples/flags.hpp"
 
 using namespace ctrax;
+using examples::decimal_numbers;
+using examples::number_in;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -83,30 +87,41 @@ int main(int argc, char** argv) try {
   double bandwidth_mb = 512;
   app.add_option("--model", model_name, "lm, encoder or lstm")->check(CLI::IsMember({"lm", "encoder", "lstm"}))->capture_default_str();
   app.add_option("--config", config_name, "S, M or L (RESULTS.md)")->check(CLI::IsMember({"S", "M", "L"}))->capture_default_str();
-  app.add_option("--steps", steps, "timed steps (default: S 20, M 8, L 5, as the reference)");
+  app.add_option("--steps", steps, "timed steps (default: S 20, M 8, L 5, as the reference)")->check(number_in(1, 1e6));
   app.add_option("--layers", layers, "blocks / LSTM layers instead of the config's (e.g. --model lstm --config M "
-                 "--layers 6: the M TransformerLM's parameter count)")->check(CLI::Range(1, 1000));
+                 "--layers 6: the M TransformerLM's parameter count)")->check(number_in(1, 1000));
   app.add_option("--d-model", d_model, "d_model instead of the config's, d_ff 4× it (e.g. --generate 256 --d-model 16: "
                  "the products cost next to nothing, what is left is the layer graph's cost per token)")
-      ->check(CLI::Range(4, 65536));
-  app.add_option("--warmup", warmup, "untimed steps first")->capture_default_str();
-  app.add_option("--threads", threads, "threads (0: CTRAX_NUM_THREADS or all cores)")->capture_default_str();
-  app.add_option("--generate", generate, "> 0: decode this many tokens per row instead of training (greedy at "
-                 "--gen-batch 1, sampled rows above, beam search with --beams)");
-  app.add_option("--gen-batch", gen_batch, "--generate: rows decoded together (> 1: sampled, temperature 1)")->capture_default_str();
-  app.add_option("--beams", beams, "--generate: beam search with this many beams for one input instead");
-  app.add_option("--prompt-len", prompt_len, "--generate: first read a prompt of this many tokens in one pass, and "
-                 "report the time to the first generated token");
-  app.add_flag("--bandwidth", bandwidth, "only measure the memory read bandwidth of --threads threads (the roofline's)");
+      ->check(number_in(4, 65536));
+  app.add_option("--warmup", warmup, "untimed steps first")->capture_default_str()->check(number_in(0, 1e6));
+  app.add_option("--threads", threads, "threads (0: CTRAX_NUM_THREADS or all cores)")->capture_default_str()
+      ->check(number_in(0, 256));
+  auto* generate_flag = app.add_option("--generate", generate, "decode this many tokens per row instead of training "
+                                       "(greedy at --gen-batch 1, sampled rows above, beam search with --beams)")
+      ->check(number_in(1, 1e6));
+  auto* gen_batch_flag = app.add_option("--gen-batch", gen_batch, "--generate: rows decoded together (> 1: sampled, "
+                                        "temperature 1)")->capture_default_str()->check(number_in(1, 4096));
+  auto* beams_flag = app.add_option("--beams", beams, "--generate: beam search with this many beams for one input instead")
+      ->check(number_in(1, 256));
+  auto* prompt_flag = app.add_option("--prompt-len", prompt_len, "--generate: first read a prompt of this many tokens in "
+                                     "one pass, and report the time to the first generated token")->check(number_in(1, 1e6));
+  for (auto* o : {gen_batch_flag, beams_flag, prompt_flag}) o->needs(generate_flag);
+  beams_flag->excludes(gen_batch_flag);
+  auto* bandwidth_flag = app.add_flag("--bandwidth", bandwidth, "only measure the memory read bandwidth of --threads "
+                                      "threads (the roofline's)");
   app.add_option("--bandwidth-mb", bandwidth_mb, "--bandwidth: the array's size (a decoding step's bytes: the caches it "
-                 "streams from)")->capture_default_str()->check(CLI::Range(1.0, 65536.0));
+                 "streams from)")->capture_default_str()->check(number_in(1, 65536))->needs(bandwidth_flag);
   app.add_option("--tag", tag, "label for the JSON line");
   app.add_flag("--json", json, "also print one JSON line");
   app.add_flag("--no-overlap", no_overlap, "under mpirun: all-reduce the gradients after the backward pass instead of "
                "bucket by bucket during it (as the Loop does)");
   app.add_flag("--sgemm-peak", sgemm, "only measure OpenBLAS's own 2048³ sgemm on --threads threads (the peak to compare with)");
+  decimal_numbers(app);
   CLI11_PARSE(app, argc, argv);
+  threads_from_environment();   // refuses a CTRAX_NUM_THREADS that is not a count
   if (threads > 0) set_num_threads(threads);
+  // A benchmark's figures mean little on kernels narrower than the CPU's: say so first.
+  if (const std::string note = blas::kernels_note(blas::check_kernels()); !note.empty()) fmt::print(stderr, "{}\n", note);
   if (sgemm) {
     const int n = 2048, t = threads > 0 ? threads : num_threads();
     std::vector<float> a(static_cast<std::size_t>(n) * n, 0.5f), b(a), c(a);

@@ -7,6 +7,7 @@
 // its rate in GFLOP/s (6 · params · tokens for the dense layers + 3 · 4·B·L²·d for attention's
 // two products per layer), and the predict-mode cost per token with the KV cache (B 1, 255 tokens).
 // The side-by-side PyTorch comparison is the speed issue's; this is the number it starts from.
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -15,7 +16,9 @@
 #include <cstring>
 #include <vector>
 
+#include "core/tensor/blas_kernels.hpp"
 #include "core/tensor/ops.hpp"
+#include "examples/flags.hpp"
 #include "core/layer/serial.hpp"
 #include "core/train/adam.hpp"
 #include "layers/metrics.hpp"
@@ -27,8 +30,11 @@ using Clock = std::chrono::steady_clock;
 
 int main(int argc, char** argv) {
   int reps = 10;
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::strcmp(argv[i], "--reps") == 0) reps = std::atoi(argv[i + 1]);
+  CLI::App app{"Time a Transformer training step."};
+  app.add_option("--reps", reps, "timed repetitions")->capture_default_str()->check(examples::number_in(1, 1e6));
+  examples::decimal_numbers(app);
+  CLI11_PARSE(app, argc, argv);
+  if (const std::string note = blas::kernels_note(blas::check_kernels()); !note.empty()) fmt::print(stderr, "{}\n", note);
   const std::int64_t V = 256, B = 16, L = 128, n_layers = 4;
   TransformerConfig c{.d_model = 256, .d_ff = 1024, .n_layers = n_layers, .n_heads = 4,
                       .max_len = 256, .dropout = 0.1};

@@ -130,6 +130,7 @@ int main(int argc, char** argv) {
   chat->add_option("--beams", n_beams, "beam size (1: greedy)")->capture_default_str()->check(examples::number_in(1, 1000));
   chat->add_option("--length-penalty", length_penalty, examples::kLengthPenaltyHelp)->capture_default_str()
       ->check(examples::number_in(0, 10));
+  examples::decimal_numbers(app);
   CLI11_PARSE(app, argc, argv);
 
   return examples::run_main("chatbot", [&] {

@@ -64,23 +64,6 @@ void require_text(const std::vector<std::string>& texts, const std::string& argu
       throw std::invalid_argument(fmt::format("{} {} of {} is empty: {}", argument, i + 1, texts.size(), hint));
 }
 
-CLI::Validator number_in(double lo, double hi, bool lo_open) {
-  auto show = [](double x) {   // integers as integers (1048576, not 1.04858e+06)
-    return x == std::floor(x) && std::abs(x) < 1e15 ? fmt::format("{}", static_cast<std::int64_t>(x)) : fmt::format("{:g}", x);
-  };
-  const std::string range = lo_open ? fmt::format("a number above {} and at most {}", show(lo), show(hi))
-                                    : fmt::format("a number from {} to {}", show(lo), show(hi));
-  return CLI::Validator(
-      [=](std::string& text) -> std::string {
-        char* end = nullptr;
-        const double v = std::strtod(text.c_str(), &end);
-        const bool number = !text.empty() && end == text.c_str() + text.size();
-        if (number && std::isfinite(v) && (lo_open ? v > lo : v >= lo) && v <= hi) return "";
-        return fmt::format("expected {}, got {}", range, text.size() > 40 ? text.substr(0, 37) + "..." : text);
-      },
-      range);
-}
-
 namespace {
 
 // A model flag's check: the range models/config.hpp gives its key, so the command line and a
@@ -499,6 +482,7 @@ void train_until(train::Loop& loop, const TrainFlags& t, const std::optional<Kee
 
 int run_main(const char* program, const std::function<int()>& body) {
   try {
+    threads_from_environment();   // a CTRAX_NUM_THREADS that is not a count is refused, not ignored
     return body();
   } catch (const Stopped& e) {
     std::fflush(stdout);

@@ -25,6 +25,7 @@
 #include "core/dist/communicator.hpp"
 #include "core/io/run_lock.hpp"
 #include "core/train/loop.hpp"
+#include "examples/flags.hpp"
 #include "models/config.hpp"
 #include "models/transformer.hpp"
 
@@ -33,11 +34,6 @@ namespace ctrax::examples {
 // Throws unless every text has a non-blank character: "TEXT 2 of 3 is empty: give a sentence to
 // translate" (argument = "TEXT", hint = "give a sentence to translate").
 void require_text(const std::vector<std::string>& texts, const std::string& argument, const std::string& hint);
-
-// CLI check: a finite number from lo to hi (lo itself excluded when lo_open). NaN, infinities and
-// out-of-range values are refused with the bounds as written ("--lr: expected a number above 0
-// and at most 10, got nan"), before any conversion can saturate them.
-CLI::Validator number_in(double lo, double hi, bool lo_open = false);
 
 // The model a run trains: the Transformer's configuration (its sizes, positions and norm; the
 // recurrent models read the sizes they share with it) and which model it is.

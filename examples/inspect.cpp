@@ -51,10 +51,12 @@ int main(int argc, char** argv) {
                  "TransformerEncoder, TransformerLM, Transformer, RNNLM, GRULM or LSTMSeq2SeqAttn (required unless --blas)")
       ->check(CLI::IsMember({"TransformerEncoder", "TransformerLM", "Transformer", "RNNLM", "GRULM", "LSTMSeq2SeqAttn"}));
   app.add_option("--vocab-size", vocab_size, "vocabulary size (Transformer: the input's)")
-      ->capture_default_str();
+      ->capture_default_str()->check(examples::number_in(2, 1e6));
   app.add_option("--output-vocab-size", output_vocab_size,
-                 "Transformer only: target vocabulary (default: shared with the input)");
-  app.add_option("--n-classes", n_classes, "TransformerEncoder only: classes")->capture_default_str();
+                 "Transformer only: target vocabulary (default: shared with the input)")
+      ->check(examples::number_in(2, 1e6));
+  app.add_option("--n-classes", n_classes, "TransformerEncoder only: classes")->capture_default_str()
+      ->check(examples::number_in(2, 1e6));
   examples::add_model_flags(app, m);
   app.add_option("--mode", mode, "train, eval or predict")
       ->check(CLI::IsMember({"train", "eval", "predict"}))
@@ -67,6 +69,7 @@ int main(int argc, char** argv) {
   app.add_flag("--trace", trace, "run a tiny random batch and print the stack around every layer");
   app.add_flag("--blas", blas_info,
                "print which OpenBLAS kernels run and whether they fit this CPU (core/tensor/blas_kernels.hpp)");
+  examples::decimal_numbers(app);
   CLI11_PARSE(app, argc, argv);
   if (blas_info) {
     const blas::KernelCheck k = blas::check_kernels();

@@ -303,6 +303,7 @@ int main(int argc, char** argv) {
   examples::add_use_flags(*attention, out, threads);
   attention->add_option("TEXT", attention_text, "the text (cut to the model's --max-len tokens)")->required();
   attention->add_option("--json", attention_json, "also write every head's weights as JSON (scripts/plot_attention.py draws them)");
+  examples::decimal_numbers(app);
   CLI11_PARSE(app, argc, argv);
 
   return examples::run_main("lm", [&] {

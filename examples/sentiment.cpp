@@ -307,6 +307,7 @@ int main(int argc, char** argv) {
   auto* predict = app.add_subcommand("predict", "classify reviews given on the command line");
   examples::add_use_flags(*predict, out, threads);
   predict->add_option("TEXT", texts, "review text(s)")->required();
+  examples::decimal_numbers(app);
   CLI11_PARSE(app, argc, argv);
 
   return examples::run_main("sentiment", [&] {

@@ -207,6 +207,7 @@ int main(int argc, char** argv) {
   bleu->add_option("--limit", limit, "only the first N sentences (0: all)")->capture_default_str()
       ->check(examples::number_in(0, 1e12));
   bleu->add_option("--save", save, "write the translations to SAVE.greedy / SAVE.beamN")->capture_default_str();
+  examples::decimal_numbers(app);
   CLI11_PARSE(app, argc, argv);
 
   return examples::run_main("translate", [&] {

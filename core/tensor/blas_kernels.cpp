@@ -4,9 +4,7 @@
 #include <fmt/core.h>
 
 #include <array>
-#include <cstdio>
 #include <cstdlib>
-#include <mutex>
 
 namespace ctrax::blas {
 
@@ -49,24 +47,17 @@ KernelCheck check_kernels() {
   return k;
 }
 
-void warn_if_generic_kernels() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    const KernelCheck k = check_kernels();
-    if (k.suggested.empty()) return;
-    if (k.forced)
-      fmt::print(stderr,
-                 "ctrax: note: OPENBLAS_CORETYPE selects OpenBLAS's '{}' kernels; this CPU can run its faster {} "
-                 "kernels (unset the variable, or set it to {}).\n",
-                 k.core, k.suggested, k.suggested);
-    else
-      fmt::print(stderr,
-                 "ctrax: warning: OpenBLAS does not recognise this CPU and runs its generic '{}' kernels, "
-                 "~4x slower than the {} kernels this CPU can run.\n"
-                 "       Fix: export OPENBLAS_CORETYPE={}   (read when OpenBLAS loads; see "
-                 "core/tensor/blas_kernels.hpp)\n",
-                 k.core, k.suggested, k.suggested);
-  });
+std::string kernels_note(const KernelCheck& k) {
+  if (k.suggested.empty()) return "";
+  if (k.forced)
+    return fmt::format("ctrax: note: OPENBLAS_CORETYPE selects OpenBLAS's '{}' kernels; this CPU can run its faster {} "
+                       "kernels (unset the variable, or set it to {}).",
+                       k.core, k.suggested, k.suggested);
+  return fmt::format("ctrax: warning: OpenBLAS does not recognise this CPU and runs its generic '{}' kernels, "
+                     "~4x slower than the {} kernels this CPU can run.\n"
+                     "       Fix: export OPENBLAS_CORETYPE={}   (read when OpenBLAS loads; see "
+                     "core/tensor/blas_kernels.hpp)",
+                     k.core, k.suggested, k.suggested);
 }
 
 }  // namespace ctrax::blas

@@ -7,7 +7,8 @@
 // in docs/11_performance.md).
 //
 // A 4× slower framework with no message would be a silent wrong answer about speed, so ctrax
-// checks once, at start-up (runtime.hpp), and prints ONE warning to stderr naming the fix:
+// says so where speed matters — `inspect --blas`, the benchmarks, and once at the start of every
+// training run (its log and its run.json) — never at load and never on every command, naming the fix:
 //   export OPENBLAS_CORETYPE=SkylakeX        (CPUs with AVX-512; Haswell for AVX2 + FMA)
 // The variable is read when OpenBLAS loads, before any of our code runs, so ctrax cannot set it
 // for you; the scripts (scripts/blas_env.sh) do, from `inspect --blas`. An OPENBLAS_CORETYPE that
@@ -35,7 +36,7 @@ KernelCheck check_kernels();
 // "SkylakeX"; suggested_core("Cooperlake", "SkylakeX") == "".
 std::string suggested_core(const std::string& core, const std::string& cpu_best);
 
-// Prints the warning for `suggested` to stderr, once per process; called at start-up (runtime.hpp).
-void warn_if_generic_kernels();
+// The warning for k (one or two lines, no final newline), or "" when the kernels fit the CPU.
+std::string kernels_note(const KernelCheck& k);
 
 }  // namespace ctrax::blas

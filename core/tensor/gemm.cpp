@@ -116,35 +116,33 @@ namespace {
 
 // One row times a K × N matrix stored row by row (decoding one token: x·W): the product streams W
 // once, and its speed is the speed of reading W. Split by columns, each thread would read half of every
-// row of W — short strided runs the prefetchers follow badly; split by K, each thread streams one
-// contiguous half of W into partial sums of all N columns, and the calling thread then adds the
-// partial sums (N × threads floats: nothing next to W, and less time than a barrier). Measured on the M
-// configuration's weights: 0.26 ms against 0.33 per token for both cores (docs/11_performance.md).
+// row of W — short strided runs the prefetchers follow badly; split by K, each part streams one
+// contiguous stretch of W into partial sums of all N columns, and the calling thread then adds the
+// partial sums in part order (N × parts floats: nothing next to W, and less time than a barrier).
+// The parts are fixed by K (runtime.hpp, FIXED PARTS), so the sum is the same on any team.
 // A few rows (2–8: a batch or a beam) read W through the few-rows kernel's column panels, split
-// by columns; by K they were ~7% slower.
+// by columns; by K they were slower (docs/11_performance.md).
 template <class T>
 void split_k_gemm(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A,
-                  std::int64_t lda, const T* B, T beta, T* C, int n_threads) {
+                  std::int64_t lda, const T* B, T beta, T* C, std::int64_t parts) {
   thread_local std::vector<T> scratch;
   const std::int64_t part_size = M * N;
-  if (scratch.size() < static_cast<std::size_t>(part_size * n_threads))
-    scratch.resize(static_cast<std::size_t>(part_size * n_threads));
-  T* parts = scratch.data();
-  int used = 1;
-  parallel_team([&](int t, int threads) {
-    // K in blocks of 16 rows (whole cache lines of a row-major A's row).
-    const std::int64_t block = ((K + threads - 1) / threads + 15) / 16 * 16;
-    const std::int64_t k0 = std::min(K, t * block), k1 = std::min(K, k0 + block);
-    T* part = parts + t * part_size;
+  if (scratch.size() < static_cast<std::size_t>(part_size * parts))
+    scratch.resize(static_cast<std::size_t>(part_size * parts));
+  T* partial = scratch.data();
+  // K in blocks of 16 rows (whole cache lines of a row-major A's row).
+  const std::int64_t block = ((K + parts - 1) / parts + 15) / 16 * 16;
+  parallel_parts(parts, [&](std::int64_t p) {
+    const std::int64_t k0 = std::min(K, p * block), k1 = std::min(K, k0 + block);
+    T* part = partial + p * part_size;
     if (k1 > k0)
       gemm(ta, false, M, N, k1 - k0, alpha, A + (ta ? k0 * lda : k0), lda, B + k0 * N, N, T(0), part, N);
     else
       std::fill_n(part, part_size, T(0));
-    if (t == 0) used = threads;
   });
   for (std::int64_t i = 0; i < part_size; ++i) {   // C is dense (ldc = N)
     T sum = beta == T(0) ? T(0) : beta * C[i];
-    for (int u = 0; u < used; ++u) sum += parts[u * part_size + i];
+    for (std::int64_t p = 0; p < parts; ++p) sum += partial[p * part_size + i];
     C[i] = sum;
   }
 }
@@ -155,26 +153,27 @@ template <class T>
 void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T alpha,
                    const T* A, const T* B, T beta, T* C) {
   const std::int64_t lda = ta ? M : K, ldb = tb ? K : N, ldc = N;
-  const int n_threads = num_threads();
   // Below ~2 MFLOP a second thread costs more than it saves — except for products with a few rows
   // or one column (decoding), which are bound by reading the matrix: two cores stream it from the
   // caches ~4x faster than one (bench/run.sh M decode), so those split from 32k elements on.
+  // Every decision here reads the sizes alone, never the team's (runtime.hpp, FIXED PARTS).
   const bool streaming = M <= 8 || N == 1;
   const std::int64_t streamed = M <= 8 ? N * K : M * K;   // the matrix those read
-  if (n_threads == 1 || (streaming ? streamed < (1 << 15) : M * N * K < (1 << 20))) {
+  if (streaming ? streamed < (1 << 15) : M * N * K < (1 << 20)) {
     gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return;
   }
-  if (M == 1 && !tb && N >= 64 && K >= 32 * n_threads) {
-    split_k_gemm(ta, M, N, K, alpha, A, lda, B, beta, C, n_threads);
+  if (M == 1 && !tb && N >= 64 && K >= 64) {
+    split_k_gemm(ta, M, N, K, alpha, A, lda, B, beta, C, K >= 2048 ? 4 : 2);
     return;
   }
   const bool by_rows = M >= N;
   const std::int64_t extent = by_rows ? M : N;
-  parallel_team([&](int t, int threads) {
-    // Blocks in multiples of 16 rows/columns (whole AVX-512 vectors of the kernel's tiles).
-    const std::int64_t block = ((extent + threads - 1) / threads + 15) / 16 * 16;
-    const std::int64_t start = t * block, stop = std::min(extent, start + block);
+  const std::int64_t parts = fixed_parts(extent, 32);
+  // Blocks in multiples of 16 rows/columns (whole AVX-512 vectors of the kernel's tiles).
+  const std::int64_t block = ((extent + parts - 1) / parts + 15) / 16 * 16;
+  parallel_parts(parts, [&](std::int64_t p) {
+    const std::int64_t start = p * block, stop = std::min(extent, start + block);
     if (start >= stop) return;
     if (by_rows)  // rows of C = rows of op(A)
       gemm(ta, tb, stop - start, N, K, alpha, A + (ta ? start : start * lda), lda, B, ldb, beta,

@@ -137,13 +137,14 @@ Tensor layer_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, doub
         const T *pg = g.data<T>(), *ph = xhat.data<T>(), *pr = rstd.data<T>(),
                 *ps = scale.data<T>();
         T *pdx = dx.data<T>(), *pds = dscale.data<T>(), *pdb = dbias.data<T>();
-        // Rows split over threads; each thread sums its own dscale, dbias, added up after.
-        const int n_threads = rows * d >= kParallelElements ? num_threads() : 1;
-        std::vector<T> partial(static_cast<std::size_t>(2 * n_threads * d), T(0));
-        const auto rows_of = [&](int t, int threads) {
-          T* ds = partial.data() + 2 * t * d;
+        // Rows cut into parts fixed by the size (runtime.hpp, FIXED PARTS); each part sums its own
+        // dscale, dbias, added up after in part order: the same bits on any team.
+        const std::int64_t parts = rows * d >= kParallelElements ? fixed_parts(rows, 64) : 1;
+        std::vector<T> partial(static_cast<std::size_t>(2 * parts * d), T(0));
+        parallel_parts(parts, [&](std::int64_t p) {
+          T* ds = partial.data() + 2 * p * d;
           T* db = ds + d;
-          for (std::int64_t r = rows * t / threads; r < rows * (t + 1) / threads; ++r) {
+          for (std::int64_t r = rows * p / parts; r < rows * (p + 1) / parts; ++r) {
             const T *gr = pg + r * d, *hr = ph + r * d;
             double mean_gh = 0, mean_ghx = 0;  // mean(ĝ), mean(ĝ·x̂) with ĝ = g·scale
   #pragma omp simd reduction(+ : mean_gh, mean_ghx)
@@ -160,13 +161,11 @@ Tensor layer_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, doub
               pdx[r * d + j] =
                   static_cast<T>(pr[r] * (gr[j] * ps[j] - mean_gh - hr[j] * mean_ghx));
           }
-        };
-        if (n_threads > 1) parallel_team(rows_of);   // a team may have fewer: their partials stay 0
-        else rows_of(0, 1);
-        for (int t = 0; t < n_threads; ++t)
+        });
+        for (std::int64_t p = 0; p < parts; ++p)
           for (std::int64_t j = 0; j < d; ++j) {
-            pds[j] += partial[static_cast<std::size_t>(2 * t * d + j)];
-            pdb[j] += partial[static_cast<std::size_t>((2 * t + 1) * d + j)];
+            pds[j] += partial[static_cast<std::size_t>(2 * p * d + j)];
+            pdb[j] += partial[static_cast<std::size_t>((2 * p + 1) * d + j)];
           }
       });
       return std::vector<Tensor>{dx, dscale, dbias};

@@ -9,13 +9,12 @@
 #include <cstdlib>
 #include <exception>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <utility>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-
-#include "core/tensor/blas_kernels.hpp"
 
 // OpenBLAS's pthread build starts its own worker threads when it loads, before any code of ours
 // runs, and each spins on sched_yield for ~0.1 s before it sleeps (and again after any wake-up):
@@ -44,19 +43,30 @@ struct ProcessSettings {
     mallopt(M_TRIM_THRESHOLD, 1 << 30);
     openblas_set_num_threads(1);   // ctrax's OpenMP loops are the only pool (gemm.hpp)
     if (blas_thread_shutdown_) blas_thread_shutdown_();
-    int n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    if (const char* env = std::getenv("CTRAX_NUM_THREADS")) {
-      const int v = std::atoi(env);
-      if (v > 0) n = std::min(v, kMaxThreads);   // more would crash OpenMP (set_num_threads)
+    int n = 0;
+    try {
+      n = threads_from_environment();
+    } catch (const std::invalid_argument&) {   // the programs refuse it (threads_from_environment)
     }
-    apply_num_threads(n);
-    blas::warn_if_generic_kernels();
+    apply_num_threads(n > 0 ? n : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   }
 };
 
 const ProcessSettings process_settings;
 
 }  // namespace
+
+int threads_from_environment() {
+  const char* env = std::getenv("CTRAX_NUM_THREADS");
+  if (!env || !*env) return 0;
+  const std::string text = env;
+  const bool digits = text.size() <= 9 && text.find_first_not_of("0123456789") == std::string::npos;
+  const int v = digits ? std::stoi(text) : 0;
+  if (v < 1 || v > kMaxThreads)   // more would crash OpenMP (set_num_threads)
+    throw std::invalid_argument(fmt::format("CTRAX_NUM_THREADS: expected a whole number from 1 to {} in decimal "
+                                            "digits, got '{}'", kMaxThreads, text.size() > 40 ? text.substr(0, 37) + "..." : text));
+  return v;
+}
 
 int num_threads() { return g_num_threads; }
 

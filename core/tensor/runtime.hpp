@@ -19,8 +19,7 @@
 // memory in its heap rather than unmap it (M_MMAP_THRESHOLD and M_TRIM_THRESHOLD of 1 GiB): the
 // next step's arrays reuse warm pages.
 //
-// BLAS KERNELS. If OpenBLAS runs narrower kernels than this CPU allows, one warning goes to stderr
-// at start-up (blas_kernels.hpp explains why and the fix).
+// BLAS KERNELS are only checked, never changed, and reported where speed matters (blas_kernels.hpp).
 #pragma once
 
 #include <cstdint>
@@ -35,6 +34,10 @@ namespace ctrax {
 inline constexpr int kMaxThreads = 1024;
 
 int num_threads();             // the OpenMP thread count ctrax's parallel loops use
+// CTRAX_NUM_THREADS as a count, 0 when unset; anything but 1 to kMaxThreads in decimal digits
+// ("abc", "-1", "0x4", "1e3") throws std::invalid_argument naming the variable. Start-up then
+// uses all cores, and a program that wants to refuse the setting calls this itself.
+int threads_from_environment();
 void set_num_threads(int n);   // 1 <= n <= kMaxThreads (OpenBLAS stays at one)
 
 // THE TEAM. parallel_team(body) runs body(t, n) once on each of n = num_threads() threads
@@ -101,6 +104,33 @@ void parallel_chunks(std::int64_t n, bool worth_it, F&& body) {
     return;
   }
   parallel_team([&](int t, int threads) { body(n * t / threads, n * (t + 1) / threads); });
+}
+
+// FIXED PARTS. A chunk of an element-wise loop computes the same bits wherever it is cut, but a
+// product cut into blocks (each its own BLAS call, whose kernels round by tile and by edge) or a
+// sum gathered from partial sums does not: there the cut changes the numbers. Those cuts are made
+// by the size of the work alone, never by the team's: the caller picks n_parts from its sizes
+// (fixed_parts below), and body(part) runs once for each part 0 … n_parts − 1, the parts spread
+// over whatever team there is (one thread runs them all, in order). So training's numbers are the
+// same bits on 1 thread or 16, and a run may resume with another --threads.
+template <class F>
+void parallel_parts(std::int64_t n_parts, F&& body) {
+  if (num_threads() < 2 || n_parts < 2) {
+    for (std::int64_t p = 0; p < n_parts; ++p) body(p);
+    return;
+  }
+  parallel_team([&](int t, int threads) {
+    for (std::int64_t p = n_parts * t / threads; p < n_parts * (t + 1) / threads; ++p) body(p);
+  });
+}
+
+// How many parts to cut an extent of work into: 1 below `min_extent`, else 2, 4 or 8 as the extent
+// reaches 16 and 64 times `min_extent` — even, so two threads share the parts evenly, and few, so
+// each part stays a product worth its call.
+inline std::int64_t fixed_parts(std::int64_t extent, std::int64_t min_extent) {
+  if (extent < min_extent) return 1;
+  if (extent < 16 * min_extent) return 2;
+  return extent < 64 * min_extent ? 4 : 8;
 }
 
 }  // namespace ctrax
