@@ -42,6 +42,10 @@ std::pair<std::vector<data::TextPair>, std::vector<data::TextPair>> split_pairs(
   const auto rows = data::read_qa_csv(path);
   const auto order = Rng(seed).fold_in(0x63686174).permutation(static_cast<std::int64_t>(rows.size()));
   const auto n_val = static_cast<std::size_t>(static_cast<double>(rows.size()) * held_out + 0.5);
+  if (n_val < 1 || n_val >= rows.size())
+    throw std::invalid_argument(fmt::format("--held-out {} holds out {} of the {} pairs of {}: both parts need at least "
+                                            "one (give at least {:.2g})", held_out, n_val, rows.size(), path,
+                                            0.5 / static_cast<double>(rows.size())));
   std::vector<data::TextPair> train, val;
   for (std::size_t i = 0; i < order.size(); ++i) {
     const auto& r = rows[static_cast<std::size_t>(order[i])];
@@ -70,18 +74,36 @@ int ask_command(const std::string& out, int threads, std::int64_t n_beams, doubl
                 const std::vector<std::string>& questions) {
   examples::require_text(questions, "QUESTION", "ask something");
   examples::apply_threads(threads);
-  examples::Seq2Seq bot(out);
+  examples::Seq2Seq bot(out, "chatbot");
   for (const auto& answer : bot(questions, n_beams, length_penalty)) fmt::print("{}\n", answer);
   return 0;
 }
 
+// One line of standard input into `line` (without its '\n' or '\r'); false at the end of the input.
+// A question longer than kMaxQuestionBytes (or input with no line ends at all, as /dev/zero) is
+// refused: read whole, it would fill the memory before any answer.
+constexpr std::size_t kMaxQuestionBytes = 1 << 16;
+bool read_question(std::string& line, std::size_t number) {
+  line.clear();
+  int c = 0;
+  while ((c = std::cin.get()) != EOF && c != '\n') {
+    if (line.size() == kMaxQuestionBytes)
+      throw std::runtime_error(fmt::format("standard input, line {}: longer than {} bytes; one question per line",
+                                           number, kMaxQuestionBytes));
+    line.push_back(static_cast<char>(c));
+  }
+  if (c == EOF && line.empty()) return false;
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  return true;
+}
+
 int chat_command(const std::string& out, int threads, std::int64_t n_beams, double length_penalty) {
   examples::apply_threads(threads);
-  examples::Seq2Seq bot(out);
+  examples::Seq2Seq bot(out, "chatbot");
   const bool terminal = isatty(STDIN_FILENO) != 0;
   if (terminal) std::cerr << "(one question per line; Ctrl-D ends)\n> " << std::flush;
-  for (std::string line; std::getline(std::cin, line);) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+  std::string line;
+  for (std::size_t number = 1; read_question(line, number); ++number) {
     if (line.find_first_not_of(" \t") == std::string::npos) {
       std::cout << "\n" << std::flush;   // one answer line per question line, even an empty one
     } else {
@@ -135,6 +157,7 @@ int main(int argc, char** argv) {
 
   return examples::run_main("chatbot", [&] {
     if (*train) {
+      t.task = "chatbot";
       auto lock = examples::settle_run(*train, t);
       return train_command(std::move(lock), m, t, vocab_size, held_out);
     }

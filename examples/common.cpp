@@ -16,7 +16,10 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "core/data/fingerprint.hpp"
+#include "core/data/text_files.hpp"
 #include "core/io/atomic_file.hpp"
+#include "core/tensor/blas_kernels.hpp"
 #include "core/io/stop_signals.hpp"
 #include "core/tensor/runtime.hpp"
 #include "core/train/adam.hpp"
@@ -100,7 +103,7 @@ void add_model_flags(CLI::App& app, ModelFlags& m) {
   app.add_flag("--scale-embeddings", c.scale_embeddings, "multiply embeddings by sqrt(d_model) (the paper)");
 }
 
-void add_model_choice(CLI::App& app, ModelFlags& m, const std::vector<std::string>& models) {
+void add_model_choice(CLI::App& app, ModelFlags& m, const std::vector<std::string>& models, std::vector<FlagRule> more) {
   m.model = models.front();
   app.add_option("--model", m.model,
                  "transformer, or one of Trax's recurrent models (rnnlm: LSTM cells, grulm; lstm: LSTMSeq2SeqAttn); "
@@ -116,12 +119,28 @@ void add_model_choice(CLI::App& app, ModelFlags& m, const std::vector<std::strin
                    "--model lstm: LSTMs after the attention (Trax: 2; 0: predict from the attentional state, "
                    "as Luong et al.; default: --n-layers)")
         ->check(CLI::Range(0, 64));
-  // Options only the LSTM model reads would otherwise be stored and silently ignored.
-  app.parse_complete_callback([&m] {
-    if (!m.score.empty() && m.model != "lstm")
-      throw CLI::ValidationError("--score", "applies to --model lstm only (the model here: " + m.model + ")");
-    if (m.decoder_layers >= 0 && m.model != "lstm")
-      throw CLI::ValidationError("--decoder-layers", "applies to --model lstm only (the model here: " + m.model + ")");
+  // A flag the chosen model does not read would otherwise be stored and silently ignored.
+  static const std::map<std::string, std::set<std::string>> reads = {
+      {"transformer", {"--d-model", "--d-ff", "--n-layers", "--n-heads", "--max-len", "--dropout", "--positions", "--norm",
+                       "--scale-embeddings"}},
+      {"rnnlm", {"--d-model", "--n-layers", "--max-len", "--dropout"}},
+      {"grulm", {"--d-model", "--n-layers", "--max-len"}},
+      {"lstm", {"--d-model", "--n-layers", "--n-heads", "--max-len", "--dropout", "--scale-embeddings", "--score",
+                "--decoder-layers"}}};
+  std::set<std::string> model_flags;
+  for (const auto& [model, flags] : reads) model_flags.insert(flags.begin(), flags.end());
+  for (const std::string& flag : model_flags) {
+    if (!app.get_option_no_throw(flag)) continue;
+    std::vector<std::string> readers;
+    for (const auto& model : models)
+      if (reads.at(model).count(flag)) readers.push_back(model);
+    more.push_back({flag, [&m, flag] { return reads.at(m.model).count(flag) > 0; },
+                    fmt::format("--model {}", fmt::join(readers, " or ")), [&m] { return "--model " + m.model; }});
+  }
+  app.parse_complete_callback([&app, more] {
+    for (const FlagRule& r : more)
+      if (app.count(r.flag) > 0 && !r.applies())
+        throw CLI::ValidationError(r.flag, fmt::format("applies to {} only (here: {})", r.only_with, r.here()));
   });
 }
 
@@ -149,8 +168,10 @@ void add_train_flags(CLI::App& app, TrainFlags& t, bool data_required) {
       ->capture_default_str()->check(number_in(1, 1e12));
   app.add_option("--seed", t.seed, "random seed (weights, data order, dropout)")->capture_default_str()
       ->check(number_in(0, 18446744073709551615.0));
-  app.add_option("--threads", t.threads, "threads (0: CTRAX_NUM_THREADS or all cores)")->capture_default_str()
-      ->check(number_in(0, 256));
+  app.add_option("--threads", t.threads, "threads (0: CTRAX_NUM_THREADS or all cores; the numbers are the same on any)")
+      ->capture_default_str()->check(number_in(0, 256));
+  app.add_flag("--data-changed", t.data_changed,
+               "resume although the data differs from what the run recorded in OUT/run.json (and record it anew)");
 }
 
 void add_use_flags(CLI::App& app, std::string& out, int& threads) {
@@ -191,7 +212,10 @@ std::string spm_path(const std::string& out) { return (std::filesystem::path(out
 std::unique_ptr<data::SentencePieceTokenizer> run_vocabulary(const TrainFlags& t, bool resumed,
                                                              data::SentencePieceOptions options, const std::string& what,
                                                              const std::function<std::vector<std::string>()>& texts) {
-  if (resumed) return data::SentencePieceTokenizer::load(spm_path(t.out));
+  if (resumed) {
+    check_tokenizer(t.out);
+    return data::SentencePieceTokenizer::load(spm_path(t.out));
+  }
   // Process 0 learns it and writes it to --out; the others read it there once it is written.
   std::unique_ptr<data::SentencePieceTokenizer> tok;
   if (t.comm->rank() == 0) {
@@ -212,6 +236,8 @@ std::string config_json(const ModelFlags& m, const TrainFlags& t, const std::str
   j["decoder_layers"] = m.decoder_layers;
   j["flags"] = json::parse(t.run_flags);
   j["planned_steps"] = *t.planned_steps;
+  j["task"] = t.task;
+  if (std::filesystem::exists(spm_path(t.out))) j["tokenizer_crc32"] = data::fingerprint(spm_path(t.out)).front().crc32;
   return j.dump();
 }
 
@@ -290,7 +316,8 @@ namespace {
 // The flags that do not define a run: how long, how fast, where, and how often to save. --lr may
 // change too (with a note): lowering it is how a diverged run goes on from its last checkpoint.
 bool may_change(const std::string& flag) {
-  static const std::set<std::string> flags = {"--steps", "--minutes", "--eval-every", "--threads", "--out", "--help"};
+  static const std::set<std::string> flags = {"--steps", "--minutes", "--eval-every", "--threads", "--out", "--help",
+                                              "--data-changed"};
   return flags.count(flag) > 0;
 }
 
@@ -330,46 +357,172 @@ std::map<std::string, std::string> stored_flags(const CLI::App& cmd, const std::
 
 }  // namespace
 
+std::string run_definition_path(const std::string& out) { return (std::filesystem::path(out) / "run.json").string(); }
+
+namespace {
+
+// OUT/run.json, or null when there is none. Errors name the file.
+json read_run_definition(const std::string& out) {
+  const std::string path = run_definition_path(out);
+  if (!std::filesystem::exists(path)) return nullptr;
+  try {
+    json j = json::parse(data::read_file(path));
+    if (!j.is_object() || !j.contains("flags") || !j.at("flags").is_object() || !j.contains("task") ||
+        !j.at("task").is_string())
+      throw std::runtime_error("expected an object with \"task\" and \"flags\"");
+    return j;
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format("{}: not a run definition ctrax wrote ({}); move it away to start a new run "
+                                         "there", path, e.what()));
+  }
+}
+
+std::vector<data::FileFingerprint> fingerprint_from_json(const json& j, const std::string& path) {
+  std::vector<data::FileFingerprint> files;
+  try {
+    for (const auto& f : j)
+      files.push_back({f.at("name").get<std::string>(), f.at("bytes").get<std::int64_t>(), f.at("crc32").get<std::uint32_t>()});
+  } catch (const json::exception& e) {
+    throw std::runtime_error(fmt::format("{}: \"data\" is not a fingerprint ({})", path, e.what()));
+  }
+  return files;
+}
+
+json fingerprint_to_json(const std::vector<data::FileFingerprint>& files) {
+  json j = json::array();
+  for (const auto& f : files) j.push_back({{"name", f.name}, {"bytes", f.bytes}, {"crc32", f.crc32}});
+  return j;
+}
+
+// --data and --out must not overlap: a run would read its own checkpoints, lock and metrics as text.
+void check_apart(const std::string& data, const std::string& out) {
+  if (data.empty()) return;
+  namespace fs = std::filesystem;
+  const fs::path d = fs::weakly_canonical(fs::absolute(data)), o = fs::weakly_canonical(fs::absolute(out));
+  const auto inside = [](const fs::path& a, const fs::path& b) {   // a is b or lies under it
+    const auto [ai, bi] = std::mismatch(a.begin(), a.end(), b.begin(), b.end());
+    return bi == b.end();
+  };
+  if (inside(d, o) || inside(o, d))
+    throw std::runtime_error(fmt::format("--data {} and --out {} overlap: a run would read its own directory (lock, "
+                                         "checkpoints, metrics) as data; keep the run directory apart from the data",
+                                         data, out));
+}
+
+}  // namespace
+
 std::shared_ptr<io::RunLock> settle_run(CLI::App& cmd, TrainFlags& t) {
+  if (t.task.empty()) throw std::logic_error("settle_run: TrainFlags::task is not set");
   t.comm = dist::make_communicator();
   // Under mpirun every process runs this command; process 0 speaks for them (errors still reach
   // stderr), and holds the lock.
   if (t.comm->rank() != 0 && !std::freopen("/dev/null", "w", stdout))
     throw std::runtime_error("cannot silence the standard output of a process other than 0");
   if (t.comm->size() > 1) fmt::print("data parallel: {} processes (MPI)\n", t.comm->size());
+  check_apart(t.data, t.out);
   auto lock = t.comm->rank() == 0 ? io::RunLock::acquire(t.out) : nullptr;
-  if (const auto checkpoint = existing_checkpoint(t.out)) {
+  json definition = read_run_definition(t.out);
+  const auto checkpoint = existing_checkpoint(t.out);
+  // A run that never reached a checkpoint has nothing to lose: a command that defines it anew
+  // (any run-defining flag given) replaces it; a bare one (--out and how long) resumes it as itself.
+  if (!checkpoint && !definition.is_null() && definition.at("task") == t.task) {
+    bool defines = false;
+    for (const CLI::Option* o : cmd.get_options())
+      defines = defines || (o->count() > 0 && !o->get_name().empty() && !may_change(o->get_name()));
+    if (defines) {
+      fmt::print("{}: the run it defined never reached a checkpoint; this command defines it anew\n",
+                 run_definition_path(t.out));
+      definition = nullptr;
+    }
+  }
+  if (!definition.is_null() && definition.at("task") != t.task)
+    throw std::runtime_error(fmt::format("{} holds a `{}` run; this is `{}`: give another --out",
+                                         run_definition_path(t.out), definition.at("task").get<std::string>(), t.task));
+  if (checkpoint) {   // a checkpoint of another program (older runs have no run.json)
+    const json c = stored_config(t.out);
+    if (c.contains("task") && c.at("task") != t.task)
+      throw std::runtime_error(fmt::format("{} was trained by `{}`; this is `{}`: give another --out", *checkpoint,
+                                           c.at("task").is_string() ? c.at("task").get<std::string>() : c.at("task").dump(), t.task));
+  }
+  if (!definition.is_null() || checkpoint) {
+    const std::string source = !definition.is_null() ? run_definition_path(t.out) : *checkpoint;
+    std::map<std::string, std::string> stored;
+    if (!definition.is_null())
+      for (const auto& [flag, v] : definition.at("flags").items()) stored[flag] = v.is_string() ? v.get<std::string>() : v.dump();
+    else
+      stored = stored_flags(cmd, t.out);
+    // How the run was last trained: taken when not given, and free to change.
+    if (!definition.is_null() && definition.contains("settings") && definition.at("settings").is_object())
+      for (const auto& [flag, v] : definition.at("settings").items()) {
+        CLI::Option* o = cmd.get_option_no_throw(flag);
+        if (o && o->count() == 0 && flag == "--eval-every" && v.is_string()) {
+          o->add_result(v.get<std::string>());
+          o->run_callback();
+        }
+      }
     std::vector<std::string> differences;
-    for (const auto& [flag, stored] : stored_flags(cmd, t.out)) {
+    for (const auto& [flag, value] : stored) {
       CLI::Option* o = cmd.get_option_no_throw(flag);
       if (!o || may_change(flag)) continue;
       const std::string asked = flag_text(*o);
-      if (same_value(asked, stored)) continue;
-      if (o->count() == 0) {   // not given: the checkpoint's value
+      if (same_value(asked, value)) continue;
+      if (o->count() == 0) {   // not given: the run's value
         o->clear();
-        o->add_result(stored);
+        o->add_result(value);
         o->run_callback();
       } else if (flag == "--lr") {
-        fmt::print("resuming with --lr {} (the checkpoint's run used {})\n", asked, stored);
+        fmt::print("resuming with --lr {} (the run used {})\n", asked, value);
       } else {
-        differences.push_back(fmt::format("  {} {} (the checkpoint's run: {})", flag, asked, stored.empty() ? "\"\"" : stored));
+        differences.push_back(fmt::format("  {} {} (the run's: {})", flag, asked, value.empty() ? "\"\"" : value));
       }
     }
     if (!differences.empty())
       throw std::runtime_error(fmt::format(
           "{} continues a run whose flags differ from the command line's:\n{}\nleave them out to resume that run "
-          "(they come from the checkpoint), or give another --out for a new run",
-          *checkpoint, fmt::join(differences, "\n")));
-    fmt::print("resuming {}: every flag not given comes from its checkpoint\n", *checkpoint);
+          "(they come from {}), or give another --out for a new run",
+          t.out, fmt::join(differences, "\n"), source));
+    if (checkpoint)
+      fmt::print("resuming {}: every flag not given comes from {}\n", *checkpoint, source);
+    else
+      fmt::print("{} defines a run that ended before its first checkpoint: starting it again with its flags\n", source);
   }
   json flags = json::object();
   for (const CLI::Option* o : cmd.get_options())
     if (!may_change(o->get_name()) && !o->get_name().empty()) flags[o->get_name()] = flag_text(*o);
   t.run_flags = flags.dump();
+  // The data the run reads, bound to it: a resume on other data is refused unless asked for.
+  const std::string data_path = t.data.empty() ? t.default_data : t.data;
+  json fingerprint = nullptr;
+  if (!data_path.empty()) {
+    const auto now = data::fingerprint(data_path);
+    if (checkpoint && !definition.is_null() && definition.contains("data") && !definition.at("data").is_null()) {
+      const auto changes = data::fingerprint_changes(fingerprint_from_json(definition.at("data"), run_definition_path(t.out)), now);
+      if (!changes.empty() && !t.data_changed)
+        throw std::runtime_error(fmt::format(
+            "{}: the data changed since this run began ({}):\n  {}\nrestore it, give --data-changed to train on "
+            "as it is now (recorded in {}), or give another --out", data_path, run_definition_path(t.out),
+            fmt::join(changes, "\n  "), run_definition_path(t.out)));
+      if (!changes.empty()) fmt::print("--data-changed: training on {} as it is now ({} changes)\n", data_path, changes.size());
+    }
+    fingerprint = fingerprint_to_json(now);
+  }
+  const blas::KernelCheck kernels = blas::check_kernels();
+  const std::string kernels_note = blas::kernels_note(kernels);
+  if (!kernels_note.empty()) fmt::print("{}\n", kernels_note);
+  // The run's definition, on the disk before any long step (a vocabulary to learn, a first stretch):
+  // a run killed before its first checkpoint resumes as itself.
+  if (t.comm->rank() == 0) {
+    const CLI::Option* eval_every = cmd.get_option_no_throw("--eval-every");
+    json record = {{"task", t.task}, {"flags", flags}, {"data", fingerprint},
+                   {"settings", {{"--eval-every", eval_every ? flag_text(*eval_every) : ""}}},
+                   {"machine", {{"threads", num_threads()}, {"openblas_core", kernels.core}, {"note", kernels_note}}}};
+    io::write_atomically(run_definition_path(t.out), record.dump(2) + "\n");
+  }
+  t.comm->barrier();
   // The schedule's length: --steps when given, else the resumed run's own plan, else --steps' default.
   const CLI::Option* steps = cmd.get_option_no_throw("--steps");
   t.steps_given = steps && steps->count() > 0;
-  if (!t.steps_given && existing_checkpoint(t.out)) {
+  if (!t.steps_given && checkpoint) {
     const json c = stored_config(t.out);
     if (c.contains("planned_steps")) {
       t.steps = value<std::int64_t>(c, t.out, "planned_steps");
@@ -429,6 +582,7 @@ void train_until(train::Loop& loop, const TrainFlags& t, const std::optional<Kee
     return;
   }
   const bool budget_plans = t.minutes > 0 && !t.steps_given && loop.step() == 0;
+  const std::int64_t first_step = loop.step();
   // The last stretch's time: its steps, evaluation, checkpoint and best-keeping — the estimate for
   // the next one.
   double stretch_minutes = 0, first_stretch_minutes = 0;
@@ -436,7 +590,9 @@ void train_until(train::Loop& loop, const TrainFlags& t, const std::optional<Kee
   while (loop.step() < plan) {
     // Up to the next checkpoint step, so a time limit always stops on a saved checkpoint; and only
     // when that stretch is expected to end within --minutes, so the limit is a budget, not a floor.
-    if (t.minutes > 0 && lead_value(t, minutes() + stretch_minutes > t.minutes ? 1 : 0) > 0) {
+    // Judged once a stretch of this process has been timed: before that there is nothing to judge
+    // by, so every invocation trains at least one stretch and ends on a checkpoint it wrote.
+    if (t.minutes > 0 && stretch_minutes > 0 && lead_value(t, minutes() + stretch_minutes > t.minutes ? 1 : 0) > 0) {
       fmt::print("time limit: stopped after {:.1f} minutes at step {} of {} (the next {} steps would end past "
                  "{} minutes); run the same command to go on\n",
                  minutes(), loop.step(), plan, t.eval_every, t.minutes);
@@ -476,8 +632,8 @@ void train_until(train::Loop& loop, const TrainFlags& t, const std::optional<Kee
                    "schedule is planned for {}\n", t.eval_every, stretch_minutes, first_stretch_minutes, plan);
     }
   }
-  fmt::print("trained {} steps in this run ({:.1f} minutes); checkpoint {}\n", loop.step(), minutes(),
-             loop.checkpoint_path());
+  fmt::print("trained {} steps in this run (steps {} to {}, {:.1f} minutes); checkpoint {}\n", loop.step() - first_step,
+             first_step + 1, loop.step(), minutes(), loop.checkpoint_path());
 }
 
 int run_main(const char* program, const std::function<int()>& body) {
@@ -495,7 +651,27 @@ int run_main(const char* program, const std::function<int()>& body) {
   }
 }
 
-std::string weights_to_use(const std::string& out) {
+void check_tokenizer(const std::string& out) {
+  const json c = stored_config(out);
+  if (!c.contains("tokenizer_crc32")) return;   // older checkpoints, and byte-level runs
+  const std::string spm = spm_path(out);
+  if (!std::filesystem::exists(spm))
+    throw std::runtime_error(fmt::format("{}: no such SentencePiece model ({}/model.safetensors was trained with one)", spm, out));
+  const auto stored = value<std::uint32_t>(c, out, "tokenizer_crc32");
+  const std::uint32_t now = data::fingerprint(spm).front().crc32;   // names spm when it is missing
+  if (now != stored)
+    throw std::runtime_error(fmt::format("{} is not the vocabulary {}/model.safetensors was trained with (crc32 {:08x}, "
+                                         "the checkpoint's {:08x}): the ids would mean other pieces; restore the run's "
+                                         "spm.model", spm, out, now, stored));
+}
+
+std::string weights_to_use(const std::string& out, const std::string& task) {
+  const json c = stored_config(out);
+  if (c.contains("task") && c.at("task") != task)
+    throw std::runtime_error(fmt::format("{}/model.safetensors was trained by `{}`; this is `{}`: give the --out of a {} run",
+                                         out, c.at("task").is_string() ? c.at("task").get<std::string>() : c.at("task").dump(),
+                                         task, task));
+  if (c.contains("tokenizer_crc32")) check_tokenizer(out);
   if (std::filesystem::exists(best_path(out))) return best_path(out);
   return checkpoint_or_error(out);
 }

@@ -56,9 +56,19 @@ struct ModelFlags {
   LayerPtr seq2seq_model(std::int64_t vocab_size, Mode mode, bool attention_weights = false) const;
 };
 void add_model_flags(CLI::App& app, ModelFlags& m);
+// A flag that only some settings read: given while `applies()` is false, the command is refused
+// ("--vocab-size: applies to --tokenizer sentencepiece only (here: --tokenizer char)") rather
+// than the flag stored and silently ignored.
+struct FlagRule {
+  std::string flag;
+  std::function<bool()> applies;
+  std::string only_with;                 // the settings that read it
+  std::function<std::string()> here;     // the setting of this command
+};
 // --model (one of `models`, the first the default) and, when "lstm" is among them, --score and
-// --decoder-layers.
-void add_model_choice(CLI::App& app, ModelFlags& m, const std::vector<std::string>& models);
+// --decoder-layers. Every model flag (add_model_flags, called first) given for a model that does
+// not read it is refused, and so is every flag of `more` (the command's own rules), once parsed.
+void add_model_choice(CLI::App& app, ModelFlags& m, const std::vector<std::string>& models, std::vector<FlagRule> more = {});
 
 // Training flags: --batch-size --steps --lr --warmup --schedule --eval-every --minutes --seed
 // --threads --data --out.
@@ -71,6 +81,7 @@ struct TrainFlags {
   std::uint64_t seed = 0;
   int threads = 0;                    // 0: all cores (CTRAX_NUM_THREADS)
   std::string data = "", out = "";
+  bool data_changed = false;          // --data-changed: resume on data that differs from the run's
   std::string run_flags = "{}";       // every run-defining flag of the command, as JSON (settle_run)
   // The schedule's length: --steps, or what fits in --minutes (train_until decides it after the
   // first stretch of a fresh run and stores it as "planned_steps"; a resume continues it). Shared
@@ -79,6 +90,11 @@ struct TrainFlags {
   // The processes of this run (settle_run): MPI under mpirun, else this one alone. Process 0 prints,
   // takes --out's lock and writes there; every process reads --out (one machine, or a shared disk).
   std::shared_ptr<dist::Communicator> comm = dist::single_process();
+  // Set by the program before settle_run: its name ("lm", "sentiment", ...), recorded in run.json
+  // and the checkpoint so that one program never resumes or uses another's run; and the path it
+  // reads when --data is empty (lm: the fortunes corpus), fingerprinted like --data.
+  std::string task = "";
+  std::string default_data = "";
 };
 void add_train_flags(CLI::App& app, TrainFlags& t, bool data_required);
 // --threads and --out for the commands that use a trained model.
@@ -106,12 +122,20 @@ std::unique_ptr<data::SentencePieceTokenizer> run_vocabulary(const TrainFlags& t
                                                              data::SentencePieceOptions options, const std::string& what,
                                                              const std::function<std::vector<std::string>()>& texts);
 
-// Called once `cmd` (a `train` command) is parsed, before its flags are used. When t.out holds a
-// checkpoint, adopts its stored flags for every flag not given on the command line, and throws,
-// listing every difference, when a run-defining flag was given with another value (RESUMING
-// above). Then records the run's flags in t.run_flags, for config_json to store.
+// OUT/run.json: the run's definition (THE RUN DIRECTORY below).
+std::string run_definition_path(const std::string& out);
+
+// THE RUN DIRECTORY. Called once `cmd` (a `train` command) is parsed, before its flags are used.
 // The run directory's lock is taken first (a second trainer on it is refused) and returned: hold
-// it until training ends (LoopOptions::run_lock).
+// it until training ends (LoopOptions::run_lock). --data and --out must not overlap.
+// When t.out holds a run — OUT/run.json, or for runs older than it a checkpoint — its task must be
+// this program's; every run-defining flag not given on the command line is taken from it, one
+// given with another value is refused, listing every difference (RESUMING above); --eval-every is
+// taken from it when not given. The data's fingerprint (core/data/fingerprint.hpp) must match the
+// one recorded, or the resume is refused naming every change (unless --data-changed).
+// Then, before any long step, OUT/run.json is written: task, flags, data fingerprint, settings and
+// the machine (threads, OpenBLAS's kernels and their note, also printed): a run killed even while
+// its vocabulary is learned resumes as itself. The flags go to t.run_flags, for config_json.
 std::shared_ptr<io::RunLock> settle_run(CLI::App& cmd, TrainFlags& t);
 
 // Hyper-parameters (and any example-specific settings) as JSON, stored in the checkpoint, with the
@@ -161,7 +185,14 @@ struct Stopped : std::runtime_error {
 int run_main(const char* program, const std::function<int()>& body);
 
 // The weights `sample`/`eval`/`translate` use: out/best.safetensors when training kept one,
-// else out/model.safetensors (an error naming `out` when neither exists).
-std::string weights_to_use(const std::string& out);
+// else out/model.safetensors (an error naming `out` when neither exists). The checkpoint must
+// have been trained by `task` (checkpoints older than the "task" key are taken as they are), and
+// its tokenizer (OUT/spm.model, when the run has one) must be the one it was trained with
+// (check_tokenizer).
+std::string weights_to_use(const std::string& out, const std::string& task);
+
+// Throws, naming both files, when OUT/spm.model is not the vocabulary the checkpoint in OUT was
+// trained with (its CRC-32 is stored as "tokenizer_crc32"; a missing file is an error too).
+void check_tokenizer(const std::string& out);
 
 }  // namespace ctrax::examples

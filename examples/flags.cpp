@@ -64,24 +64,33 @@ namespace {
 void make_decimal(CLI::App& app) {
   for (CLI::Option* o : app.get_options()) {
     const std::string full = o->get_type_name(), type = full.substr(0, full.find(':'));
-    if (type == "INT" || type == "UINT")
+    // Decimal digits lose their leading zeros first (a transform runs before every check); then
+    // the flag's range (number_in) speaks for anything out of it or not a number at all; last,
+    // what passed the range must be of the flag's kind ("1e1" is not a step count).
+    if (type == "INT" || type == "UINT") {
       o->transform(CLI::Validator(
-          [unsigned_ = type == "UINT"](std::string& text) -> std::string {
+          [](std::string& text) -> std::string {
+            if (const std::string c = canonical_integer(text); !c.empty()) text = c;
+            return "";
+          },
+          ""));
+      o->check(CLI::Validator(
+          [unsigned_ = type == "UINT"](const std::string& text) -> std::string {
             const std::string c = canonical_integer(text);
             if (c.empty() || (unsigned_ && c[0] == '-'))
               return fmt::format("expected a whole number{} in decimal digits, got {}", unsigned_ ? " (0 or more)" : "",
                                  shown(text));
-            text = c;
             return "";
           },
           ""));
-    else if (type == "FLOAT")
-      o->transform(CLI::Validator(
-          [](std::string& text) -> std::string {
+    } else if (type == "FLOAT") {
+      o->check(CLI::Validator(
+          [](const std::string& text) -> std::string {
             if (decimal_number(text)) return "";
             return fmt::format("expected a decimal number (such as 0.5 or 1e-3), got {}", shown(text));
           },
           ""));
+    }
   }
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) make_decimal(*sub);
 }

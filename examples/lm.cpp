@@ -134,11 +134,15 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
 int eval_command(const std::string& out, int threads, const std::string& data_path, std::int64_t length,
                  std::int64_t batch_size) {
   examples::apply_threads(threads);
+  const std::string weights = examples::weights_to_use(out, "lm");
   const auto m = examples::model_flags_from(out);
+  if (m.model == "transformer" && length > m.arch.max_len)
+    throw std::invalid_argument(fmt::format("--length {} exceeds the model's --max-len {} ({}): a Transformer has no "
+                                            "positions past it", length, m.arch.max_len, weights));
   const auto tok = load_tokenizer(examples::config_string(out, "tokenizer"), out);
   auto model = m.language_model(tok->vocab_size(), Mode::eval);
   model->init(ShapeDtype{{1, std::min(length, m.arch.max_len)}, DType::int32});
-  train::load_weights(examples::weights_to_use(out), *model);
+  train::load_weights(weights, *model);
   const auto valid_ids = std::make_shared<const std::vector<std::int32_t>>(tok->encode(split_text(data_path).second));
   if (valid_ids->empty()) throw std::runtime_error("no validation text");
   auto loss = layers::WeightedCategoryCrossEntropy(), accuracy = layers::WeightedCategoryAccuracy();
@@ -165,11 +169,12 @@ int eval_command(const std::string& out, int threads, const std::string& data_pa
 int sample_command(const std::string& out, int threads, const std::string& prompt, double temperature,
                    std::int64_t top_k, std::int64_t length, std::int64_t n_samples, std::uint64_t seed) {
   examples::apply_threads(threads);
+  const std::string weights = examples::weights_to_use(out, "lm");
   const auto m = examples::model_flags_from(out);
   const auto tok = load_tokenizer(examples::config_string(out, "tokenizer"), out);
   auto model = m.language_model(tok->vocab_size(), Mode::predict);
   model->init(ShapeDtype{{1, 1}, DType::int32});
-  train::load_weights(examples::weights_to_use(out), *model);
+  train::load_weights(weights, *model);
 
   const std::int64_t context = m.arch.max_len - 1;   // the start token takes one position
   for (std::int64_t s = 0; s < n_samples; ++s) {
@@ -205,6 +210,7 @@ int sample_command(const std::string& out, int threads, const std::string& promp
 int attention_command(const std::string& out, int threads, const std::string& text, const std::string& json_path) {
   examples::require_text({text}, "TEXT", "give a text whose attention to show");
   examples::apply_threads(threads);
+  const std::string weights = examples::weights_to_use(out, "lm");
   const auto m = examples::model_flags_from(out);
   if (m.model != "transformer")
     throw std::runtime_error(fmt::format("{}: attention needs a Transformer model; this one is {}", out, m.model));
@@ -214,7 +220,7 @@ int attention_command(const std::string& out, int threads, const std::string& te
   const auto L = static_cast<std::int64_t>(ids.size());
   auto model = m.language_model(tok->vocab_size(), Mode::eval);
   model->init(ShapeDtype{{1, L}, DType::int32});
-  train::load_weights(examples::weights_to_use(out), *model);
+  train::load_weights(weights, *model);
   const auto maps = layers::attention_weights(*model, {data::pad_rows(std::span(&ids, 1), L)}, m.arch.n_heads);
   std::vector<std::string> held = {"<s>"};   // what position i holds: the piece before it
   for (std::int64_t i = 0; i + 1 < L; ++i) held.push_back(tok->decode(std::span(&ids[static_cast<std::size_t>(i)], 1)));
@@ -262,7 +268,9 @@ int main(int argc, char** argv) {
   std::int64_t sp_vocab = 2000;
   auto* train = app.add_subcommand("train", "train (or resume) a model; default corpus: the fortunes package");
   examples::add_model_flags(*train, m);
-  examples::add_model_choice(*train, m, {"transformer", "rnnlm", "grulm"});
+  examples::add_model_choice(*train, m, {"transformer", "rnnlm", "grulm"},
+                             {{"--vocab-size", [&tokenizer] { return tokenizer == "sentencepiece"; },
+                               "--tokenizer sentencepiece", [&tokenizer] { return "--tokenizer " + tokenizer; }}});
   examples::add_train_flags(*train, t, false);
   train->add_option("--tokenizer", tokenizer, "char (bytes) or sentencepiece (learned from the training text)")
       ->check(CLI::IsMember({"char", "sentencepiece"}))->capture_default_str();
@@ -308,6 +316,8 @@ int main(int argc, char** argv) {
 
   return examples::run_main("lm", [&] {
     if (*train) {
+      t.task = "lm";
+      t.default_data = kFortunes;   // what an empty --data reads
       auto lock = examples::settle_run(*train, t);
       return train_command(std::move(lock), m, t, tokenizer, sp_vocab, train_len);
     }

@@ -83,6 +83,11 @@ std::vector<std::int64_t> range(std::int64_t n) {
 }
 
 
+// Labels are 0 … n_classes − 1, n_classes the largest label + 1: a stray large label would build a
+// head of that many classes (999999999: 64 GB), so training reads labels below this and names the
+// line of any other.
+constexpr std::int32_t kMaxClasses = 10000;
+
 bool is_csv(const std::string& path) {
   return path.ends_with(".csv") || path.ends_with(".csv.gz");
 }
@@ -117,7 +122,7 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
   if (head > m.arch.max_len)
     throw std::invalid_argument(fmt::format("--head {} exceeds --max-len {}", head, m.arch.max_len));
   if (head == 0) head = m.arch.max_len;   // the start only
-  const auto examples_ = load_split(t.data, "train", limit);
+  const auto examples_ = load_split(t.data, "train", limit, kMaxClasses);
   const auto n = static_cast<std::int64_t>(examples_.size());
   std::int32_t n_classes = 2;   // at least two: a one-class dataset still trains a yes/no classifier
   for (const auto& x : examples_) n_classes = std::max(n_classes, x.label + 1);
@@ -189,13 +194,14 @@ struct Classifier {
 
 Classifier load_classifier(const std::string& out) {
   Classifier c;
+  const std::string weights = examples::weights_to_use(out, "sentiment");
   c.m = examples::model_flags_from(out);
   c.tok = data::SentencePieceTokenizer::load(examples::spm_path(out));
   c.head = examples::config_int(out, "head", c.m.arch.max_len);
   c.n_classes = examples::config_int(out, "n_classes", 2);
   c.model = models::TransformerEncoder(c.tok->vocab_size(), c.n_classes, c.m.config(Mode::eval));
   c.model->init(ShapeDtype{{1, 16}, DType::int32});
-  train::load_weights(examples::weights_to_use(out), *c.model);
+  train::load_weights(weights, *c.model);
   return c;
 }
 
@@ -312,6 +318,7 @@ int main(int argc, char** argv) {
 
   return examples::run_main("sentiment", [&] {
     if (*train) {
+      t.task = "sentiment";
       auto lock = examples::settle_run(*train, t);
       return train_command(std::move(lock), m, t, vocab_size, head, limit);
     }

@@ -87,11 +87,11 @@ void train_seq2seq(std::shared_ptr<io::RunLock> lock, const ModelFlags& m, const
              loop.last_value("eval", "accuracy"));
 }
 
-Seq2Seq::Seq2Seq(const std::string& out)
-    : m_(model_flags_from(out)), tok_(data::SentencePieceTokenizer::load(spm_path(out))) {
+Seq2Seq::Seq2Seq(const std::string& out, const std::string& task)
+    : weights_(weights_to_use(out, task)), m_(model_flags_from(out)), tok_(data::SentencePieceTokenizer::load(spm_path(out))) {
   model_ = m_.seq2seq_model(tok_->vocab_size(), Mode::predict);
   model_->init({ShapeDtype{{1, 8}, DType::int32}, ShapeDtype{{1, 1}, DType::int32}});
-  train::load_weights(weights_to_use(out), *model_);
+  train::load_weights(weights_, *model_);
 }
 
 std::vector<std::string> Seq2Seq::operator()(const std::vector<std::string>& sources, std::int64_t n_beams,

@@ -45,7 +45,8 @@ struct Alignment {
 
 class Seq2Seq {
  public:
-  explicit Seq2Seq(const std::string& out);
+  // The run in `out`, trained by `task` ("translate" or "chatbot").
+  Seq2Seq(const std::string& out, const std::string& task);
   // Decodes a batch of sources; n_beams 1 is greedy. Beam search ranks finished hypotheses by
   // log p / length^length_penalty.
   std::vector<std::string> operator()(const std::vector<std::string>& sources, std::int64_t n_beams,
@@ -55,7 +56,8 @@ class Seq2Seq {
   Alignment align(const std::string& source);
 
  private:
-  ModelFlags m_;   // first: a directory without a model says so before anything else
+  std::string weights_;   // first: a directory without a model, or another program's, says so first
+  ModelFlags m_;
   std::unique_ptr<data::SentencePieceTokenizer> tok_;
   LayerPtr model_;
 };

@@ -83,7 +83,7 @@ int translate_command(const std::string& out, int threads, std::int64_t n_beams,
                       const std::vector<std::string>& texts) {
   examples::require_text(texts, "TEXT", "give a sentence to translate");
   examples::apply_threads(threads);
-  examples::Seq2Seq translator(out);
+  examples::Seq2Seq translator(out, "translate");
   const auto result = translator(texts, n_beams, length_penalty);
   for (const auto& r : result) fmt::print("{}\n", r);
   return 0;
@@ -95,7 +95,7 @@ int translate_command(const std::string& out, int threads, std::int64_t n_beams,
 int align_command(const std::string& out, int threads, const std::string& text, const std::string& json_path) {
   examples::require_text({text}, "TEXT", "give a sentence to translate");
   examples::apply_threads(threads);
-  examples::Seq2Seq translator(out);
+  examples::Seq2Seq translator(out, "translate");
   const examples::Alignment a = translator.align(text);
   fmt::print("{}\n\n{:>12}", a.translation, "");
   for (const auto& s : a.source) fmt::print(" {:>8.8}", s);
@@ -119,7 +119,7 @@ int bleu_command(const std::string& data_dir, const std::string& out, int thread
                  std::int64_t batch_size, std::vector<std::int64_t> beams, double length_penalty,
                  std::int64_t limit, const std::string& save) {
   examples::apply_threads(threads);
-  examples::Seq2Seq translator(out);
+  examples::Seq2Seq translator(out, "translate");
   const auto src = examples::config_string(out, "source"), tgt = examples::config_string(out, "target");
   const auto pairs = load_pairs(data_dir, split, src, tgt, limit);
   std::vector<std::string> references;
@@ -212,6 +212,7 @@ int main(int argc, char** argv) {
 
   return examples::run_main("translate", [&] {
     if (*train) {
+      t.task = "translate";
       auto lock = examples::settle_run(*train, t);
       return train_command(std::move(lock), m, t, vocab_size, src, tgt, limit);
     }

@@ -150,11 +150,11 @@ bad data-long-lines   "longer than 100000 bytes, its limit" "$lm" train --out ne
 
 # --- lm train: resuming ---------------------------------------------------------------------
 R=("$lm" train --out lmrun --steps 4)
-bad resume-seed       "--seed 9 (the checkpoint's run: 0)" "${R[@]}" --seed 9
-bad resume-batch-size "--batch-size 8 (the checkpoint's run: 4)" "${R[@]}" --batch-size 8
-bad resume-model      "--d-model 32 (the checkpoint's run: 16)" "${R[@]}" --d-model 32
-bad resume-data       "--data $tmp/text.txt.gz (the checkpoint's run: $tmp/text.txt)" "${R[@]}" --data text.txt.gz
-bad resume-tokenizer  "--tokenizer sentencepiece (the checkpoint's run: char)" "${R[@]}" --tokenizer sentencepiece
+bad resume-seed       "--seed 9 (the run's: 0)" "${R[@]}" --seed 9
+bad resume-batch-size "--batch-size 8 (the run's: 4)" "${R[@]}" --batch-size 8
+bad resume-model      "--d-model 32 (the run's: 16)" "${R[@]}" --d-model 32
+bad resume-data       "--data $tmp/text.txt.gz (the run's: $tmp/text.txt)" "${R[@]}" --data text.txt.gz
+bad resume-tokenizer  "--tokenizer sentencepiece (the run's: char)" "${R[@]}" --tokenizer sentencepiece
 
 fresh c1; python3 -c "
 import sys; p='c1/model.safetensors'; b=bytearray(open(p,'rb').read()); b[-7]^=0x10; open(p,'wb').write(b)"
@@ -210,7 +210,7 @@ bad sample-n-samples      "--n-samples: expected a number from 1" "${S[@]}" --n-
 
 # --- sentiment ------------------------------------------------------------------------------
 ST=("$sentiment" train --out snew "${tiny[@]}" --max-len 32 --steps 1 --vocab-size 60)
-bad sentiment-no-data     "nowhere: no train split found" "${ST[@]}" --data nowhere
+bad sentiment-no-data     "nowhere: no such file or directory" "${ST[@]}" --data nowhere
 bad sentiment-csv-quote   "badquote.csv:2: a quoted field is never closed" "${ST[@]}" --data badquote.csv
 bad sentiment-no-tab      "notab/train.tsv:6: expected \`label<TAB>text\`, got \`no tab here\` (no TAB)" "${ST[@]}" --data notab
 bad sentiment-blank-line  "blank/train.tsv:6: expected \`label<TAB>text\`" "${ST[@]}" --data blank
@@ -234,14 +234,14 @@ bad translate-empty       "TEXT 2 of 2 is empty: give a sentence to translate" "
 bad translate-beams-0     "--beams: expected a number from 1" "$translate" translate --out trun --beams 0 "A dog."
 bad translate-penalty-nan "--length-penalty: expected a number from 0 to 10, got nan" "$translate" translate --out trun --length-penalty nan "A dog."
 bad translate-uneven      "parallel files differ in length: m30k_uneven/train.en has 120 lines, m30k_uneven/train.de has 117" "$translate" train --data m30k_uneven --out tnew "${tiny[@]}"
-bad translate-no-data     "nowhere: no train.en or train.en.gz" "$translate" train --data nowhere --out tnew
+bad translate-no-data     "nowhere: no such file or directory" "$translate" train --data nowhere --out tnew
 bad translate-bleu-split  "m30k: no nosuch.en or nosuch.en.gz" "$translate" bleu --out trun --data m30k --split nosuch
-bad translate-score-alone "--score: applies to --model lstm only (the model here: transformer)" "$translate" train --data m30k --out tnew --score dot "${tiny[@]}"
-bad translate-decoder-layers-alone "--decoder-layers: applies to --model lstm only (the model here: transformer)" "$translate" train --data m30k --out tnew --decoder-layers 0 "${tiny[@]}"
+bad translate-score-alone "--score: applies to --model lstm only (here: --model transformer)" "$translate" train --data m30k --out tnew --score dot "${tiny[@]}"
+bad translate-decoder-layers-alone "--decoder-layers: applies to --model lstm only (here: --model transformer)" "$translate" train --data m30k --out tnew --decoder-layers 0 "${tiny[@]}"
 bad translate-decoder-layers-range "--decoder-layers: Value 65 not in range 0 to 64" "$translate" train --data m30k --out tnew --model lstm --decoder-layers 65 "${tiny[@]}"
 bad translate-no-model    "nowhere: no model.safetensors here" "$translate" translate --out nowhere "A dog."
 bad bench-d-model-heads   "--d-model 18 is not a multiple of the config's 4 heads" "$bench" --model lm --config M --generate 8 --d-model 18
-bad bench-d-model-range   "--d-model: Value 2 not in range 4 to 65536" "$bench" --d-model 2
+bad bench-d-model-range   "--d-model: expected a number from 4 to 65536, got 2" "$bench" --d-model 2
 bad bench-generate-encoder "--generate needs --model lm" "$bench" --model encoder --generate 8
 
 echo "$passed passed, $failed failed (bad-input catalogue)"

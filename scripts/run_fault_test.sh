@@ -90,7 +90,7 @@ else
   status=$?
 fi
 [ "$status" -ne 0 ] && [ "$status" -lt 128 ] || { cat full.log; fail "full disk ($how): exit status $status"; }
-grep -Eq "metrics.jsonl.tmp: writing failed: (No space left on device|File too large)|\.lock|cannot" full.log || { cat full.log; fail "full disk ($how): message"; }
+grep -Eq "(metrics.jsonl|run.json).tmp: writing failed: (No space left on device|File too large)|\.lock|cannot" full.log || { cat full.log; fail "full disk ($how): message"; }
 cmp -s metrics.before "$full/run/metrics.jsonl" || fail "full disk ($how): metrics.jsonl changed"
 cmp -s best.before "$full/run/best.safetensors" || fail "full disk ($how): best.safetensors changed"
 ls "$full/run" | grep -q '\.tmp$' && fail "full disk ($how): a temporary file was left behind"

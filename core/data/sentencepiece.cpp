@@ -84,6 +84,9 @@ std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::train(
 std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::load(const std::string& model_path) {
   if (!std::filesystem::exists(model_path))
     throw std::runtime_error(fmt::format("{}: no such SentencePiece model", model_path));
+  if (!std::filesystem::is_regular_file(model_path))
+    throw std::runtime_error(fmt::format("{}: not a regular file (a directory, device or pipe), expected a SentencePiece "
+                                         "model", model_path));
   auto impl = std::make_unique<Impl>();
   try {
     check(impl->processor.Load(model_path), model_path);

@@ -57,6 +57,8 @@ std::vector<fs::path> review_files(const fs::path& dir) {
 std::string read_file(const std::string& path) {
   if (!fs::exists(path)) throw std::runtime_error(fmt::format("{}: no such file", path));
   if (fs::is_directory(path)) throw std::runtime_error(fmt::format("{}: is a directory, expected a file", path));
+  if (!fs::is_regular_file(path))   // /dev/zero, a pipe: data that may never end
+    throw std::runtime_error(fmt::format("{}: not a regular file (a device, pipe or socket), expected a file", path));
   std::unique_ptr<gzFile_s, int (*)(gzFile)> f(gzopen(path.c_str(), "rb"), gzclose);
   if (!f) throw std::runtime_error(fmt::format("{}: cannot open", path));
   gzbuffer(f.get(), 1 << 17);
@@ -70,6 +72,9 @@ std::string read_file(const std::string& path) {
     }
     if (n == 0) break;
     out.append(buf.data(), static_cast<std::size_t>(n));
+    if (out.size() > kMaxFileBytes)   // a .gz bomb, or a file growing while it is read
+      throw std::runtime_error(fmt::format("{}: more than {} GiB of text; ctrax reads a data file whole", path,
+                                           kMaxFileBytes >> 30));
   }
   // A truncated .gz reads like a short file until its end; zlib reports it only here
   // (Z_BUF_ERROR, "unexpected end of file"), so partial data is never taken for the whole.
@@ -78,6 +83,7 @@ std::string read_file(const std::string& path) {
   if (err != Z_OK)
     throw std::runtime_error(fmt::format("{}: truncated or corrupted compressed file after {} bytes ({})", path,
                                          out.size(), what));
+  if (out.compare(0, 3, "\xEF\xBB\xBF") == 0) out.erase(0, 3);   // a UTF-8 byte order mark is not text
   return out;
 }
 
@@ -143,6 +149,14 @@ std::vector<std::vector<std::string>> read_csv(const std::string& path) {
         ++i;
       } else if (c == '"') {
         quoted = false;
+        // RFC 4180: a quoted field ends at its closing quote; only a comma or a line end may follow
+        // (a lenient reader would run on and merge the records after a stray quote into one field).
+        const bool at_end = i + 1 == text.size() || text[i + 1] == ',' || text[i + 1] == '\n' ||
+                            (text[i + 1] == '\r' && i + 2 < text.size() && text[i + 2] == '\n');
+        if (!at_end)
+          fail_at(path, line, fmt::format("expected a comma or a line end after the quoted field opened on line {}, "
+                                          "got `{}` (a quote inside a quoted field is written \"\")",
+                                          quote_line, excerpt(text.substr(i + 1, std::min<std::size_t>(20, text.find('\n', i + 1) - i - 1)))));
       } else {
         if (c == '\n') ++line;
         field += c;
@@ -162,6 +176,9 @@ std::vector<std::vector<std::string>> read_csv(const std::string& path) {
       if (c == '\r') ++i;
       end_record();
       ++line;
+    } else if (c == '"') {
+      fail_at(path, line, fmt::format("a quote inside an unquoted field `{}\"`: quote the whole field and write the "
+                                      "quote as \"\" (RFC 4180)", excerpt(field)));
     } else {
       field += c;
       any = true;
@@ -257,16 +274,35 @@ std::vector<LabeledText> load_labeled_split(const std::string& dir, const std::s
       "(scripts/get_imdb.sh makes them)", dir, split, split, split, split, split));
 }
 
+std::vector<std::string> data_files(const std::string& path) {
+  if (!fs::exists(path)) throw std::runtime_error(fmt::format("{}: no such file or directory", path));
+  if (!fs::is_directory(path)) {
+    if (!fs::is_regular_file(path))
+      throw std::runtime_error(fmt::format("{}: not a regular file (a device, pipe or socket), expected a file", path));
+    return {path};
+  }
+  std::vector<std::string> files;
+  for (auto it = fs::recursive_directory_iterator(path); it != fs::recursive_directory_iterator(); ++it) {
+    const bool hidden = it->path().filename().string().starts_with(".");
+    if (hidden) {   // .git/, .DS_Store, an editor's swap file: never data
+      if (it->is_directory()) it.disable_recursion_pending();
+      continue;
+    }
+    if (it->is_regular_file()) files.push_back(it->path().string());
+    if (files.size() > kMaxDataFiles)
+      throw std::runtime_error(fmt::format("{}: more than {} files; give the directory that holds the data", path,
+                                           kMaxDataFiles));
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
 std::string read_text(const std::string& path) {
   if (!fs::exists(path)) throw std::runtime_error(fmt::format("{}: no such file or directory", path));
   if (!fs::is_directory(path)) return read_file(path);
-  std::vector<fs::path> files;
-  for (const auto& e : fs::recursive_directory_iterator(path))
-    if (e.is_regular_file()) files.push_back(e.path());
-  std::sort(files.begin(), files.end());
   std::string out;
-  for (const auto& f : files) {
-    out += read_file(f.string());
+  for (const auto& f : data_files(path)) {
+    out += read_file(f);
     if (!out.empty() && out.back() != '\n') out += '\n';
   }
   if (out.empty()) throw std::runtime_error(fmt::format("{}: no text in this directory", path));

@@ -11,25 +11,34 @@
 //                       review is cleaned as the shipped TSV was: `<br />` → space, whitespace
 //                       runs → one space, trimmed.
 //   plain text          one file, or a directory whose regular files are read in name order and
-//                       joined (a language model's corpus).
+//                       joined (a language model's corpus); hidden files and directories are skipped.
 //   parallel text       two files, line i of one the translation of line i of the other.
 //   CSV                 RFC 4180: comma-separated fields, "quoted" where they hold commas, quotes
 //                       or line breaks ("" inside quotes is one "); CRLF or LF line ends; the last
-//                       record with or without one. (The Korean chatbot pairs in
-//                       ../shared/data/chatbot_ko: `Q,A,label`.)
+//                       record with or without one. Strictly: a quote may open a field or close it
+//                       (then a comma or a line end follows), nothing else — a stray quote would
+//                       otherwise merge the records after it into one field. (The Korean chatbot
+//                       pairs in ../shared/data/chatbot_ko: `Q,A,label`.)
 //
 // ERRORS name the file and the line: "train.tsv:17: expected `label<TAB>text`, got `…`".
 // A missing file names the path; a directory without data says which layouts were looked for.
 #pragma once
 
 #include <climits>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace ctrax::data {
 
-// The whole file (plain or .gz) as bytes.
+// Bounds on what one reading may take: a data file is read whole, so one larger than this (or a
+// compressed one that inflates past it) is refused rather than exhausting memory.
+inline constexpr std::size_t kMaxFileBytes = std::size_t{16} << 30;
+inline constexpr std::size_t kMaxDataFiles = 1'000'000;
+
+// The whole file (plain or .gz) as bytes, a leading UTF-8 byte order mark dropped. Only a regular
+// file is read: a directory, a device (/dev/zero) or a pipe is refused with its path.
 std::string read_file(const std::string& path);
 // The lines of a file (plain or .gz), without their '\n' (and without a trailing '\r').
 std::vector<std::string> read_lines(const std::string& path);
@@ -56,7 +65,10 @@ std::vector<LabeledText> read_aclimdb(const std::string& dir, const std::string&
 std::vector<LabeledText> load_labeled_split(const std::string& dir, const std::string& split,
                                             std::int32_t n_classes = INT32_MAX);
 
-// A corpus: one file, or every regular file of a directory (recursively, in path order) joined.
+// The data files of a path: the path itself if it is a regular file, else every regular file
+// under the directory (recursively, in path order), skipping hidden entries (.git/ and the like).
+std::vector<std::string> data_files(const std::string& path);
+// A corpus: data_files(path) read and joined.
 std::string read_text(const std::string& path);
 
 // Aligned sentence pairs from two files of equal line counts (else an error naming both counts).

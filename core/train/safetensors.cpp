@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -98,6 +99,9 @@ void write_safetensors(const std::string& path, const NamedTensors& tensors,
 }
 
 SafetensorsFile read_safetensors(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::exists(path, error) && !std::filesystem::is_regular_file(path, error))   // /dev/zero never ends
+    fail(path, "not a regular file (a directory, device or pipe), expected a checkpoint");
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, "cannot open for reading");
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
