@@ -173,3 +173,42 @@ TEST_CASE("read_csv and read_qa_csv: errors name the file and line or record") {
   write_bytes(dir / "empty.csv", "");
   CHECK(error_of([&] { read_csv(dir / "empty.csv"); }) == dir / "empty.csv" + ": no records (not even a header)");
 }
+
+TEST_CASE("read_csv is strict: nothing but a comma or a line end after a closing quote, no quote inside a bare field") {
+  TempDir dir;
+  // A stray quote that a lenient reader would run on from, merging the records after it.
+  write_bytes(dir / "after.csv", "Q,A,label\n\"hi\" there,b,0\nc,d,1\n");
+  CHECK(error_of([&] { read_csv(dir / "after.csv"); }) ==
+        dir / "after.csv" + ":2: expected a comma or a line end after the quoted field opened on line 2, got ` there,b,0` "
+                            "(a quote inside a quoted field is written \"\")");
+  write_bytes(dir / "bare.csv", "Q,A,label\nsay \"hi\",b,0\n");
+  CHECK(error_of([&] { read_csv(dir / "bare.csv"); }) ==
+        dir / "bare.csv" + ":2: a quote inside an unquoted field `say \"`: quote the whole field and write the quote as "
+                           "\"\" (RFC 4180)");
+  write_bytes(dir / "good.csv", "Q,A,label\r\n\"a, \"\"b\"\"\",c,0\r\n\"x\",\"y\",1");
+  CHECK(read_csv(dir / "good.csv")[1][0] == "a, \"b\"");
+  CHECK(read_csv(dir / "good.csv")[2] == std::vector<std::string>{"x", "y", "1"});
+}
+
+TEST_CASE("a UTF-8 byte order mark is not text: the first label reads") {
+  TempDir dir;
+  write_bytes(dir / "bom.tsv", "\xEF\xBB\xBF" "0\tgood\n1\tbad\n");
+  const auto rows = read_labeled_tsv(dir / "bom.tsv");
+  CHECK(rows.size() == 2);
+  CHECK(rows[0].label == 0);
+  CHECK(read_file(dir / "bom.tsv").starts_with("0\t"));
+}
+
+TEST_CASE("data_files: regular files only, hidden entries skipped; devices and pipes refused by name") {
+  TempDir dir;
+  write_bytes(dir / "corpus/a.txt", "first\n");
+  write_bytes(dir / "corpus/.git/objects/x", "not text\n");
+  write_bytes(dir / "corpus/.swap", "not text\n");
+  write_bytes(dir / "corpus/sub/b.txt", "second\n");
+  CHECK(data_files(dir / "corpus") == std::vector<std::string>{dir / "corpus/a.txt", dir / "corpus/sub/b.txt"});
+  CHECK(read_text(dir / "corpus") == "first\nsecond\n");
+  CHECK(error_of([] { read_text("/dev/zero"); }) == "/dev/zero: not a regular file (a device, pipe or socket), expected a file");
+  CHECK(error_of([] { read_file("/dev/zero"); }) == "/dev/zero: not a regular file (a device, pipe or socket), expected a file");
+  std::filesystem::create_symlink("/dev/zero", dir / "zero.txt");
+  CHECK(error_of([&] { read_lines(dir / "zero.txt"); }).find("not a regular file") != std::string::npos);
+}

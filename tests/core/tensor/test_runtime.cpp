@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <string>
 #include <stdexcept>
 #include <vector>
 
@@ -135,4 +137,21 @@ TEST_CASE("products and attention inside one region equal those outside it, bit 
       expect_close(inside[i], outside[i], 0.0);
     }
   }
+}
+
+TEST_CASE("CTRAX_NUM_THREADS: a count in decimal digits, or refused naming the variable") {
+  const char* before = std::getenv("CTRAX_NUM_THREADS");
+  const std::string saved = before ? before : "";
+  ::setenv("CTRAX_NUM_THREADS", "3", 1);
+  CHECK(ctrax::threads_from_environment() == 3);
+  ::setenv("CTRAX_NUM_THREADS", "007", 1);
+  CHECK(ctrax::threads_from_environment() == 7);
+  for (const char* bad : {"abc", "-1", "0x4", "1e3", "0", "2000", " 2"}) {
+    ::setenv("CTRAX_NUM_THREADS", bad, 1);
+    CHECK_THROWS_WITH_AS(ctrax::threads_from_environment(),
+                         doctest::Contains("CTRAX_NUM_THREADS: expected a whole number from 1 to 1024"), std::invalid_argument);
+  }
+  ::unsetenv("CTRAX_NUM_THREADS");
+  CHECK(ctrax::threads_from_environment() == 0);
+  if (before) ::setenv("CTRAX_NUM_THREADS", saved.c_str(), 1);
 }
