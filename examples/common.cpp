@@ -237,7 +237,7 @@ std::string config_json(const ModelFlags& m, const TrainFlags& t, const std::str
   j["flags"] = json::parse(t.run_flags);
   j["planned_steps"] = *t.planned_steps;
   j["task"] = t.task;
-  if (std::filesystem::exists(spm_path(t.out))) j["tokenizer_crc32"] = data::fingerprint(spm_path(t.out)).front().crc32;
+  if (std::filesystem::is_regular_file(spm_path(t.out))) j["tokenizer_crc32"] = data::fingerprint(spm_path(t.out)).at(0).crc32;
   return j.dump();
 }
 
@@ -657,8 +657,11 @@ void check_tokenizer(const std::string& out) {
   const std::string spm = spm_path(out);
   if (!std::filesystem::exists(spm))
     throw std::runtime_error(fmt::format("{}: no such SentencePiece model ({}/model.safetensors was trained with one)", spm, out));
+  if (!std::filesystem::is_regular_file(spm))
+    throw std::runtime_error(fmt::format("{}: not a regular file (a directory, device or pipe), expected a SentencePiece "
+                                         "model", spm));
   const auto stored = value<std::uint32_t>(c, out, "tokenizer_crc32");
-  const std::uint32_t now = data::fingerprint(spm).front().crc32;   // names spm when it is missing
+  const std::uint32_t now = data::fingerprint(spm).at(0).crc32;
   if (now != stored)
     throw std::runtime_error(fmt::format("{} is not the vocabulary {}/model.safetensors was trained with (crc32 {:08x}, "
                                          "the checkpoint's {:08x}): the ids would mean other pieces; restore the run's "

@@ -11,6 +11,9 @@ lm=$build/examples/lm
 sentiment=$build/examples/sentiment
 translate=$build/examples/translate
 bench=$build/bench/bench_train
+engine=$build/bench/bench_engine
+chatbot=$build/examples/chatbot
+inspect=$build/examples/inspect
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
@@ -97,12 +100,26 @@ os.makedirs("m30k_uneven", exist_ok=True)
 open("m30k_uneven/train.en", "w").write("\n".join(en) + "\n")
 open("m30k_uneven/train.de", "w").write("\n".join(en[:-3]) + "\n")
 open("long_lines.txt", "w").write(("x" * 100001 + "\n") * 10)   # the first 90% (training): 9 whole lines
+qa = ["Q,A,label"] + [f"{' '.join(random.choice(words) for _ in range(4))},{' '.join(random.choice(words) for _ in range(4))},{i % 3}"
+                      for i in range(120)]
+open("qa.csv", "w").write("\n".join(qa) + "\n")
+open("qa_stray.csv", "w").write("\n".join(qa[:5] + ['"a quoted question" and more,answer,0'] + qa[5:20]) + "\n")
+open("qa_inner.csv", "w").write("\n".join(qa[:7] + ['say "hi",answer,1'] + qa[7:20]) + "\n")
+os.makedirs("hugelabel", exist_ok=True)
+open("hugelabel/train.tsv", "w").write("\n".join(rows[:8] + ["999999999\ta stray label"] + rows[8:30]) + "\n")
+os.makedirs("corpus", exist_ok=True)
+open("corpus/a.txt", "w").write(text)
+open("changing.txt", "w").write(text)
 PY
 : >empty.txt
 mkdir -p emptydir
 must "$lm" train --data text.txt --out lmrun --steps 2 --eval-every 2 --max-len 16 "${tiny[@]}"
 must "$sentiment" train --data imdb --out srun --vocab-size 60 --steps 2 --eval-every 2 --max-len 32 "${tiny[@]}"
 must "$translate" train --data m30k --out trun --vocab-size 60 --steps 2 --eval-every 2 --max-len 16 "${tiny[@]}"
+must "$chatbot" train --data qa.csv --out crun --vocab-size 60 --steps 2 --eval-every 2 --max-len 16 --held-out 0.1 "${tiny[@]}"
+must "$sentiment" train --data qa.csv --out srun2 --vocab-size 60 --steps 2 --eval-every 2 --max-len 32 "${tiny[@]}"
+must "$lm" train --data changing.txt --out lmchange --steps 2 --eval-every 2 --max-len 16 "${tiny[@]}"
+must "$lm" train --data corpus --out lmcorpus --steps 2 --eval-every 2 --max-len 16 "${tiny[@]}"
 fresh() { rm -rf "$1"; cp -r lmrun "$1"; rm -f "$1/.lock"; }   # a copy of the lm run to corrupt
 
 # --- lm train: flags ------------------------------------------------------------------------
@@ -243,6 +260,79 @@ bad translate-no-model    "nowhere: no model.safetensors here" "$translate" tran
 bad bench-d-model-heads   "--d-model 18 is not a multiple of the config's 4 heads" "$bench" --model lm --config M --generate 8 --d-model 18
 bad bench-d-model-range   "--d-model: expected a number from 4 to 65536, got 2" "$bench" --d-model 2
 bad bench-generate-encoder "--generate needs --model lm" "$bench" --model encoder --generate 8
+
+# --- numbers are decimal, everywhere ---------------------------------------------------------
+bad steps-exponent        "--steps: expected a whole number in decimal digits, got 1e1" "${T[@]}" --steps 1e1
+bad steps-hex             "--steps: expected a number from 1 to 1000000000000, got 0x10" "${T[@]}" --steps 0x10
+bad d-model-hex           "--d-model: expected a number from 1 to 65536, got 0x20" "${T[@]}" --d-model 0x20
+bad lr-hex-float          "--lr: expected a number above 0 and at most 10, got 0x1p-3" "${T[@]}" --lr 0x1p-3
+bad seed-exponent         "--seed: expected a whole number (0 or more) in decimal digits, got 1e3" "${T[@]}" --seed 1e3
+bad sample-length-exponent "--length: expected a whole number in decimal digits, got 1e2" "${S[@]}" --length 1e2
+bad threads-fraction      "--threads: expected a whole number in decimal digits, got 1.5" "${S[@]}" --threads 1.5
+bad env-threads-text      "CTRAX_NUM_THREADS: expected a whole number from 1 to 1024 in decimal digits, got 'abc'" env CTRAX_NUM_THREADS=abc "${S[@]}"
+bad env-threads-negative  "CTRAX_NUM_THREADS: expected a whole number from 1 to 1024 in decimal digits, got '-1'" env CTRAX_NUM_THREADS=-1 "${S[@]}"
+bad env-threads-hex       "CTRAX_NUM_THREADS: expected a whole number from 1 to 1024 in decimal digits, got '0x4'" env CTRAX_NUM_THREADS=0x4 "${S[@]}"
+bad env-threads-exponent  "CTRAX_NUM_THREADS: expected a whole number from 1 to 1024 in decimal digits, got '1e3'" env CTRAX_NUM_THREADS=1e3 "$lm" train --out new --data text.txt
+bad env-threads-bench     "CTRAX_NUM_THREADS: expected a whole number from 1 to 1024" env CTRAX_NUM_THREADS=abc "$bench" --bandwidth --bandwidth-mb 1
+
+# --- flags the chosen model or tokenizer does not read ----------------------------------------
+bad rnnlm-positions       "--positions: applies to --model transformer only (here: --model rnnlm)" "${T[@]}" --model rnnlm --positions rotary
+bad rnnlm-norm            "--norm: applies to --model transformer only (here: --model rnnlm)" "${T[@]}" --model rnnlm --norm post
+bad rnnlm-n-heads         "--n-heads: applies to --model transformer only (here: --model rnnlm)" "${T[@]}" --model rnnlm --n-heads 7
+bad grulm-dropout         "--dropout: applies to --model transformer or rnnlm only (here: --model grulm)" "${T[@]}" --model grulm --dropout 0.1
+bad char-vocab-size       "--vocab-size: applies to --tokenizer sentencepiece only (here: --tokenizer char)" "${T[@]}" --tokenizer char --vocab-size 50
+bad lstm-d-ff             "--d-ff: applies to --model transformer only (here: --model lstm)" "$translate" train --data m30k --out tnew --model lstm --d-ff 999
+bad lstm-positions        "--positions: applies to --model transformer only (here: --model lstm)" "$translate" train --data m30k --out tnew --model lstm --positions learned
+
+# --- bench_train: every flag in range, and only with its mode ------------------------------
+bad bench-steps-negative  "--steps: expected a number from 1 to 1000000, got -1" "$bench" --steps -1
+bad bench-steps-0         "--steps: expected a number from 1 to 1000000, got 0" "$bench" --steps 0
+bad bench-warmup-negative "--warmup: expected a number from 0 to 1000000, got -5" "$bench" --warmup -5
+bad bench-threads-negative "--threads: expected a number from 0 to 256, got -3" "$bench" --threads -3
+bad bench-generate-negative "--generate: expected a number from 1 to 1000000, got -4" "$bench" --generate -4
+bad bench-gen-batch-0     "--gen-batch: expected a number from 1 to 4096, got 0" "$bench" --generate 8 --gen-batch 0
+bad bench-beams-0         "--beams: expected a number from 1 to 256, got 0" "$bench" --generate 8 --beams 0
+bad bench-gen-batch-alone "--gen-batch requires --generate" "$bench" --gen-batch 2
+bad bench-bandwidth-nan   "--bandwidth-mb: expected a number from 1 to 65536, got nan" "$bench" --bandwidth --bandwidth-mb nan
+bad bench-engine-reps     "--reps: expected a number from 1 to 1000000, got x" "$engine" --reps x
+
+# --- a run is bound to its data --------------------------------------------------------------
+echo "one more line" >>changing.txt
+bad data-changed          "changing.txt: the data changed since this run began" "$lm" train --out lmchange --steps 4
+echo "another file" >corpus/b.txt
+bad data-new-file         "new file: b.txt" "$lm" train --out lmcorpus --steps 4
+bad data-is-out           "overlap: a run would read its own directory" "$lm" train --data lmrun --out lmrun --steps 4
+bad data-contains-out     "overlap: a run would read its own directory" "$lm" train --data corpus --out corpus/run
+bad data-dev-zero         "/dev/zero: not a regular file (a device, pipe or socket), expected a file" "$lm" train --data /dev/zero --out zrun
+mkfifo fifo.txt
+bad data-fifo             "fifo.txt: not a regular file" "$lm" train --data fifo.txt --out frun
+
+# --- tokenizer, model and program bound to each other --------------------------------------
+cp -r srun sswap; rm -f sswap/.lock; cp srun2/spm.model sswap/spm.model
+bad spm-swapped           "sswap/spm.model is not the vocabulary sswap/model.safetensors was trained with" "$sentiment" predict --out sswap "Fine."
+bad spm-swapped-resume    "sswap/spm.model is not the vocabulary" "$sentiment" train --out sswap --data imdb --steps 4
+bad task-translate-as-chatbot "trun/model.safetensors was trained by \`translate\`; this is \`chatbot\`" "$chatbot" ask --out trun "hello"
+bad task-chatbot-as-translate "crun/model.safetensors was trained by \`chatbot\`; this is \`translate\`" "$translate" translate --out crun "hello"
+bad task-lm-as-sentiment  "lmrun/model.safetensors was trained by \`lm\`; this is \`sentiment\`" "$sentiment" predict --out lmrun "Fine."
+bad task-resume-other     "lmrun/run.json holds a \`lm\` run; this is \`sentiment\`" "$sentiment" train --out lmrun --data imdb
+
+# --- endless inputs, and files that are not files -------------------------------------------
+fresh z1; rm -f z1/model.safetensors z1/best.safetensors; ln -s /dev/zero z1/model.safetensors
+bad checkpoint-dev-zero   "z1/model.safetensors: not a regular file" "$lm" sample --out z1
+fresh z2; rm -f z2/model.safetensors z2/best.safetensors; mkdir z2/model.safetensors
+bad checkpoint-directory  "z2/model.safetensors: not a regular file" "$lm" sample --out z2
+cp -r srun z3; rm -f z3/.lock z3/spm.model; mkdir z3/spm.model
+bad spm-directory         "z3/spm.model: not a regular file" "$sentiment" predict --out z3 "Fine."
+bad chat-dev-zero         "standard input, line 1: longer than 65536 bytes" sh -c "exec \"$chatbot\" chat --out crun </dev/zero"
+
+# --- CSV strictly, and messages that name the cause ------------------------------------------
+bad csv-stray-quote       "qa_stray.csv:6: expected a comma or a line end after the quoted field" "${ST[@]}" --data qa_stray.csv
+bad csv-quote-inside      "qa_inner.csv:8: a quote inside an unquoted field" "${ST[@]}" --data qa_inner.csv
+bad tsv-huge-label        "hugelabel/train.tsv:9: expected a label from 0 to 9999, got 999999999" "${ST[@]}" --data hugelabel
+bad lm-eval-length        "--length 64 exceeds the model's --max-len 16" "$lm" eval --out lmrun --data text.txt --length 64
+bad chatbot-held-out-tiny "--held-out 1e-09 holds out 0 of the 120 pairs" "$chatbot" train --data qa.csv --out cnew --held-out 0.000000001 "${tiny[@]}"
+bad inspect-vocab-0       "--vocab-size: expected a number from 2 to 1000000, got 0" "$inspect" TransformerLM --vocab-size 0
+bad inspect-classes-negative "--n-classes: expected a number from 2 to 1000000, got -1" "$inspect" TransformerEncoder --n-classes -1
 
 echo "$passed passed, $failed failed (bad-input catalogue)"
 [ "$failed" -eq 0 ]

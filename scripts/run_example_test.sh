@@ -76,9 +76,18 @@ lm)
     expect "budget: the next 5 steps took .* minutes (the first .*, with the start-up): the schedule is planned for" "$tmp/log"
     planned=$(sed -n 's/.*the schedule is planned for \([0-9]*\).*/\1/p' "$tmp/log" | tail -1)
     # At this size a stretch takes milliseconds and varies: the budget may end a stretch short.
-    grep -Eq "trained $planned steps in this run|at step [0-9]+ of $planned " "$tmp/log" || { cat "$tmp/log"; fail "ran to a plan other than $planned"; }
+    grep -Eq "trained $planned steps in this run \(steps 1 to $planned,|at step [0-9]+ of $planned " "$tmp/log" || { cat "$tmp/log"; fail "ran to a plan other than $planned"; }
     "$exe" train --out "$tmp/budget" --minutes 0.05 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "resume of a budgeted run"; }
-    grep -Eq "already trained $planned of $planned steps|trained $planned steps in this run" "$tmp/log" || { cat "$tmp/log"; fail "the resume did not continue to the stored plan $planned"; }
+    grep -Eq "already trained $planned of $planned steps|trained [0-9]+ steps in this run \(steps [0-9]+ to $planned," "$tmp/log" || { cat "$tmp/log"; fail "the resume did not continue to the stored plan $planned"; }
+    # A budget smaller than one stretch still trains one (nothing to judge by before it) and ends on
+    # a checkpoint; each rerun trains one more; the bare rerun keeps --eval-every; the last line
+    # counts this run's steps, not the run's.
+    "$exe" train --out "$tmp/tiny_budget" --minutes 0.000000001 --steps 9 --eval-every 3 --max-len 16 "${tiny[@]}" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "train with a budget below one stretch"; }
+    expect "time limit: stopped after .* at step 3 of 9" "$tmp/log"
+    "$exe" train --out "$tmp/tiny_budget" --minutes 0.000000001 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "rerun with a budget below one stretch"; }
+    expect "time limit: stopped after .* at step 6 of 9" "$tmp/log"
+    "$exe" train --out "$tmp/tiny_budget" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "bare resume"; }
+    expect "trained 3 steps in this run (steps 7 to 9," "$tmp/log"
     # Every head's attention on a text (here through rotary positions): a line per head, and maps
     # whose rows sum to 1 with nothing above the diagonal.
     "$exe" attention --out "$tmp/rotary" --threads 1 --json "$tmp/att.json" "The cat" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "attention"; }

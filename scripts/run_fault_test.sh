@@ -4,6 +4,7 @@
 #      one that was never killed;
 #   2. Ctrl-C: the step finishes, a checkpoint is written, exit status 130; a second trainer on
 #      the same directory meanwhile is refused; resuming ends as the straight run;
+#   4. (run before 2) resuming on another --threads: the same weights, bit for bit;
 #   3. a full disk while resuming: the resume fails with the system's reason and metrics.jsonl and
 #      best.safetensors stay as they were (a small tmpfs when this user may mount one, else a file
 #      size limit, `ulimit -f`, which fails writes the same way).
@@ -47,6 +48,38 @@ for attempt in 1 2 3; do
   [ "$(final killed $N)" = "$(final straight $N)" ] || fail "killed at a random moment and resumed, attempt $attempt: the run differs"
   [ "$(grep -c "\"step\":$N,\"split\":\"eval\",\"name\":\"loss\"" killed/metrics.jsonl)" = 1 ] || fail "duplicated metrics after resume"
 done
+
+# 4. Another thread count on resume: training's numbers do not depend on it (runtime.hpp, FIXED
+# PARTS), so a run trained on 1 thread, killed, and resumed on 3 ends with the same weights and
+# optimizer slots, bit for bit. A model large enough that its products, layer norms and attention
+# are cut into parts (the tiny one above runs every op whole).
+same_tensors() {  # same_tensors A.safetensors B.safetensors: every tensor's bytes equal
+  python3 - "$1" "$2" <<'PY'
+import json, struct, sys
+def tensors(path):
+    b = open(path, 'rb').read(); n = struct.unpack('<Q', b[:8])[0]; h = json.loads(b[8:8 + n])
+    return {k: b[8 + n + v['data_offsets'][0]:8 + n + v['data_offsets'][1]] for k, v in h.items() if k != '__metadata__'}
+a, b = tensors(sys.argv[1]), tensors(sys.argv[2])
+differ = [k for k in a if a[k] != b.get(k)]
+if differ or a.keys() != b.keys():
+    print(f"{len(differ)} of {len(a)} tensors differ, e.g. {differ[:3]}"); sys.exit(1)
+PY
+}
+big=(--data text.txt --max-len 32 --d-model 64 --d-ff 256 --n-layers 2 --n-heads 4 --batch-size 16 --threads 1
+     --schedule rsqrt --dropout 0.1 --seed 5)
+N2=120
+"$lm" train --out threads1 --steps $N2 --eval-every 20 "${big[@]}" >threads1.log 2>&1 || { cat threads1.log; fail "run on 1 thread"; }
+"$lm" train --out threads13 --steps 60 --eval-every 20 "${big[@]}" >threads13.log 2>&1 || { cat threads13.log; fail "first half on 1 thread"; }
+"$lm" train --out threads13 --steps $N2 --threads 3 >threads13.log 2>&1 || { cat threads13.log; fail "resume on 3 threads"; }
+same_tensors threads1/model.safetensors threads13/model.safetensors || fail "resumed on 3 threads: the weights differ from the run on 1"
+rm -rf threads13
+"$lm" train --out threads13 --steps $N2 --eval-every 20 "${big[@]}" >threads13.log 2>&1 &
+pid=$!
+sleep 0.$((3 + RANDOM % 5))
+kill -9 "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+"$lm" train --out threads13 --steps $N2 --threads 2 >threads13.log 2>&1 || { cat threads13.log; fail "resume on 2 threads after kill -9"; }
+same_tensors threads1/model.safetensors threads13/model.safetensors || fail "killed, resumed on 2 threads: the weights differ from the run on 1"
 
 # 2. Ctrl-C, and a second trainer meanwhile.
 rm -rf interrupted

@@ -22,9 +22,9 @@ if [ ! -f "$asan_build/build.ninja" ]; then
     -Db_sanitize=address,undefined -Db_lundef=false -Dmpi=disabled \
     >"$count_log" 2>&1 || count "sanitizer setup" 0 1 "" $SECONDS
 fi
-# Only what runs here: the test suites and the programs the catalogue drives (three examples, bench_train).
+# Only what runs here: the test suites and the programs the catalogue drives (five examples, two benchmarks).
 asan_targets=$(ninja -C "$asan_build" -t targets all 2>/dev/null |
-               grep -E "^(tests/test_[a-z_]+|examples/(lm|sentiment|translate)|bench/bench_train): " | cut -d: -f1)
+               grep -E "^(tests/test_[a-z_]+|examples/(lm|sentiment|translate|chatbot|inspect)|bench/bench_(train|engine)): " | cut -d: -f1)
 if ninja -C "$asan_build" $asan_targets >"$count_log" 2>&1; then
   # halt_on_error: a UB report fails the test instead of printing and going on.
   # allocator_may_return_null: a failed huge allocation returns null (ctrax then throws its
