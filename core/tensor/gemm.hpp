@@ -1,8 +1,9 @@
 // ctrax/core/tensor/gemm.hpp — the one door to BLAS (internal to core/tensor; not public API).
 //
 // ONE THREAD POOL. OpenBLAS runs single-threaded, always; ctrax parallelises with OpenMP:
-//   - one large product is cut into num_threads() blocks of rows (or of columns, when the
-//     result is wide and short) and each thread runs sgemm on its block;
+//   - one large product is cut into 2 or 4 blocks of rows (or of columns, when the result is
+//     wide and short), by its size alone (runtime.hpp, FIXED PARTS: the same bits on any number
+//     of threads), and the threads share the blocks, each running sgemm on its own;
 //   - many small products (attention heads) run side by side, one per thread.
 // Two pools (OpenBLAS's pthreads and OpenMP's) each spin-wait after their work and steal the
 // other's core: on 2 cores a sizeable share of a Transformer step (docs/11_performance.md). With one

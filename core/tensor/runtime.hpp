@@ -10,8 +10,8 @@
 //   - num_threads() is read from CTRAX_NUM_THREADS (default: all cores) at start-up, and
 //     changeable with set_num_threads();
 //   - OpenBLAS is set to one thread at start-up (and the worker threads it started when it loaded
-//     are stopped); a large GEMM is cut into num_threads() blocks,
-//     one per OpenMP thread (gemm.hpp); a batch of small GEMMs runs one product per thread;
+//     are stopped); a large GEMM is cut into blocks fixed by its size, shared by the OpenMP
+//     threads (gemm.hpp, FIXED PARTS below); a batch of small GEMMs runs one product per thread;
 //   - ctrax's other parallel loops (attention slices, dropout masks) use the same threads.
 //
 // MEMORY. Fresh pages are slow on first touch (docs/11_performance.md), and a training step
@@ -124,13 +124,12 @@ void parallel_parts(std::int64_t n_parts, F&& body) {
   });
 }
 
-// How many parts to cut an extent of work into: 1 below `min_extent`, else 2, 4 or 8 as the extent
-// reaches 16 and 64 times `min_extent` — even, so two threads share the parts evenly, and few, so
-// each part stays a product worth its call.
+// How many parts to cut an extent of work into: 1 below `min_extent`, else 2, or 4 from 16 times
+// `min_extent` — even, so two threads share the parts evenly, and few, so each part stays a product
+// worth its call (each part repacks its operands: docs/11_performance.md measures 4 against 8).
 inline std::int64_t fixed_parts(std::int64_t extent, std::int64_t min_extent) {
   if (extent < min_extent) return 1;
-  if (extent < 16 * min_extent) return 2;
-  return extent < 64 * min_extent ? 4 : 8;
+  return extent < 16 * min_extent ? 2 : 4;
 }
 
 }  // namespace ctrax
