@@ -451,15 +451,14 @@ std::shared_ptr<io::RunLock> settle_run(CLI::App& cmd, TrainFlags& t) {
       for (const auto& [flag, v] : definition.at("flags").items()) stored[flag] = v.is_string() ? v.get<std::string>() : v.dump();
     else
       stored = stored_flags(cmd, t.out);
-    // How the run was last trained: taken when not given, and free to change.
-    if (!definition.is_null() && definition.contains("settings") && definition.at("settings").is_object())
-      for (const auto& [flag, v] : definition.at("settings").items()) {
-        CLI::Option* o = cmd.get_option_no_throw(flag);
-        if (o && o->count() == 0 && flag == "--eval-every" && v.is_string()) {
-          o->add_result(v.get<std::string>());
-          o->run_callback();
-        }
-      }
+    // How often the run saves: taken when not given, and free to change.
+    CLI::Option* eval_every = cmd.get_option_no_throw("--eval-every");
+    if (eval_every && eval_every->count() == 0 && !definition.is_null() && definition.contains("settings") &&
+        definition.at("settings").is_object() && definition.at("settings").contains("--eval-every") &&
+        definition.at("settings").at("--eval-every").is_string()) {
+      eval_every->add_result(definition.at("settings").at("--eval-every").get<std::string>());
+      eval_every->run_callback();
+    }
     std::vector<std::string> differences;
     for (const auto& [flag, value] : stored) {
       CLI::Option* o = cmd.get_option_no_throw(flag);
@@ -510,7 +509,8 @@ std::shared_ptr<io::RunLock> settle_run(CLI::App& cmd, TrainFlags& t) {
   const std::string kernels_note = blas::kernels_note(kernels);
   if (!kernels_note.empty()) fmt::print("{}\n", kernels_note);
   // The run's definition, on the disk before any long step (a vocabulary to learn, a first stretch):
-  // a run killed before its first checkpoint resumes as itself.
+  // a run killed before its first checkpoint resumes as itself. Every process has read the old one.
+  t.comm->barrier();
   if (t.comm->rank() == 0) {
     const CLI::Option* eval_every = cmd.get_option_no_throw("--eval-every");
     json record = {{"task", t.task}, {"flags", flags}, {"data", fingerprint},
