@@ -91,6 +91,7 @@ int main(int argc, char** argv) {
   app.add_option("--reps", reps, "timed repetitions")->capture_default_str()->check(examples::number_in(1, 1e6));
   examples::decimal_numbers(app);
   CLI11_PARSE(app, argc, argv);
+  configure_process();
   if (const std::string note = blas::kernels_note(blas::check_kernels()); !note.empty()) fmt::print(stderr, "{}\n", note);
   fmt::print("threads: {}\n", num_threads());
   bench_matmul(reps, 512, 512, 512);

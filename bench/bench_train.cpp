@@ -119,6 +119,7 @@ int main(int argc, char** argv) try {
   decimal_numbers(app);
   CLI11_PARSE(app, argc, argv);
   threads_from_environment();   // refuses a CTRAX_NUM_THREADS that is not a count
+  configure_process();
   if (threads > 0) set_num_threads(threads);
   // A benchmark's figures mean little on kernels narrower than the CPU's: say so first.
   if (const std::string note = blas::kernels_note(blas::check_kernels()); !note.empty()) fmt::print(stderr, "{}\n", note);
@@ -149,7 +150,7 @@ int main(int argc, char** argv) try {
     for (int rep = 0; rep < passes; ++rep) {
       const auto t0 = Clock::now();
       std::uint32_t total = 0;
-#pragma omp parallel for reduction(+ : total) schedule(static)
+#pragma omp parallel for reduction(+ : total) schedule(static) num_threads(num_threads())
       for (std::int64_t i = 0; i < static_cast<std::int64_t>(n); ++i) total += a[static_cast<std::size_t>(i)];
       const double ms = ms_since(t0);
       if (total != static_cast<std::uint32_t>(n)) throw std::logic_error("bandwidth: wrong sum");

@@ -18,6 +18,7 @@
 
 #include "core/tensor/blas_kernels.hpp"
 #include "core/tensor/ops.hpp"
+#include "core/tensor/runtime.hpp"
 #include "examples/flags.hpp"
 #include "core/layer/serial.hpp"
 #include "core/train/adam.hpp"
@@ -34,6 +35,7 @@ int main(int argc, char** argv) {
   app.add_option("--reps", reps, "timed repetitions")->capture_default_str()->check(examples::number_in(1, 1e6));
   examples::decimal_numbers(app);
   CLI11_PARSE(app, argc, argv);
+  configure_process();
   if (const std::string note = blas::kernels_note(blas::check_kernels()); !note.empty()) fmt::print(stderr, "{}\n", note);
   const std::int64_t V = 256, B = 16, L = 128, n_layers = 4;
   TransformerConfig c{.d_model = 256, .d_ff = 1024, .n_layers = n_layers, .n_heads = 4,

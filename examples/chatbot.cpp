@@ -63,9 +63,9 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
              tok->vocab_size());
   examples::train_seq2seq(std::move(lock), m, t, *tok, train_pairs, val_pairs,
                           fmt::format(R"({{"vocab_size": {}, "held_out": {}}})", tok->vocab_size(), held_out),
-                          // Measured: held-out loss is lowest at step 3,000 of 6,000 and then rises
-                          // (11k pairs are learned by heart) while token accuracy keeps rising to the
-                          // end, and the later model answers better; so the best is by accuracy.
+                          // Held-out loss is lowest halfway and then rises (the pairs are learned by
+                          // heart) while token accuracy keeps rising, and the later model answers
+                          // better (docs/10_real_data.md); so the best is by accuracy.
                           examples::KeepBest{.metric = "accuracy"});
   return 0;
 }

@@ -639,6 +639,7 @@ void train_until(train::Loop& loop, const TrainFlags& t, const std::optional<Kee
 int run_main(const char* program, const std::function<int()>& body) {
   try {
     threads_from_environment();   // a CTRAX_NUM_THREADS that is not a count is refused, not ignored
+    configure_process();          // the settings ctrax's speed is measured with (runtime.hpp)
     return body();
   } catch (const Stopped& e) {
     std::fflush(stdout);

@@ -180,7 +180,8 @@ struct Stopped : std::runtime_error {
   Stopped(const std::string& what, int sig) : std::runtime_error(what), signal(sig) {}
 };
 
-// A command's main body: any exception is printed as "<program>: <what>" with exit status 1;
+// A command's main body, after configure_process (core/tensor/runtime.hpp): any exception is
+// printed as "<program>: <what>" with exit status 1;
 // Stopped exits with 128 + the signal's number, as a shell reports a process the signal ended.
 int run_main(const char* program, const std::function<int()>& body);
 

@@ -26,7 +26,7 @@
 // is the test split `eval` reads (the same 10% for every run: the split does not depend on --seed).
 //
 //   build/examples/sentiment train --data ../shared/data/chatbot_ko/ChatbotData.csv.gz --out runs/topic
-//       --max-len 64 --vocab-size 8000          (one command; test accuracy 81.05%, docs chapter 10)
+//       --max-len 64 --vocab-size 8000          (one command; its test accuracy is in docs chapter 10)
 //   build/examples/sentiment eval --data ../shared/data/chatbot_ko/ChatbotData.csv.gz --out runs/topic
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -275,15 +275,13 @@ int main(int argc, char** argv) {
                "labelled text (label<TAB>text files, a Q,A,label CSV)."};
   app.require_subcommand(1);
 
-  // Defaults as measured: README "Train on real data". lr 3e-3 (not 1e-3): the token embeddings
-  // start ~8x smaller than the positional encodings (Trax's initialisers) and Adam grows them by
-  // about lr per step, so at 1e-3 accuracy stayed at 50% for ~700 steps, at 3e-3 for ~350.
+  // Defaults as measured (README "Train on real data", docs/10_real_data.md). lr 3e-3, not 1e-3:
+  // the token embeddings start much smaller than the positional encodings (Trax's initialisers)
+  // and Adam grows them by about lr per step, so a smaller rate stays at chance for longer.
   examples::ModelFlags m{.arch = {.d_model = 128, .d_ff = 256, .n_layers = 2, .n_heads = 4, .max_len = 512, .dropout = 0.1}};
-  // Schedule rsqrt (TrainFlags' default), not lm's cosine: with the cosine (and --head 128)
-  // held-out accuracy was 87.0% at best against 88.6% — the rate stays high longer and the
-  // 2-layer model fits the 24,000 reviews before it cools down (docs/10_real_data.md).
-  // Test accuracy: head only 87.2%; head 128 + tail 384 87.8%; and with weight averaging
-  // (--ema 0.999) 88.4% (docs/10_real_data.md).
+  // Schedule rsqrt (TrainFlags' default), not lm's cosine: under the cosine the rate stays high
+  // longer and the 2-layer model fits the training reviews before it cools down; head + tail and
+  // weight averaging (--ema) each added accuracy (docs/10_real_data.md compares them).
   examples::TrainFlags t{.batch_size = 32, .steps = 3000, .warmup = 100, .eval_every = 200, .lr = 3e-3,
                          .ema = 0.999, .out = "runs/imdb"};
   std::int64_t vocab_size = 16000, head = -1;

@@ -155,11 +155,10 @@ int main(int argc, char** argv) {
   CLI::App app{"Translate English to German with an encoder-decoder Transformer (Multi30k)."};
   app.require_subcommand(1);
 
-  // Defaults as measured (README): 7,000 steps in 58.8 minutes on 2 cores (`--minutes 60`), test
-  // BLEU 27.2 greedy, 29.0 with 4 beams. lr 2e-3 (the pre-norm model is stable there; 1e-3 was 0.1
-  // nats behind at step 1,000). Schedule rsqrt (TrainFlags' default): the cosine at the same peak
-  // kept the rate high for longer and was far behind (validation loss 2.81 at step 4,500 against
-  // 2.40; docs/10_real_data.md). No weight averaging: --ema 0.999 lowered BLEU (docs/10_real_data.md).
+  // Defaults as measured (README "Train on real data": the hour holds 7,000 steps on 2 cores).
+  // lr 2e-3: the pre-norm model is stable there, and 1e-3 learned slower. Schedule rsqrt
+  // (TrainFlags' default): the cosine at the same peak kept the rate high for longer and was far
+  // behind. No weight averaging: --ema lowered BLEU (docs/10_real_data.md has each comparison).
   examples::ModelFlags m{.arch = {.d_model = 256, .d_ff = 1024, .n_layers = 3, .n_heads = 4, .max_len = 128, .dropout = 0.1}};
   examples::TrainFlags t{.batch_size = 64, .steps = 7000, .warmup = 400, .eval_every = 500, .lr = 2e-3, .out = "runs/multi30k"};
   std::int64_t vocab_size = 8000, limit = 0;

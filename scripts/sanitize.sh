@@ -14,11 +14,12 @@ fi
 asan_build=build-asan
 if [ ! -f "$asan_build/build.ninja" ]; then
   # -Db_lundef=false: the sanitizer runtimes resolve some symbols at load time (meson's default
-  # -Wl,--no-undefined would refuse them). -O1 -g1 (line tables): stack traces with file:line, and
-  # a build of 6 minutes on 2 cores where -O3 -g took over 20; the suites then run in ~30 s.
+  # -Wl,--no-undefined would refuse them). -O0 -g1 (line tables): stack traces with file:line, and
+  # the shortest build — on 2 cores the build, not the runs, is most of this pass (-O1 compiled
+  # the examples' command-line code 2.3x slower for runs a little faster).
   # -Dmpi=disabled: no suite here starts MPI (tests/dist/mpi_check runs under mpirun in the main
   # build), and Open MPI's own start-up allocations would be reported as leaks.
-  meson setup "$asan_build" --buildtype=plain -Doptimization=1 -Dcpp_args=-g1 \
+  meson setup "$asan_build" --buildtype=plain -Doptimization=0 -Dcpp_args=-g1 \
     -Db_sanitize=address,undefined -Db_lundef=false -Dmpi=disabled \
     >"$count_log" 2>&1 || count "sanitizer setup" 0 1 "" $SECONDS
 fi

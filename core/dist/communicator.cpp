@@ -91,9 +91,6 @@ std::shared_ptr<Communicator> single_process() { return std::make_shared<SingleP
 
 #ifdef CTRAX_HAVE_MPI
 std::shared_ptr<Communicator> mpi_communicator();   // mpi_communicator.cpp
-bool built_with_mpi() { return true; }
-#else
-bool built_with_mpi() { return false; }
 #endif
 
 std::shared_ptr<Communicator> make_communicator() {

@@ -72,7 +72,4 @@ std::shared_ptr<Communicator> make_communicator();
 // The single-process communicator (also what make_communicator() returns without mpirun).
 std::shared_ptr<Communicator> single_process();
 
-// True when this build of ctrax can talk MPI (meson found it).
-bool built_with_mpi();
-
 }  // namespace ctrax::dist

@@ -275,11 +275,6 @@ std::vector<std::pair<std::string, Tensor>> Layer::named_tensors(bool state) con
 
 std::vector<std::pair<std::string, Tensor>> Layer::named_state() const { return named_tensors(true); }
 
-void Layer::for_each_state(const std::function<void(Tensor&)>& f) {
-  std::unordered_set<const Layer*> seen;
-  visit_tensors(true, nullptr, seen, [&](const std::string&, Tensor& s) { f(s); });
-}
-
 void Layer::reorder_rows(const std::vector<std::int64_t>& parent) {
   std::unordered_set<const Layer*> seen;
   const std::function<void(Layer&)> visit = [&](Layer& layer) {

@@ -110,8 +110,6 @@ class Layer {
   // Every state tensor below this layer (KV caches, position counters, Cache's stored outputs),
   // depth-first like all_weights(), a shared layer's once, named "<path>/state<k>".
   std::vector<std::pair<std::string, Tensor>> named_state() const;
-  // Calls f on every state tensor (same order); f may replace it — decoding reorders beams so.
-  void for_each_state(const std::function<void(Tensor&)>& f);
   // Beam search: row r of every batch-major state below this layer becomes row parent[r]
   // (rows = parent.size(); a state whose leading axis is rows·H moves H slices a row). Each layer
   // moves its own state (reorder_own_rows), a shared layer's once; scalars (position counters)

@@ -120,7 +120,7 @@ class KeyExtents {
 
   // Query rows [i0, i0 + rows) of slice n: the blocks from block b on that share b's key extent
   // Le. They go through one product: no mask, or one without padding, makes a single L_q-row
-  // product, which BLAS runs ~15% faster than four 64-row ones. next_block follows the run.
+  // product, which BLAS runs faster than four 64-row ones. next_block follows the run.
   struct Run { std::int64_t i0, rows, Le, next_block; };
   Run run(std::int64_t n, std::int64_t b, std::int64_t Lq) const {
     const std::int64_t* e = of(n);

@@ -3,10 +3,10 @@
 // OpenBLAS (Debian builds it with DYNAMIC_ARCH) picks its kernels when the library loads, from the
 // CPU's family and model numbers. A CPU newer than the OpenBLAS release is not in its table, and
 // OpenBLAS 0.3.21 (Debian 12) then falls back to its generic "Prescott" (SSE3) kernels — even on
-// a CPU with AVX-512, and runs about 4× slower than its SkylakeX kernels there (the figures are
-// in docs/11_performance.md).
+// a CPU with AVX-512, and runs several times slower than its SkylakeX kernels there (the figures
+// are in docs/11_performance.md).
 //
-// A 4× slower framework with no message would be a silent wrong answer about speed, so ctrax
+// A framework several times slower with no message would be a silent wrong answer about speed, so ctrax
 // says so where speed matters — `inspect --blas`, the benchmarks, and once at the start of every
 // training run (its log and its run.json) — never at load and never on every command, naming the fix:
 //   export OPENBLAS_CORETYPE=SkylakeX        (CPUs with AVX-512; Haswell for AVX2 + FMA)

@@ -4,7 +4,7 @@
 // a few heads' scores), and frees it a moment later. Every tensor is 64-byte aligned
 // (tensor.cpp), and glibc serves aligned requests outside its fast per-thread cache: each one
 // walks the heap's bins, and each free merges neighbours back (_int_malloc, _int_free,
-// malloc_consolidate: ~5% of a decoding step in a profile). The same sizes come back every token,
+// malloc_consolidate: a visible share of a decoding step in a profile, docs/11_performance.md). The same sizes come back every token,
 // so each thread keeps the blocks it frees, by size, and hands them out again:
 //
 //   void* p = block_cache::acquire(1024);   // a freed 1,024-byte block if there is one, else new

@@ -4,7 +4,7 @@
 // lowered the clock of older Intel parts). Most loops here do not care (the dropout mask's hashing,
 // tried, ran no faster); one does, measured: the few-rows product kernel (gemm.cpp), whose 8 rows
 // × 2 accumulators take 32 registers at 256 bits and spill to the stack every step of k; at 512
-// bits they fit in 16 (8 decoded rows 1.1× faster).
+// bits they fit in 16 (docs/11_performance.md measures the difference).
 // CTRAX_FULL_WIDTH_VECTORS before such a function asks for 512-bit vectors in it alone. On CPUs
 // without AVX-512 it is empty.
 #pragma once

@@ -32,10 +32,10 @@ void gemm_call(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K,
 }
 
 // A few rows of C = A·B (2 ≤ M ≤ 8, neither transposed): decoding a batch or a beam. OpenBLAS's
-// sgemm first packs B into its panel layout — for 8 rows that copy costs more than the product,
-// ~3× this kernel (bench/run.sh M decode) — and 8 gemv calls stream B eight times. Here B is read
-// once, a panel of 2 vectors' width at a time, while MR × 2 accumulators stay in registers: 8 rows
-// cost ~3× one gemv, the FMA units' limit, where sgemm cost ~9×.
+// sgemm first packs B into its panel layout — for 8 rows that copy costs more than the product —
+// and 8 gemv calls stream B eight times. Here B is read once, a panel of 2 vectors' width at a
+// time, while MR × 2 accumulators stay in registers, so 8 rows cost what the FMA units allow, not
+// what copying B costs (docs/11_performance.md has the measurements).
 // Full-width vectors (full_width.hpp): at 256 bits the 8 × 2 accumulators spill.
 template <class T, int MR>
 CTRAX_FULL_WIDTH_VECTORS void few_rows_nn(std::int64_t N, std::int64_t K, T alpha, const T* A, std::int64_t lda, const T* B,

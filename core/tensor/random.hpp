@@ -47,7 +47,6 @@ class Rng {
   // shared along the batch axis is the same for every row).
   Rng with_rows(std::int64_t first, std::int64_t rows) const;
   Rng without_rows() const { return with_rows(0, 0); }
-  std::int64_t first_row() const { return first_row_; }
   std::int64_t rows() const { return rows_; }
 
   bool operator==(const Rng& other) const {

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <exception>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -17,44 +18,51 @@
 #endif
 
 // OpenBLAS's pthread build starts its own worker threads when it loads, before any code of ours
-// runs, and each spins on sched_yield for ~0.1 s before it sleeps (and again after any wake-up):
-// on 2 cores that takes a core from ctrax's threads at every start (a decoding benchmark ran ~8%
-// slower). ctrax never asks OpenBLAS for a second thread, so it stops them. Weak: other BLAS builds
-// (serial, OpenMP) have no such function, and then there is nothing to stop.
+// runs, and each spins on sched_yield for a while before it sleeps (and again after any wake-up):
+// on 2 cores that takes a core from ctrax's threads (docs/11_performance.md). Once configured,
+// ctrax never asks OpenBLAS for a second thread, so configure_process stops them. Weak: other BLAS
+// builds (serial, OpenMP) have no such function, and then there is nothing to stop.
 extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
 
 namespace ctrax {
 
 namespace {
 
-int g_num_threads = 1;
-
-void apply_num_threads(int n) {
-  g_num_threads = n;
-#ifdef _OPENMP
-  omp_set_num_threads(n);
-#endif
-}
-
-// The start-up settings of runtime.hpp, made once, before main.
-struct ProcessSettings {
-  ProcessSettings() {
-    mallopt(M_MMAP_THRESHOLD, 1 << 30);
-    mallopt(M_TRIM_THRESHOLD, 1 << 30);
-    openblas_set_num_threads(1);   // ctrax's OpenMP loops are the only pool (gemm.hpp)
-    if (blas_thread_shutdown_) blas_thread_shutdown_();
-    int n = 0;
+// ctrax's thread count: CTRAX_NUM_THREADS, else every core, read on first use (reading the
+// environment changes nothing); set_num_threads changes it. Only ctrax's own regions read it: each
+// names its team size (runtime.hpp), so the host's OpenMP setting is left as it is.
+std::atomic<int>& thread_count() {
+  static std::atomic<int> n = [] {
+    int from_env = 0;
     try {
-      n = threads_from_environment();
+      from_env = threads_from_environment();
     } catch (const std::invalid_argument&) {   // the programs refuse it (threads_from_environment)
     }
-    apply_num_threads(n > 0 ? n : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
-  }
-};
+    return from_env > 0 ? from_env : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }();
+  return n;
+}
 
-const ProcessSettings process_settings;
+std::atomic<bool> g_configured{false};
 
 }  // namespace
+
+void configure_process(const ProcessOptions& options) {
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    if (options.keep_freed_memory) {
+      mallopt(M_MMAP_THRESHOLD, 1 << 30);
+      mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    }
+    if (options.one_blas_thread) {
+      openblas_set_num_threads(1);   // ctrax's OpenMP loops are the only pool (gemm.hpp)
+      if (blas_thread_shutdown_) blas_thread_shutdown_();
+    }
+    g_configured = true;
+  });
+}
+
+bool process_configured() { return g_configured; }
 
 int threads_from_environment() {
   const char* env = std::getenv("CTRAX_NUM_THREADS");
@@ -68,13 +76,13 @@ int threads_from_environment() {
   return v;
 }
 
-int num_threads() { return g_num_threads; }
+int num_threads() { return thread_count().load(std::memory_order_relaxed); }
 
 void set_num_threads(int n) {
   // OpenMP's runtime crashes (not throws) when it cannot make the threads: 100,000 did.
   if (n > kMaxThreads)
     throw std::invalid_argument(fmt::format("set_num_threads({}): at most {} threads", n, kMaxThreads));
-  apply_num_threads(std::max(1, n));
+  thread_count() = std::max(1, n);
 }
 
 namespace {

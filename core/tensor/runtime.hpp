@@ -1,16 +1,18 @@
 // ctrax/core/tensor/runtime.hpp — what ctrax sets for the whole process, and when.
 //
-// Every process-wide setting is made ONCE, by a static initialiser in runtime.cpp, when the program
-// starts (before main); no getter changes anything. They are:
+// A library is a guest in its host's process: loading libctrax changes nothing. The settings below
+// are made ONCE, when a program asks — configure_process(), which the training Loop calls and the
+// example programs and benchmarks call at start; no getter changes anything. They are:
 //
 // THREADS. Two pools could fight over the cores: OpenBLAS's (inside every GEMM) and ctrax's own
 // parallel loops. On a 2-core machine letting both run oversubscribes (PyTorch does); even taking
 // turns, each pool's threads spin-wait after their work and steal the other's core
 // (docs/11_performance.md). So there is ONE pool, OpenMP's, and one number:
-//   - num_threads() is read from CTRAX_NUM_THREADS (default: all cores) at start-up, and
-//     changeable with set_num_threads();
-//   - OpenBLAS is set to one thread at start-up (and the worker threads it started when it loaded
-//     are stopped); a large GEMM is cut into blocks fixed by its size, shared by the OpenMP
+//   - num_threads() is read from CTRAX_NUM_THREADS (default: all cores) on first use, and
+//     changeable with set_num_threads(); ctrax's regions name their team size, so the host's own
+//     OpenMP setting (omp_set_num_threads) is not touched;
+//   - configure_process sets OpenBLAS to one thread (and stops the worker threads it started when it
+//     loaded); unconfigured, each BLAS call may use OpenBLAS's own threads too; a large GEMM is cut into blocks fixed by its size, shared by the OpenMP
 //     threads (gemm.hpp, FIXED PARTS below); a batch of small GEMMs runs one product per thread;
 //   - ctrax's other parallel loops (attention slices, dropout masks) use the same threads.
 //
@@ -33,6 +35,16 @@ namespace ctrax {
 
 inline constexpr int kMaxThreads = 1024;
 
+// What configure_process sets (both on by default, as MEMORY and THREADS above explain).
+struct ProcessOptions {
+  bool one_blas_thread = true;     // OpenBLAS on one thread, its idle workers stopped
+  bool keep_freed_memory = true;   // malloc keeps freed memory (M_MMAP/M_TRIM_THRESHOLD 1 GiB)
+};
+// Makes the process settings, once (later calls, whatever their options, do nothing). Thread-safe.
+void configure_process(const ProcessOptions& options = {});
+// True once configure_process has run.
+bool process_configured();
+
 int num_threads();             // the OpenMP thread count ctrax's parallel loops use
 // CTRAX_NUM_THREADS as a count, 0 when unset; anything but 1 to kMaxThreads in decimal digits
 // ("abc", "-1", "0x4", "1e3") throws std::invalid_argument naming the variable. Start-up then
@@ -44,12 +56,12 @@ void set_num_threads(int n);   // 1 <= n <= kMaxThreads (OpenBLAS stays at one)
 // (t = 0 … n−1; n may be smaller if the system gives fewer) and returns when all have. Everything parallel in
 // ctrax goes through here: parallel_chunks below, the products (gemm.hpp), attention's slices.
 //
-// ONE REGION PER TOKEN. Outside in_one_region, each parallel_team opens an OpenMP region: ~0.75 µs
-// to wake the other threads and wait for them (measured on 2 cores with the threads spinning).
-// Decoding one token runs ~30 such small steps: its 25 products alone took 259–264 µs so, 245–247
-// in one region (docs/11_performance.md). in_one_region(work) opens ONE region: thread 0 runs
-// work() — the layer graph, serially — while the other threads wait in a spin loop, and every
-// parallel_team inside work() hands its body to them through two atomic counters (~0.2 µs). A
+// ONE REGION PER TOKEN. Outside in_one_region, each parallel_team opens an OpenMP region, waking
+// the other threads and waiting for them; decoding one token runs ~30 such small steps, and
+// those wake-ups add up (docs/11_performance.md measures them). in_one_region(work) opens ONE
+// region: thread 0 runs work() — the layer graph, serially — while the other threads wait in a
+// spin loop, and every parallel_team inside work() hands its body to them through two atomic
+// counters, a fraction of a region's cost. A
 // parallel_team inside a body (nested) runs on its own thread alone, as nested OpenMP regions do.
 // The decoders open one per token (core/decode/sampling.hpp, next_token_log_probs).
 namespace detail {
@@ -88,7 +100,7 @@ void in_one_region(F&& work) {
 
 // THE PARALLEL LOOP. body(begin, end) runs over [0, n): cut into one contiguous chunk per thread
 // when `worth_it` (and there are threads), else as one chunk on this thread, with no OpenMP at
-// all — `#pragma omp parallel for if (false)` still builds a one-thread team (~0.2 µs and a heap
+// all — `#pragma omp parallel for if (false)` still builds a one-thread team (time and a heap
 // allocation), which each small op of each decoded token paid. Inside body, copy the scalars it
 // reads into locals: a store through a float pointer could, for all the compiler knows, change a
 // float captured by reference, and then the loop would not vectorise.

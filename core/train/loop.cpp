@@ -13,6 +13,7 @@
 #include "core/dist/gradient_buckets.hpp"
 #include "core/tensor/autodiff.hpp"
 #include "core/tensor/elementwise.hpp"
+#include "core/tensor/runtime.hpp"
 #include "core/tensor/shape_ops.hpp"
 #include "core/train/checkpoint.hpp"
 
@@ -56,6 +57,7 @@ Loop::Loop(LayerPtr model, std::vector<TrainTask> tasks, LoopOptions options)
                 !lead() || options_.output_dir.empty() ? "" : options_.output_dir + "/metrics.jsonl",
                 lead() ? options_.progress : Progress::off) {
   if (tasks_.empty()) throw std::invalid_argument("Loop: no training tasks");
+  configure_process();   // training is what the settings are for (runtime.hpp); asked for once
   for (std::size_t i = 0; i < tasks_.size(); ++i) {
     TrainTask& t = tasks_[i];
     if (!t.labeled_data || !t.loss_layer || !t.optimizer)

@@ -95,6 +95,7 @@ struct LoopOptions {
 
 class Loop {
  public:
+  // Makes the process settings (configure_process, core/tensor/runtime.hpp) if no one has.
   Loop(LayerPtr model, std::vector<TrainTask> tasks, LoopOptions options = {});
 
   // Trains n_steps more steps (fewer when stop_requested says so: then stopped() is true).
