@@ -4,29 +4,40 @@
 # accesses — each one fails the run with a stack trace.
 #   scripts/sanitize.sh      builds build-asan/ (g++, -Db_sanitize=address,undefined) and runs them;
 #                            ends with "N passed, N failed" like scripts/test.sh
-# scripts/test.sh sources it when CTRAX_SANITIZE=1, adding its counts to the same total; .ci/run
-# does (about 7 of CI's minutes).
-if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then   # run, not sourced
-  set -uo pipefail
-  cd "$(dirname "$0")/.."
-  source scripts/count_tests.sh
-fi
+# scripts/test.sh sources it when CTRAX_SANITIZE=1 (.ci/run does): it starts sanitize_build in the
+# background as soon as the main build is done — the main suites leave a core idle much of their
+# time — and calls sanitize_run after them, adding its counts to the same total.
 asan_build=build-asan
-if [ ! -f "$asan_build/build.ninja" ]; then
-  # -Db_lundef=false: the sanitizer runtimes resolve some symbols at load time (meson's default
-  # -Wl,--no-undefined would refuse them). -O0 -g1 (line tables): stack traces with file:line, and
-  # the shortest build — on 2 cores the build, not the runs, is most of this pass (-O1 compiled
-  # the examples' command-line code 2.3x slower for runs a little faster).
-  # -Dmpi=disabled: no suite here starts MPI (tests/dist/mpi_check runs under mpirun in the main
-  # build), and Open MPI's own start-up allocations would be reported as leaks.
-  meson setup "$asan_build" --buildtype=plain -Doptimization=0 -Dcpp_args=-g1 \
-    -Db_sanitize=address,undefined -Db_lundef=false -Dmpi=disabled \
-    >"$count_log" 2>&1 || count "sanitizer setup" 0 1 "" $SECONDS
-fi
-# Only what runs here: the test suites and the programs the catalogue drives (five examples, two benchmarks).
-asan_targets=$(ninja -C "$asan_build" -t targets all 2>/dev/null |
-               grep -E "^(tests/test_[a-z_]+|examples/(lm|sentiment|translate|chatbot|inspect)|bench/bench_(train|engine)): " | cut -d: -f1)
-if ninja -C "$asan_build" $asan_targets >"$count_log" 2>&1; then
+
+# Configures and compiles build-asan/: only what runs there, the test suites and the programs the
+# catalogue drives. Its output goes to stdout; the status is ninja's.
+sanitize_build() {
+  if [ ! -f "$asan_build/build.ninja" ]; then
+    # -Db_lundef=false: the sanitizer runtimes resolve some symbols at load time (meson's default
+    # -Wl,--no-undefined would refuse them). -O0 -g1 (line tables): stack traces with file:line, and
+    # the shortest build — on 2 cores the build, not the runs, is most of this pass (-O1 compiled
+    # the examples' command-line code 2.3x slower for runs a little faster).
+    # -Dmpi=disabled: no suite here starts MPI (tests/dist/mpi_check runs under mpirun in the main
+    # build), and Open MPI's own start-up allocations would be reported as leaks.
+    meson setup "$asan_build" --buildtype=plain -Doptimization=0 -Dcpp_args=-g1 \
+      -Db_sanitize=address,undefined -Db_lundef=false -Dmpi=disabled || return 1
+  fi
+  local targets
+  targets=$(ninja -C "$asan_build" -t targets all 2>/dev/null |
+            grep -E "^(tests/test_[a-z_]+|examples/(lm|sentiment|translate|chatbot|inspect)|bench/bench_(train|engine)): " |
+            cut -d: -f1)
+  # shellcheck disable=SC2086
+  ninja -C "$asan_build" $targets
+}
+
+# Runs every suite and the catalogue in build-asan/; BUILD_STATUS is sanitize_build's, its output
+# in BUILD_LOG (shown when it failed).
+sanitize_run() {  # sanitize_run BUILD_STATUS BUILD_LOG
+  if [ "$1" -ne 0 ]; then
+    tail -40 "$2" >"$count_log"
+    count "sanitizer build" 0 1 "" $SECONDS
+    return
+  fi
   # halt_on_error: a UB report fails the test instead of printing and going on.
   # allocator_may_return_null: a failed huge allocation returns null (ctrax then throws its
   # out-of-memory error, as without ASan) instead of aborting.
@@ -37,8 +48,15 @@ if ninja -C "$asan_build" $asan_targets >"$count_log" 2>&1; then
     [ -x "$exe" ] && [ -f "$exe" ] && run_suite "$exe" "ASan+UBSan"
   done
   run_catalogue "$asan_build" "ASan+UBSan"
-else
-  tail -40 "$count_log" >"$count_log.tail"; mv "$count_log.tail" "$count_log"
-  count "sanitizer build" 0 1 "" $SECONDS
+}
+
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then   # run, not sourced
+  set -uo pipefail
+  cd "$(dirname "$0")/.."
+  source scripts/count_tests.sh
+  build_log=$(mktemp)
+  sanitize_build >"$build_log" 2>&1
+  sanitize_run $? "$build_log"
+  rm -f "$build_log"
+  finish
 fi
-if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then finish; fi

@@ -10,6 +10,15 @@ scripts/setup.sh "$@" || { echo "0 passed, 1 failed"; exit 1; }
 source scripts/blas_env.sh   # OpenBLAS kernels that fit this CPU, if it does not recognise it
 source scripts/count_tests.sh
 
+# With CTRAX_SANITIZE=1 the sanitizer build starts now, beside the main suites (scripts/sanitize.sh).
+asan_pid=""
+if [ "${CTRAX_SANITIZE:-0}" = 1 ]; then
+  source scripts/sanitize.sh
+  asan_build_log=$(mktemp)
+  sanitize_build >"$asan_build_log" 2>&1 &
+  asan_pid=$!
+fi
+
 export OPENBLAS_NUM_THREADS=1 CTRAX_NUM_THREADS=2 OMP_NUM_THREADS=2
 for exe in build/tests/test_*; do
   [ -x "$exe" ] && [ -f "$exe" ] && run_suite "$exe"
@@ -21,7 +30,9 @@ done
 # The MPI communicator across two processes, when this build has MPI.
 if meson test -C build --list 2>/dev/null | grep -qx mpi; then run_meson_test build mpi; fi
 run_catalogue build
-if [ "${CTRAX_SANITIZE:-0}" = 1 ]; then
-  source scripts/sanitize.sh
+if [ -n "$asan_pid" ]; then
+  wait "$asan_pid"
+  sanitize_run $? "$asan_build_log"
+  rm -f "$asan_build_log"
 fi
 finish
