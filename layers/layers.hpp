@@ -1,7 +1,7 @@
 // ctrax/layers/layers.hpp — the layer library and the combinators in one include.
 //
 //   namespace tl = ctrax::layers;
-//   auto model = tl::Serial(tl::Embedding(256, 64), tl::CausalAttention(64, 4), tl::Dense(256));
+//   auto model = tl::Serial(tl::Embedding(256, 64), tl::CausalAttention(64, {.n_heads = 4}), tl::Dense(256));
 #pragma once
 
 #include "core/layer/combinators.hpp"

@@ -53,6 +53,7 @@ inline Tensor randn(const Shape& shape, std::uint64_t seed = 1) {
 }  // namespace ctrax::testing
 
 #include "core/layer/combinators.hpp"
+#include "core/layer/gradcheck.hpp"
 
 namespace ctrax::testing {
 
@@ -70,19 +71,10 @@ inline Tensor v(std::initializer_list<float> values) {
 
 namespace ctrax::testing {
 
-// The gradient check for a layer: with respect to its floating inputs AND every weight, all in
-// float64 (float32 weights are checked through float64 copies; the originals are restored).
+// The gradient check for a layer (core/layer/gradcheck.hpp): its floating inputs and every weight.
 inline void expect_layer_gradients(const LayerPtr& layer, const Stack& inputs) {
-  const auto weights = layer->all_weights();
-  const std::size_t n = inputs.size();
-  Stack all = inputs;
-  for (const Tensor& w : weights) all.push_back(w.to(DType::float64).detach());
-  expect_gradients(StackFn([layer, n](const Stack& s) {
-                     layer->bind_all_weights(Stack(s.begin() + static_cast<std::ptrdiff_t>(n), s.end()));
-                     return (*layer)(Stack(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(n)));
-                   }),
-                   all);
-  layer->bind_all_weights(weights);
+  const auto r = check_layer_gradients(layer, inputs);
+  CHECK_MESSAGE(r.ok, r.report);
 }
 
 // A language model that make(mode) builds reproduces, in predict mode, its eval-mode outputs for

@@ -104,7 +104,8 @@ class Layer {
   // checkpoint loading.
   void set_all_weights(const std::vector<Tensor>& values);
   // Makes the given tensors *be* the weights, in all_weights() order (no copy): the next forward
-  // computes with them, so gradients flow to them. Used by the layer gradient checker; returns
+  // computes with them, so gradients flow to them. Used by the layer gradient checker
+  // (core/layer/gradcheck.hpp); returns
   // the handles it replaced.
   std::vector<Tensor> bind_all_weights(const std::vector<Tensor>& handles);
   // Every state tensor below this layer (KV caches, position counters, Cache's stored outputs),
