@@ -1,9 +1,10 @@
-// ctrax/core/tensor/dispatch.hpp — internal: run a generic kernel for a runtime dtype.
+// ctrax/core/tensor/dispatch.hpp — run a generic kernel for a runtime dtype (the op-authoring kit).
 //
 //   dispatch_float(x.dtype(), [&]<class T>(T) { const T* p = x.data<T>(); ... });
 //
 // The lambda receives a value of the element type only to name it; kernels are written once as
-// templates over T and instantiated for the types each op supports. Not part of the public API.
+// templates over T and instantiated for the types each op supports. Public: an op of your own
+// for both float types needs it (docs/01_the_data_stack.md, "Writing your own op").
 #pragma once
 
 #include <cstdint>
