@@ -272,6 +272,33 @@ T value(const json& config, const std::string& out, const std::string& key) {
   }
 }
 
+// A stored value as text: a string as itself, anything else as JSON.
+std::string text_of(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+// Throws unless the checkpoint config `c` (of `file`) was trained by `task`; checkpoints older
+// than the "task" key pass. `hint` ends the message.
+void check_task(const json& c, const std::string& file, const std::string& task, const std::string& hint) {
+  if (c.contains("task") && c.at("task") != task)
+    throw std::runtime_error(fmt::format("{} was trained by `{}`; this is `{}`: {}", file, text_of(c.at("task")), task, hint));
+}
+
+// check_tokenizer, with the checkpoint's config already read (each read loads the whole file).
+void check_tokenizer_of(const std::string& out, const json& c) {
+  if (!c.contains("tokenizer_crc32")) return;   // older checkpoints, and byte-level runs
+  const std::string spm = spm_path(out);
+  if (!std::filesystem::exists(spm))
+    throw std::runtime_error(fmt::format("{}: no such SentencePiece model ({}/model.safetensors was trained with one)", spm, out));
+  if (!std::filesystem::is_regular_file(spm))
+    throw std::runtime_error(fmt::format("{}: not a regular file (a directory, device or pipe), expected a SentencePiece "
+                                         "model", spm));
+  const auto stored = value<std::uint32_t>(c, out, "tokenizer_crc32");
+  const std::uint32_t now = data::fingerprint(spm).at(0).crc32;
+  if (now != stored)
+    throw std::runtime_error(fmt::format("{} is not the vocabulary {}/model.safetensors was trained with (crc32 {:08x}, "
+                                         "the checkpoint's {:08x}): the ids would mean other pieces; restore the run's "
+                                         "spm.model", spm, out, now, stored));
+}
+
 }  // namespace
 
 ModelFlags model_flags_from(const std::string& out) {
@@ -341,13 +368,13 @@ std::map<std::string, std::string> stored_flags(const CLI::App& cmd, const std::
   const json c = stored_config(out);
   std::map<std::string, std::string> flags;
   if (c.contains("flags") && c.at("flags").is_object()) {
-    for (const auto& [flag, v] : c.at("flags").items()) flags[flag] = v.is_string() ? v.get<std::string>() : v.dump();
+    for (const auto& [flag, v] : c.at("flags").items()) flags[flag] = text_of(v);
     return flags;
   }
   for (const auto& [key, v] : c.items()) {
     std::string flag = "--" + key;
     std::replace(flag.begin(), flag.end(), '_', '-');
-    if (key != "vocab_size" && cmd.get_option_no_throw(flag)) flags[flag] = v.is_string() ? v.get<std::string>() : v.dump();
+    if (key != "vocab_size" && cmd.get_option_no_throw(flag)) flags[flag] = text_of(v);
   }
   flags["--seed"] = std::to_string(train::read_checkpoint_info(checkpoint_or_error(out)).seed);
   // sentiment checkpoints older than --head kept the start of long reviews only (--head 0).
@@ -438,17 +465,14 @@ std::shared_ptr<io::RunLock> settle_run(CLI::App& cmd, TrainFlags& t) {
   if (!definition.is_null() && definition.at("task") != t.task)
     throw std::runtime_error(fmt::format("{} holds a `{}` run; this is `{}`: give another --out",
                                          run_definition_path(t.out), definition.at("task").get<std::string>(), t.task));
-  if (checkpoint) {   // a checkpoint of another program (older runs have no run.json)
-    const json c = stored_config(t.out);
-    if (c.contains("task") && c.at("task") != t.task)
-      throw std::runtime_error(fmt::format("{} was trained by `{}`; this is `{}`: give another --out", *checkpoint,
-                                           c.at("task").is_string() ? c.at("task").get<std::string>() : c.at("task").dump(), t.task));
-  }
+  // The checkpoint's config, read once (reading it loads the whole file).
+  const json checkpoint_config = checkpoint ? stored_config(t.out) : json(nullptr);
+  if (checkpoint) check_task(checkpoint_config, *checkpoint, t.task, "give another --out");   // older runs have no run.json
   if (!definition.is_null() || checkpoint) {
     const std::string source = !definition.is_null() ? run_definition_path(t.out) : *checkpoint;
     std::map<std::string, std::string> stored;
     if (!definition.is_null())
-      for (const auto& [flag, v] : definition.at("flags").items()) stored[flag] = v.is_string() ? v.get<std::string>() : v.dump();
+      for (const auto& [flag, v] : definition.at("flags").items()) stored[flag] = text_of(v);
     else
       stored = stored_flags(cmd, t.out);
     // How often the run saves: taken when not given, and free to change.
@@ -522,14 +546,11 @@ std::shared_ptr<io::RunLock> settle_run(CLI::App& cmd, TrainFlags& t) {
   // The schedule's length: --steps when given, else the resumed run's own plan, else --steps' default.
   const CLI::Option* steps = cmd.get_option_no_throw("--steps");
   t.steps_given = steps && steps->count() > 0;
-  if (!t.steps_given && checkpoint) {
-    const json c = stored_config(t.out);
-    if (c.contains("planned_steps")) {
-      t.steps = value<std::int64_t>(c, t.out, "planned_steps");
-      if (t.steps < 1 || t.steps > 1'000'000'000'000)   // --steps' range
-        throw std::runtime_error(fmt::format("{}/model.safetensors: config's \"planned_steps\": expected a number from 1 "
-                                             "to 1000000000000, got {}", t.out, t.steps));
-    }
+  if (!t.steps_given && checkpoint && checkpoint_config.contains("planned_steps")) {
+    t.steps = value<std::int64_t>(checkpoint_config, t.out, "planned_steps");
+    if (t.steps < 1 || t.steps > 1'000'000'000'000)   // --steps' range
+      throw std::runtime_error(fmt::format("{}/model.safetensors: config's \"planned_steps\": expected a number from 1 "
+                                           "to 1000000000000, got {}", t.out, t.steps));
   }
   *t.planned_steps = t.steps;
   return lock;
@@ -652,30 +673,12 @@ int run_main(const char* program, const std::function<int()>& body) {
   }
 }
 
-void check_tokenizer(const std::string& out) {
-  const json c = stored_config(out);
-  if (!c.contains("tokenizer_crc32")) return;   // older checkpoints, and byte-level runs
-  const std::string spm = spm_path(out);
-  if (!std::filesystem::exists(spm))
-    throw std::runtime_error(fmt::format("{}: no such SentencePiece model ({}/model.safetensors was trained with one)", spm, out));
-  if (!std::filesystem::is_regular_file(spm))
-    throw std::runtime_error(fmt::format("{}: not a regular file (a directory, device or pipe), expected a SentencePiece "
-                                         "model", spm));
-  const auto stored = value<std::uint32_t>(c, out, "tokenizer_crc32");
-  const std::uint32_t now = data::fingerprint(spm).at(0).crc32;
-  if (now != stored)
-    throw std::runtime_error(fmt::format("{} is not the vocabulary {}/model.safetensors was trained with (crc32 {:08x}, "
-                                         "the checkpoint's {:08x}): the ids would mean other pieces; restore the run's "
-                                         "spm.model", spm, out, now, stored));
-}
+void check_tokenizer(const std::string& out) { check_tokenizer_of(out, stored_config(out)); }
 
 std::string weights_to_use(const std::string& out, const std::string& task) {
   const json c = stored_config(out);
-  if (c.contains("task") && c.at("task") != task)
-    throw std::runtime_error(fmt::format("{}/model.safetensors was trained by `{}`; this is `{}`: give the --out of a {} run",
-                                         out, c.at("task").is_string() ? c.at("task").get<std::string>() : c.at("task").dump(),
-                                         task, task));
-  if (c.contains("tokenizer_crc32")) check_tokenizer(out);
+  check_task(c, out + "/model.safetensors", task, fmt::format("give the --out of a {} run", task));
+  check_tokenizer_of(out, c);
   if (std::filesystem::exists(best_path(out))) return best_path(out);
   return checkpoint_or_error(out);
 }

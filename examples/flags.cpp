@@ -57,11 +57,9 @@ CLI::Validator number_in(double lo, double hi, bool lo_open) {
       range);
 }
 
-namespace {
-
 // CLI11 names an option's type after the variable it is bound to: INT, UINT, FLOAT, TEXT, ...
 // (get_type_name appends each validator's description after a ':').
-void make_decimal(CLI::App& app) {
+void decimal_numbers(CLI::App& app) {
   for (CLI::Option* o : app.get_options()) {
     const std::string full = o->get_type_name(), type = full.substr(0, full.find(':'));
     // Decimal digits lose their leading zeros first (a transform runs before every check); then
@@ -92,11 +90,7 @@ void make_decimal(CLI::App& app) {
           ""));
     }
   }
-  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) make_decimal(*sub);
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) decimal_numbers(*sub);
 }
-
-}  // namespace
-
-void decimal_numbers(CLI::App& app) { make_decimal(app); }
 
 }  // namespace ctrax::examples

@@ -7,10 +7,10 @@
 
 #include "examples/common.hpp"
 #include "examples/flags.hpp"
-#include "tests/files.hpp"
+#include "tests/examples/command_line.hpp"
 
 using namespace ctrax::examples;
-using ctrax::testing::error_of;
+using ctrax::testing::error_of_command;
 
 TEST_CASE("canonical_integer and decimal_number: decimal digits only") {
   CHECK(canonical_integer("010") == "10");
@@ -40,15 +40,7 @@ struct Program {
     train->add_option("--threads", threads);   // no range of its own: still decimal
     decimal_numbers(app);
   }
-  std::string parse(const std::string& line) {
-    return error_of([&] {
-      try {
-        app.parse(line, false);
-      } catch (const CLI::ParseError& e) {
-        throw std::runtime_error(e.what());
-      }
-    });
-  }
+  std::string parse(const std::string& line) { return error_of_command(app, line); }
 };
 
 }  // namespace
@@ -89,13 +81,7 @@ TEST_CASE("a model flag the chosen model does not read is refused, naming the mo
                        [&tokenizer] { return "--tokenizer " + tokenizer; }}});
     app.add_option("--tokenizer", tokenizer);
     app.add_option("--vocab-size", vocab);
-    return error_of([&] {
-      try {
-        app.parse(line, false);
-      } catch (const CLI::ParseError& e) {
-        throw std::runtime_error(e.what());
-      }
-    });
+    return error_of_command(app, line);
   };
   CHECK(parse("--model rnnlm --positions rotary") == "--positions: applies to --model transformer only (here: --model rnnlm)");
   CHECK(parse("--model grulm --dropout 0.1") == "--dropout: applies to --model transformer or rnnlm only (here: --model grulm)");

@@ -10,12 +10,13 @@
 #include "core/data/text_files.hpp"
 #include "examples/common.hpp"
 #include "tests/core/train/temp_dir.hpp"
+#include "tests/examples/command_line.hpp"
 #include "tests/files.hpp"
 
 using namespace ctrax;
 using namespace ctrax::examples;
 using ctrax::testing::TempDir;
-using ctrax::testing::error_of;
+using ctrax::testing::error_of_command;
 using ctrax::testing::write_bytes;
 
 namespace {
@@ -33,14 +34,7 @@ struct TrainCommand {
     t.task = task;
   }
   std::string settle(const std::string& line) {
-    return error_of([&] {
-      try {
-        app.parse(line, false);
-      } catch (const CLI::ParseError& e) {
-        throw std::runtime_error(e.what());
-      }
-      settle_run(app, t);
-    });
+    return error_of_command(app, line, [&] { settle_run(app, t); });
   }
 };
 
