@@ -633,11 +633,12 @@ void train_until(train::Loop& loop, const TrainFlags& t, const std::optional<Kee
     stretch_minutes = minutes() - stretch_start;
     // The plan: the steps done, and as many more stretches as fit in what is left. Made after the
     // first stretch, and again after the second: the first carries the start-up (allocating, warming
-    // caches), so it alone would plan too few steps for the budget. The second plan takes the
-    // faster of the two: a second stretch slower than the first was slowed by something else.
+    // caches), so it alone would plan too few steps for the budget — and the second plan is made
+    // even when the first ended at this step. It takes the faster of the two: a second stretch
+    // slower than the first was slowed by something else.
     const bool first = next == t.eval_every, second = next == 2 * t.eval_every;
     if (first) first_stretch_minutes = stretch_minutes;
-    if (budget_plans && loop.step() == next && (first || second) && loop.step() < plan) {
+    if (budget_plans && loop.step() == next && ((first && loop.step() < plan) || second)) {
       const double per_stretch = first ? stretch_minutes : std::min(stretch_minutes, first_stretch_minutes);
       const auto stretches = static_cast<std::int64_t>(std::max(0.0, (t.minutes - minutes()) / per_stretch));
       plan = static_cast<std::int64_t>(lead_value(t, static_cast<double>(loop.step() + stretches * t.eval_every)));

@@ -70,8 +70,9 @@ lm)
     done
     # A --minutes budget with no --steps plans the schedule from the first stretch's time, plans it
     # again from the second's (the first carried the start-up), stores the plan in the checkpoint,
-    # and a resume continues to it.
-    "$exe" train --out "$tmp/budget" --minutes 0.05 --eval-every 5 --max-len 16 "${tiny[@]}" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "train with a budget"; }
+    # and a resume continues to it. (Six seconds: the first stretch, with the start-up, takes about
+    # one on a loaded 2-core machine, so the first plan leaves room for a second stretch.)
+    "$exe" train --out "$tmp/budget" --minutes 0.1 --eval-every 5 --max-len 16 "${tiny[@]}" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "train with a budget"; }
     expect "budget: 5 steps took .* minutes hold [0-9][0-9]* steps: the schedule is planned for" "$tmp/log"
     expect "budget: the next 5 steps took .* minutes (the first .*, with the start-up): the schedule is planned for" "$tmp/log"
     planned=$(sed -n 's/.*the schedule is planned for \([0-9]*\).*/\1/p' "$tmp/log" | tail -1)

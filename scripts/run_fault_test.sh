@@ -27,6 +27,17 @@ open('text.txt', 'w').write('\n'.join(' '.join(random.choice(w) for _ in range(1
 run=(--data text.txt --max-len 16 --d-model 16 --d-ff 32 --n-layers 1 --n-heads 2 --batch-size 4 --threads 1
      --schedule rsqrt --dropout 0.1 --seed 7)
 final() { grep "\"step\":$2," "$1/metrics.jsonl" | grep -v steps_per_second; }   # the records of step N
+# kill_after MS PID DIR: kill -9 the trainer PID, MS milliseconds after it recorded its run's
+# definition (DIR/run.json). Killed before that, nothing of the run exists yet and the bare resume
+# rightly starts a run of the default flags; on a loaded machine the program's start alone can
+# outlast a fixed delay.
+kill_after() {
+  for _ in $(seq 600); do [ -f "$3/run.json" ] && break; kill -0 "$2" 2>/dev/null || break; sleep 0.1; done
+  [ -f "$3/run.json" ] || fail "the trainer in $3 recorded no run.json in 60 s"
+  sleep "$(($1 / 1000)).$(printf '%03d' $(($1 % 1000)))"
+  kill -9 "$2" 2>/dev/null
+  wait "$2" 2>/dev/null
+}
 
 N=4000   # a few seconds; the kills below land at a random fraction of the straight run's time
 started=$(date +%s%N)
@@ -39,10 +50,8 @@ for attempt in 1 2 3; do
   rm -rf killed
   "$lm" train --out killed --steps $N --eval-every 50 "${run[@]}" >killed.log 2>&1 &
   pid=$!
-  at_ms=$(( run_ms * (5 + RANDOM % 81) / 100 ))   # 5–85% of the way
-  sleep "$((at_ms / 1000)).$(printf '%03d' $((at_ms % 1000)))"
-  kill -9 "$pid" 2>/dev/null
-  wait "$pid" 2>/dev/null
+  at_ms=$(( run_ms * (5 + RANDOM % 71) / 100 ))   # 5–75% of the way (timed from its run.json)
+  kill_after "$at_ms" "$pid" killed
   grep -q "^trained" killed.log && fail "attempt $attempt: the run ended before it was killed, ${at_ms} ms into a ${run_ms} ms run"
   "$lm" train --out killed --steps $N --eval-every 50 >resumed.log 2>&1 || { cat resumed.log; fail "resume after kill -9 (attempt $attempt)"; }
   [ "$(final killed $N)" = "$(final straight $N)" ] || fail "killed at a random moment and resumed, attempt $attempt: the run differs"
@@ -74,10 +83,7 @@ N2=120
 same_tensors threads1/model.safetensors threads13/model.safetensors || fail "resumed on 3 threads: the weights differ from the run on 1"
 rm -rf threads13
 "$lm" train --out threads13 --steps $N2 --eval-every 20 "${big[@]}" >threads13.log 2>&1 &
-pid=$!
-sleep 0.$((3 + RANDOM % 5))
-kill -9 "$pid" 2>/dev/null
-wait "$pid" 2>/dev/null
+kill_after $((100 + RANDOM % 700)) $! threads13
 "$lm" train --out threads13 --steps $N2 --threads 2 >threads13.log 2>&1 || { cat threads13.log; fail "resume on 2 threads after kill -9"; }
 same_tensors threads1/model.safetensors threads13/model.safetensors || fail "killed, resumed on 2 threads: the weights differ from the run on 1"
 
