@@ -44,7 +44,7 @@
 #include "core/train/adam.hpp"
 #include "layers/metrics.hpp"
 #include "layers/layers.hpp"
-#include "models/transformer.hpp"
+#include "models/registry.hpp"
 #include "examples/flags.hpp"
 
 using namespace ctrax;
@@ -164,9 +164,7 @@ int main(int argc, char** argv) try {
   }
   Config k = kConfigs.at(config_name);
   if (layers > 0) k.layers = layers;
-  if (d_model > 0) {
-    if (d_model % k.heads != 0)
-      throw std::invalid_argument(fmt::format("--d-model {} is not a multiple of the config's {} heads", d_model, k.heads));
+  if (d_model > 0) {   // the config's heads must divide it (models::check, below)
     k.d_model = d_model;
     k.d_ff = 4 * std::int64_t{d_model};
   }
@@ -177,12 +175,15 @@ int main(int argc, char** argv) try {
                               .dropout = 0.1};
   const bool lstm = model_name == "lstm", lm = model_name == "lm" || lstm;
   const std::string script = "ctrax_" + model_name;
+  // The model, as the examples build it (models/registry.hpp).
+  const models::ModelSpec spec{.name = model_name == "encoder" ? "TransformerEncoder" : "TransformerLM",
+                               .vocab_size = k.vocab, .n_classes = 2, .config = c};
+  if (!lstm) models::check(spec);
 
   if (generate > 0) {
     if (model_name != "lm") throw std::invalid_argument("--generate needs --model lm");
     const std::int64_t rows = beams > 0 ? beams : gen_batch;
-    c.mode = Mode::predict;
-    auto decoder = models::TransformerLM(k.vocab, c);
+    auto decoder = models::build(spec, Mode::predict);
     decoder->init(ShapeDtype{{rows, 1}, DType::int32}, Rng(0));
     // Row r starts from token r % vocab, as the reference's rows do (then --prompt-len − 1 more).
     std::vector<double> starts;
@@ -238,8 +239,7 @@ int main(int argc, char** argv) try {
   for (int i = 0; lstm && i < k.layers; ++i) lstms.push_back(layers::LSTM(k.d_model));
   auto model = lstm ? LayerPtr(layers::Serial(layers::ShiftRight(), layers::Embedding(k.vocab, k.d_model), lstms,
                                                       layers::Dense(k.vocab)))
-               : lm ? models::TransformerLM(k.vocab, c)
-                    : models::TransformerEncoder(k.vocab, 2, c);
+               : models::build(spec, Mode::train);
   auto with_loss = layers::make_serial({model, layers::WeightedCategoryCrossEntropy()});
   const auto batch = [&](int i) -> Stack {
     const Rng r = Rng(1).fold_in(static_cast<std::uint64_t>(i));

@@ -1,14 +1,11 @@
-// examples/common.hpp — what the three examples share: the command-line flags (the same names as
-// `inspect` for the model), the model's hyper-parameters saved with its checkpoint, and a training
-// run that stops at a step count or a time budget and resumes where it left off.
+// examples/common.hpp — what the examples share: the command-line flags (the same names as
+// `inspect` for the model) bound to the model registry's description of a model
+// (models/registry.hpp) and to a run directory (core/train/run.hpp), and the model's
+// hyper-parameters saved with its checkpoint.
 //
-// RESUMING. `train` with an --out that already holds model.safetensors continues that run. Every
-// flag of `train` defines the run — model, data, seed, batch size, schedule, tokenizer... — except
-// those that only say how long, how fast or where to train (--steps --minutes --eval-every
-// --threads --out) and --lr, which may be lowered to go on after a divergence (with a note). All
-// are stored in the checkpoint ("flags" in its config); a resume takes every one not given from
-// there, and refuses, listing each difference, when one given differs. So the run is the same run:
-// same data order, same dropout masks, same model; the Loop restores weights, slots and step.
+// RESUMING (core/train/run.hpp has the rules). Every flag of `train` is a setting of the run, by
+// its name; settle_run hands them to train::settle_run and applies what the run decides: each
+// run-defining flag not given takes the run's value, one given with another value is refused.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -25,8 +22,10 @@
 #include "core/dist/communicator.hpp"
 #include "core/io/run_lock.hpp"
 #include "core/train/loop.hpp"
+#include "core/train/run.hpp"
 #include "examples/flags.hpp"
 #include "models/config.hpp"
+#include "models/registry.hpp"
 #include "models/transformer.hpp"
 
 namespace ctrax::examples {
@@ -50,10 +49,14 @@ struct ModelFlags {
   int decoder_layers = -1;                // lstm: LSTMs after the attention (-1: as many as n_layers)
   // arch in `mode`, with n_layers blocks in each stack.
   models::TransformerConfig config(Mode mode) const;
-  // The language model / encoder–decoder these flags describe, in `mode`.
+  // The model registry's description (models/registry.hpp) of model `name` with these flags.
+  models::ModelSpec spec(const std::string& name, std::int64_t vocab_size) const;
+  // Built through the registry, in `mode`: the language model (TransformerLM, RNNLM, GRULM), the
+  // encoder–decoder (Transformer, LSTMSeq2SeqAttn; attention_weights: LSTMSeq2SeqAttn's α as a
+  // third output, which needs a score) or the classifier (TransformerEncoder) these flags describe.
   LayerPtr language_model(std::int64_t vocab_size, Mode mode) const;
-  // attention_weights: LSTMSeq2SeqAttn's α as a third output (needs model "lstm" and a score).
   LayerPtr seq2seq_model(std::int64_t vocab_size, Mode mode, bool attention_weights = false) const;
+  LayerPtr classifier(std::int64_t vocab_size, std::int64_t n_classes, Mode mode) const;
 };
 void add_model_flags(CLI::App& app, ModelFlags& m);
 // A flag that only some settings read: given while `applies()` is false, the command is refused
@@ -95,6 +98,10 @@ struct TrainFlags {
   // reads when --data is empty (lm: the fortunes corpus), fingerprinted like --data.
   std::string task = "";
   std::string default_data = "";
+  // How train::train_until runs this command's Loop: to the planned steps, within --minutes
+  // (planning the schedule from the time of the first stretches when --steps is not given),
+  // keeping the best checkpoint by `keep_best`.
+  train::TrainUntil until(std::optional<train::KeepBest> keep_best = std::nullopt) const;
 };
 void add_train_flags(CLI::App& app, TrainFlags& t, bool data_required);
 // --threads and --out for the commands that use a trained model.
@@ -106,15 +113,10 @@ train::Schedule lr_schedule(const TrainFlags& t, const ModelFlags& m);
 // Adam at --lr, averaging the weights when --ema is set.
 train::OptimizerPtr optimizer(const TrainFlags& t);
 
-// The checkpoint in `out`, if there is one.
-std::optional<std::string> existing_checkpoint(const std::string& out);
-
 // The opening every `train` shares: --threads applied and the run directory made. True when the
 // directory holds a checkpoint to resume (settle_run has already checked the flags against it).
 bool open_run(const TrainFlags& t);
 
-// OUT/spm.model.
-std::string spm_path(const std::string& out);
 // The run's SentencePiece vocabulary: on a fresh run learned from texts() (announced as learned
 // "from <what>") and saved as OUT/spm.model; on a resume read back from there, so the ids are
 // the ones the checkpoint was trained on.
@@ -122,20 +124,11 @@ std::unique_ptr<data::SentencePieceTokenizer> run_vocabulary(const TrainFlags& t
                                                              data::SentencePieceOptions options, const std::string& what,
                                                              const std::function<std::vector<std::string>()>& texts);
 
-// OUT/run.json: the run's definition (THE RUN DIRECTORY below).
-std::string run_definition_path(const std::string& out);
-
-// THE RUN DIRECTORY. Called once `cmd` (a `train` command) is parsed, before its flags are used.
-// The run directory's lock is taken first (a second trainer on it is refused) and returned: hold
-// it until training ends (LoopOptions::run_lock). --data and --out must not overlap.
-// When t.out holds a run — OUT/run.json, or for runs older than it a checkpoint — its task must be
-// this program's; every run-defining flag not given on the command line is taken from it, one
-// given with another value is refused, listing every difference (RESUMING above); --eval-every is
-// taken from it when not given. The data's fingerprint (core/data/fingerprint.hpp) must match the
-// one recorded, or the resume is refused naming every change (unless --data-changed).
-// Then, before any long step, OUT/run.json is written: task, flags, data fingerprint, settings and
-// the machine (threads, OpenBLAS's kernels and their note, also printed): a run killed even while
-// its vocabulary is learned resumes as itself. The flags go to t.run_flags, for config_json.
+// THE RUN DIRECTORY. Called once `cmd` (a `train` command) is parsed, before its flags are used:
+// makes t.comm (MPI under mpirun), then train::settle_run with every flag of `cmd` as a setting
+// (--data made absolute), applies the run's values to the flags not given, and sets t.run_flags
+// (for config_json) and the planned steps. Returns the run directory's lock: hold it until
+// training ends (LoopOptions::run_lock).
 std::shared_ptr<io::RunLock> settle_run(CLI::App& cmd, TrainFlags& t);
 
 // Hyper-parameters (and any example-specific settings) as JSON, stored in the checkpoint, with the
@@ -145,55 +138,10 @@ std::string config_json(const ModelFlags& m, const TrainFlags& t, const std::str
 // Reads them back from out/model.safetensors; a missing or foreign checkpoint is an error that
 // names the directory.
 ModelFlags model_flags_from(const std::string& out);
-std::string config_string(const std::string& out, const std::string& key);
-std::int64_t config_int(const std::string& out, const std::string& key);
-// The same, `fallback` when the checkpoint predates the key.
-std::int64_t config_int(const std::string& out, const std::string& key, std::int64_t fallback);
-
-// KEEPING THE BEST. Validation quality wobbles between evaluations (IMDB's held-out accuracy
-// moved by ±3% from one evaluation to the next), so the last checkpoint is not always the best
-// one. With a KeepBest, every evaluation that beats all earlier ones (metrics.jsonl, so resumed
-// runs count too) copies model.safetensors to best.safetensors — early stopping as in Keras'
-// ModelCheckpoint(save_best_only=True), chosen on held-out data only, never on the test split.
-// Training itself always resumes from model.safetensors.
-struct KeepBest {
-  std::string metric;          // an eval metric name, e.g. "accuracy" or "loss"
-  bool higher_is_better = true;
-};
-
-// A BUDGET THAT BUYS QUALITY. With --minutes and no --steps, a fresh run times its first stretch
-// of eval_every steps (its evaluation and checkpoint included) and plans the schedule for as many
-// stretches as fit in the minutes: a faster machine trains longer in the same time, and a cosine
-// still ends cooled down at the budget's end. The plan is printed and stored in the checkpoint
-// ("planned_steps"), so a resume continues the same schedule; --steps given explicitly is the plan.
-//
-// Runs the Loop to the planned steps, stopping early (after a checkpoint) before a stretch of
-// eval_every steps that would end past `minutes` of training in this process (judged by the last
-// stretch's time). Prints where it stopped and how to continue. Meanwhile Ctrl-C or SIGTERM
-// finishes the current step, writes a checkpoint and throws Stopped (a second one ends the
-// process at once); the Loop must have been made with stop_requested = io::StopSignals::requested.
-void train_until(train::Loop& loop, const TrainFlags& t, const std::optional<KeepBest>& keep_best = {});
-
-// Training ended early by a signal, after writing its checkpoint.
-struct Stopped : std::runtime_error {
-  int signal;
-  Stopped(const std::string& what, int sig) : std::runtime_error(what), signal(sig) {}
-};
 
 // A command's main body, after configure_process (core/tensor/runtime.hpp): any exception is
-// printed as "<program>: <what>" with exit status 1;
-// Stopped exits with 128 + the signal's number, as a shell reports a process the signal ended.
+// printed as "<program>: <what>" with exit status 1; train::Stopped exits with 128 + the signal's
+// number, as a shell reports a process the signal ended.
 int run_main(const char* program, const std::function<int()>& body);
-
-// The weights `sample`/`eval`/`translate` use: out/best.safetensors when training kept one,
-// else out/model.safetensors (an error naming `out` when neither exists). The checkpoint must
-// have been trained by `task` (checkpoints older than the "task" key are taken as they are), and
-// its tokenizer (OUT/spm.model, when the run has one) must be the one it was trained with
-// (check_tokenizer).
-std::string weights_to_use(const std::string& out, const std::string& task);
-
-// Throws, naming both files, when OUT/spm.model is not the vocabulary the checkpoint in OUT was
-// trained with (its CRC-32 is stored as "tokenizer_crc32"; a missing file is an error too).
-void check_tokenizer(const std::string& out);
 
 }  // namespace ctrax::examples

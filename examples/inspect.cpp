@@ -19,9 +19,7 @@
 #include "core/tensor/runtime.hpp"
 #include "core/layer/trace.hpp"
 #include "examples/common.hpp"
-#include "layers/rnn.hpp"
-#include "models/rnn.hpp"
-#include "models/transformer.hpp"
+#include "models/registry.hpp"
 
 using namespace ctrax;
 
@@ -91,38 +89,24 @@ int main(int argc, char** argv) {
   const std::int64_t out_vocab = output_vocab_size.value_or(vocab_size);
 
   try {
-    LayerPtr model;
-    Stack batch;
-    if (model_name == "TransformerEncoder") {
-      model = models::TransformerEncoder(vocab_size, n_classes, c);
-      batch = {random_tokens(B, L, vocab_size, L / 4, 1)};
-    } else if (model_name == "TransformerLM") {
-      model = models::TransformerLM(vocab_size, c);
-      batch = {random_tokens(B, predict ? 1 : L, vocab_size, 0, 1)};
-    } else if (model_name == "RNNLM" || model_name == "GRULM") {
-      const bool gru = model_name == "GRULM";
-      const int n_rnn = app.count("--n-layers") ? c.n_layers : gru ? 1 : 2;
-      if (gru)
-        model = models::GRULM(vocab_size, {.d_model = c.d_model, .n_layers = n_rnn, .mode = c.mode});
-      else if (cell == "gru")
-        model = models::RNNLM(vocab_size, {.d_model = c.d_model, .n_layers = n_rnn,
-                                           .rnn_cell = [](std::int64_t n) { return layers::GRUCell(n); },
-                                           .rnn_cell_d_state_multiplier = 1, .mode = c.mode});
-      else
-        model = models::RNNLM(vocab_size, {.d_model = c.d_model, .n_layers = n_rnn, .mode = c.mode});
-      batch = {random_tokens(B, predict ? 1 : L, vocab_size, 0, 1)};
-    } else if (model_name == "LSTMSeq2SeqAttn") {
-      const int n_rnn = app.count("--n-layers") ? c.n_layers : 2;
-      model = models::LSTMSeq2SeqAttn(
-          vocab_size, out_vocab,
-          {.d_model = c.d_model, .n_encoder_layers = n_rnn, .n_decoder_layers = n_rnn,
-           .n_attention_heads = app.count("--n-heads") ? c.n_heads : 1, .mode = c.mode,
-           .score = score.empty() ? std::nullopt : std::optional(layers::parse_score(score)), .max_len = c.max_len});
-      batch = {random_tokens(B, L, vocab_size, L / 4, 1), random_tokens(B, L_dec, out_vocab, 0, 2)};
-    } else {
-      model = models::Transformer(vocab_size, output_vocab_size, c);
-      batch = {random_tokens(B, L, vocab_size, L / 4, 1), random_tokens(B, L_dec, out_vocab, 0, 2)};
-    }
+    // Through the registry (models/registry.hpp), with Trax's defaults for the recurrent models
+    // where the flags are not given: 2 layers (GRULM 1), 1 attention head.
+    models::ModelSpec spec = m.spec(model_name, vocab_size);
+    spec.config = c;
+    spec.output_vocab_size = output_vocab_size;
+    spec.n_classes = n_classes;
+    spec.cell = cell;
+    spec.score = score.empty() ? std::nullopt : std::optional(layers::parse_score(score));
+    const bool recurrent = model_name == "RNNLM" || model_name == "GRULM" || model_name == "LSTMSeq2SeqAttn";
+    if (recurrent && !app.count("--n-layers")) spec.config.n_layers = model_name == "GRULM" ? 1 : 2;
+    if (model_name == "LSTMSeq2SeqAttn" && !app.count("--n-heads")) spec.config.n_heads = 1;
+    if (model_name == "LSTMSeq2SeqAttn") spec.config.dropout = 0;   // Trax's attention_dropout
+    const LayerPtr model = models::build(spec, c.mode);
+    const bool two_inputs = model_name == "Transformer" || model_name == "LSTMSeq2SeqAttn";
+    const bool padded = two_inputs || model_name == "TransformerEncoder";   // the encoder's 2nd row ends in padding
+    const std::int64_t L_in = model_name == "TransformerEncoder" || two_inputs ? L : predict ? 1 : L;
+    Stack batch = {random_tokens(B, L_in, vocab_size, padded ? L / 4 : 0, 1)};
+    if (two_inputs) batch.push_back(random_tokens(B, L_dec, out_vocab, 0, 2));
     model->init(signature_of(batch), Rng(0));
     std::cout << model->to_string() << "\n\n" << summary(*model);
     if (trace) {

@@ -156,7 +156,7 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
   fmt::print("padding: {:.1f}% of batch tokens with bucketing ({:.1f}% without)\n",
              100 * data::padding_share(train_stream, probe),
              100 * data::padding_share(data::classification_stream(train.tokens, train.labels, unbucketed, pad), probe));
-  auto model = models::TransformerEncoder(tok->vocab_size(), n_classes, m.config(Mode::train));
+  auto model = m.classifier(tok->vocab_size(), n_classes, Mode::train);
   train::Loop loop(
       model,
       {{.labeled_data = train_stream,
@@ -178,7 +178,7 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
        .config = examples::config_json(m, t, fmt::format(R"({{"vocab_size": {}, "head": {}, "n_classes": {}}})",
                                                       tok->vocab_size(), head, n_classes)),
        .communicator = t.comm});
-  examples::train_until(loop, t, examples::KeepBest{.metric = "accuracy"});
+  train::train_until(loop, t.until(train::KeepBest{.metric = "accuracy"}));
   fmt::print("held-out accuracy {:.4f}; run `sentiment eval` for the test split\n", loop.last_value("eval", "accuracy"));
   return 0;
 }
@@ -194,12 +194,12 @@ struct Classifier {
 
 Classifier load_classifier(const std::string& out) {
   Classifier c;
-  const std::string weights = examples::weights_to_use(out, "sentiment");
+  const std::string weights = train::weights_to_use(out, "sentiment");
   c.m = examples::model_flags_from(out);
-  c.tok = data::SentencePieceTokenizer::load(examples::spm_path(out));
-  c.head = examples::config_int(out, "head", c.m.arch.max_len);
-  c.n_classes = examples::config_int(out, "n_classes", 2);
-  c.model = models::TransformerEncoder(c.tok->vocab_size(), c.n_classes, c.m.config(Mode::eval));
+  c.tok = data::SentencePieceTokenizer::load(train::vocabulary_file(out));
+  c.head = train::StoredConfig::of_run(out).integer("head", c.m.arch.max_len);
+  c.n_classes = train::StoredConfig::of_run(out).integer("n_classes", 2);
+  c.model = c.m.classifier(c.tok->vocab_size(), c.n_classes, Mode::eval);
   c.model->init(ShapeDtype{{1, 16}, DType::int32});
   train::load_weights(weights, *c.model);
   return c;

@@ -56,7 +56,7 @@ std::unique_ptr<data::SentencePieceTokenizer> joint_vocabulary(const std::vector
 void train_seq2seq(std::shared_ptr<io::RunLock> lock, const ModelFlags& m, const TrainFlags& t,
                    const data::SentencePieceTokenizer& tok, const std::vector<data::TextPair>& train_pairs,
                    const std::vector<data::TextPair>& val_pairs, const std::string& extra,
-                   const KeepBest& keep_best) {
+                   const train::KeepBest& keep_best) {
   const auto train = encode(tok, train_pairs, m.arch.max_len), val = encode(tok, val_pairs, m.arch.max_len);
   const data::PadOptions pad{.max_len = m.arch.max_len, .pad_multiple = 4};
   auto model = m.seq2seq_model(tok.vocab_size(), Mode::train);
@@ -82,13 +82,14 @@ void train_seq2seq(std::shared_ptr<io::RunLock> lock, const ModelFlags& m, const
        .stop_requested = io::StopSignals::requested,
        .config = config_json(m, t, extra),
        .communicator = t.comm});
-  train_until(loop, t, keep_best);
+  train::train_until(loop, t.until(keep_best));
   fmt::print("validation loss {:.4f}, token accuracy {:.4f}\n", loop.last_value("eval", "loss"),
              loop.last_value("eval", "accuracy"));
 }
 
 Seq2Seq::Seq2Seq(const std::string& out, const std::string& task)
-    : weights_(weights_to_use(out, task)), m_(model_flags_from(out)), tok_(data::SentencePieceTokenizer::load(spm_path(out))) {
+    : weights_(train::weights_to_use(out, task)), m_(model_flags_from(out)),
+      tok_(data::SentencePieceTokenizer::load(train::vocabulary_file(out))) {
   model_ = m_.seq2seq_model(tok_->vocab_size(), Mode::predict);
   model_->init({ShapeDtype{{1, 8}, DType::int32}, ShapeDtype{{1, 1}, DType::int32}});
   train::load_weights(weights_, *model_);

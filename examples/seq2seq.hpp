@@ -30,7 +30,7 @@ std::unique_ptr<data::SentencePieceTokenizer> joint_vocabulary(const std::vector
 void train_seq2seq(std::shared_ptr<io::RunLock> lock, const ModelFlags& m, const TrainFlags& t,
                    const data::SentencePieceTokenizer& tok, const std::vector<data::TextPair>& train_pairs,
                    const std::vector<data::TextPair>& val_pairs, const std::string& extra,
-                   const KeepBest& keep_best);
+                   const train::KeepBest& keep_best);
 
 // The predict-mode model of a run directory with its trained weights and tokenizer.
 // What the attention read: the greedy translation of one sentence, its pieces, and the weight

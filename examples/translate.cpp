@@ -74,7 +74,7 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
              train_pairs.size(), val_pairs.size(), src, tgt, tok->vocab_size());
   examples::train_seq2seq(std::move(lock), m, t, *tok, train_pairs, val_pairs,
                           fmt::format(R"({{"vocab_size": {}, "source": "{}", "target": "{}"}})", tok->vocab_size(), src, tgt),
-                          examples::KeepBest{.metric = "loss", .higher_is_better = false});
+                          train::KeepBest{.metric = "loss", .higher_is_better = false});
   fmt::print("run `translate bleu` for BLEU\n");
   return 0;
 }
@@ -120,7 +120,7 @@ int bleu_command(const std::string& data_dir, const std::string& out, int thread
                  std::int64_t limit, const std::string& save) {
   examples::apply_threads(threads);
   examples::Seq2Seq translator(out, "translate");
-  const auto src = examples::config_string(out, "source"), tgt = examples::config_string(out, "target");
+  const auto src = train::StoredConfig::of_run(out).string("source"), tgt = train::StoredConfig::of_run(out).string("target");
   const auto pairs = load_pairs(data_dir, split, src, tgt, limit);
   std::vector<std::string> references;
   for (const auto& p : pairs) references.push_back(p.target);

@@ -101,10 +101,7 @@ LayerPtr DotProductCausalAttention(double dropout, std::int64_t max_inference_le
 LayerPtr CausalAttention(std::int64_t d_feature, CausalAttentionOptions o,
                          std::source_location created) {
   const int n_heads = o.n_heads;
-  if (n_heads < 1 || d_feature % n_heads != 0)
-    throw std::invalid_argument(fmt::format(
-        "Dimensionality of feature embedding ({}) is not a multiple of the requested number of "
-        "attention heads ({}).", d_feature, n_heads));
+  check_heads(d_feature, n_heads);
   auto projection = [&](bool rotated) {
     LayerList l{Dense(d_feature, {}, created), SplitIntoHeads(n_heads, /*merged_batch_and_head=*/true, created)};
     if (rotated) l.push_back(Rotate({.mode = o.mode}, created));

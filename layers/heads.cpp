@@ -7,15 +7,19 @@
 
 namespace ctrax::layers {
 
+void check_heads(std::int64_t d_feature, int n_heads) {
+  if (n_heads < 1 || d_feature % n_heads != 0)
+    throw std::invalid_argument(fmt::format(
+        "Dimensionality of feature embedding ({}) is not a multiple of the requested number of "
+        "attention heads ({}).", d_feature, n_heads));
+}
+
 Tensor split_heads(const Tensor& x, int n_heads) {
   if (x.rank() != 3)
     throw std::invalid_argument(
         fmt::format("splitting into heads expects (B, L, d_model), got {}", x.signature()));
   const std::int64_t B = x.dim(0), L = x.dim(1), d = x.dim(2);
-  if (n_heads < 1 || d % n_heads != 0)
-    throw std::invalid_argument(fmt::format(
-        "Dimensionality of feature embedding ({}) is not a multiple of the requested number of "
-        "attention heads ({}).", d, n_heads));
+  check_heads(d, n_heads);
   return transpose(reshape(x, {B, L, n_heads, d / n_heads}), {0, 2, 1, 3});
 }
 

@@ -14,11 +14,16 @@
 //    attention heads (3)."  (Trax's words.)
 #pragma once
 
+#include <cstdint>
 #include <source_location>
 
 #include "core/layer/layer.hpp"
 
 namespace ctrax::layers {
+
+// Throws Trax's error above unless n_heads ≥ 1 divides d_feature: the one check of it, made by
+// split_heads, CausalAttention and the model registry (models/registry.hpp) before any layer.
+void check_heads(std::int64_t d_feature, int n_heads);
 
 Tensor split_heads(const Tensor& x, int n_heads);  // (B, L, d) → (B, H, L, d/H)
 Tensor merge_heads(const Tensor& x);               // (B, H, L, d_head) → (B, L, H·d_head)

@@ -257,7 +257,7 @@ bad translate-score-alone "--score: applies to --model lstm only (here: --model 
 bad translate-decoder-layers-alone "--decoder-layers: applies to --model lstm only (here: --model transformer)" "$translate" train --data m30k --out tnew --decoder-layers 0 "${tiny[@]}"
 bad translate-decoder-layers-range "--decoder-layers: Value 65 not in range 0 to 64" "$translate" train --data m30k --out tnew --model lstm --decoder-layers 65 "${tiny[@]}"
 bad translate-no-model    "nowhere: no model.safetensors here" "$translate" translate --out nowhere "A dog."
-bad bench-d-model-heads   "--d-model 18 is not a multiple of the config's 4 heads" "$bench" --model lm --config M --generate 8 --d-model 18
+bad bench-d-model-heads   "TransformerLM: Dimensionality of feature embedding (18) is not a multiple of the requested number of attention heads (4)" "$bench" --model lm --config M --generate 8 --d-model 18
 bad bench-d-model-range   "--d-model: expected a number from 4 to 65536, got 2" "$bench" --d-model 2
 bad bench-generate-encoder "--generate needs --model lm" "$bench" --model encoder --generate 8
 

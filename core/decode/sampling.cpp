@@ -8,7 +8,7 @@
 #include <stdexcept>
 
 #include "core/tensor/ops.hpp"
-#include "core/tensor/runtime.hpp"
+#include "core/engine/parallel.hpp"
 
 namespace ctrax::decode {
 

@@ -104,9 +104,9 @@ class Layer {
   // checkpoint loading.
   void set_all_weights(const std::vector<Tensor>& values);
   // Makes the given tensors *be* the weights, in all_weights() order (no copy): the next forward
-  // computes with them, so gradients flow to them. Used by the layer gradient checker
-  // (core/layer/gradcheck.hpp); returns
-  // the handles it replaced.
+  // computes with them, so gradients flow to them — Trax's pure_fn(x, weights, …) as a call
+  // sequence (the layer gradient checker, core/layer/gradcheck.hpp, differentiates a layer with
+  // respect to its weights so). Returns the handles it replaced.
   std::vector<Tensor> bind_all_weights(const std::vector<Tensor>& handles);
   // Every state tensor below this layer (KV caches, position counters, Cache's stored outputs),
   // depth-first like all_weights(), a shared layer's once, named "<path>/state<k>".

@@ -8,10 +8,10 @@
 #include <stdexcept>
 #include <vector>
 
-#include "core/tensor/fast_exp.hpp"
-#include "core/tensor/gemm.hpp"
+#include "core/engine/fast_exp.hpp"
+#include "core/engine/gemm.hpp"
 #include "core/tensor/op.hpp"
-#include "core/tensor/runtime.hpp"
+#include "core/engine/parallel.hpp"
 
 namespace ctrax {
 

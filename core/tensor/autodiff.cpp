@@ -18,6 +18,14 @@ bool grad_enabled() { return t_grad_enabled; }
 NoGrad::NoGrad() : previous_(t_grad_enabled) { t_grad_enabled = false; }
 NoGrad::~NoGrad() { t_grad_enabled = previous_; }
 
+namespace detail {
+
+// The tensor's tape node, private to Tensor: only the tape reads and sets it.
+struct Tape {
+  static const std::shared_ptr<Node>& node(const Tensor& t) { return t.node(); }
+  static void set_node(Tensor& t, std::shared_ptr<Node> node) { t.set_node(std::move(node)); }
+};
+
 bool recording(const Tensor& out, const Tensor* inputs, std::size_t n) {
   if (!t_grad_enabled || out.is_meta()) return false;
   for (std::size_t i = 0; i < n; ++i)
@@ -30,11 +38,15 @@ Tensor attach(const OpDef& op, Tensor out, std::vector<Tensor> inputs, BackwardF
   node->op = &op;
   node->inputs = std::move(inputs);
   node->backward = std::move(backward);
-  out.set_node(std::move(node));
+  Tape::set_node(out, std::move(node));
   return out;
 }
 
+}  // namespace detail
+
 namespace {
+
+const std::shared_ptr<Node>& node_of(const Tensor& t) { return detail::Tape::node(t); }
 
 // Post-order DFS from y's node (iterative: deep models make long chains). The order owns its
 // nodes, so freeing the tape during the walk cannot destroy a node that is still to be visited.
@@ -47,8 +59,8 @@ std::vector<std::shared_ptr<Node>> topological_order(const std::shared_ptr<Node>
     Node* node = stack[top].first.get();
     if (stack[top].second < node->inputs.size()) {
       const Tensor& in = node->inputs[stack[top].second++];
-      if (in.defined() && in.node() && visited.insert(in.node().get()).second)
-        stack.emplace_back(in.node(), 0);
+      if (in.defined() && node_of(in) && visited.insert(node_of(in).get()).second)
+        stack.emplace_back(node_of(in), 0);
     } else {
       order.push_back(std::move(stack[top].first));
       stack.pop_back();
@@ -74,7 +86,7 @@ std::vector<Tensor> grad(const Tensor& y, const std::vector<Tensor>& xs, const T
                                 y.signature());
 
   NoGrad no_grad;  // backward closures compute with ordinary ops, unrecorded
-  Node* root = y.node().get();
+  Node* root = node_of(y).get();
   if (root->freed)
     throw std::logic_error(
         "grad: the tape behind this value was already freed by an earlier grad(); pass "
@@ -86,9 +98,9 @@ std::vector<Tensor> grad(const Tensor& y, const std::vector<Tensor>& xs, const T
   // The requested values' nodes, each with the indices of xs it answers.
   std::unordered_map<Node*, std::vector<std::size_t>> requested;
   for (std::size_t i = 0; i < xs.size(); ++i)
-    if (xs[i].requires_grad()) requested[xs[i].node().get()].push_back(i);
+    if (xs[i].requires_grad()) requested[node_of(xs[i]).get()].push_back(i);
 
-  const auto order = topological_order(y.node());
+  const auto order = topological_order(node_of(y));
 
   // With `ready`: how many uses of each requested value are still to send their gradient; at 0
   // its gradient is complete.
@@ -97,12 +109,12 @@ std::vector<Tensor> grad(const Tensor& y, const std::vector<Tensor>& xs, const T
   if (ready)
     for (const auto& n : order)
       for (const Tensor& in : n->inputs)
-        if (in.requires_grad() && requested.count(in.node().get())) ++uses[in.node().get()];
+        if (in.requires_grad() && requested.count(node_of(in).get())) ++uses[node_of(in).get()];
   const auto used = [&](const Node& node) {   // node's ops have sent their gradients
     if (!ready) return;
     for (const Tensor& in : node.inputs) {
       if (!in.requires_grad()) continue;
-      Node* target = in.node().get();
+      Node* target = node_of(in).get();
       auto u = uses.find(target);
       if (u == uses.end() || --u->second > 0) continue;
       const auto g = grads.find(target);   // none when every use sent an undefined gradient
@@ -136,7 +148,7 @@ std::vector<Tensor> grad(const Tensor& y, const std::vector<Tensor>& xs, const T
       if (g_in[i].shape() != in.shape())
         throw std::logic_error(fmt::format("backward of {} gave gradient {} for input {}",
                                            node->op->name, g_in[i].signature(), in.signature()));
-      Node* target = in.node().get();
+      Node* target = node_of(in).get();
       auto [slot, inserted] = grads.try_emplace(target, g_in[i]);
       if (!inserted) slot->second = add(slot->second, g_in[i]);
     }
@@ -153,7 +165,7 @@ std::vector<Tensor> grad(const Tensor& y, const std::vector<Tensor>& xs, const T
   out.reserve(xs.size());
   for (std::size_t i = 0; i < xs.size(); ++i) {
     const Tensor& x = xs[i];
-    auto found = x.requires_grad() ? grads.find(x.node().get()) : grads.end();
+    auto found = x.requires_grad() ? grads.find(node_of(x).get()) : grads.end();
     out.push_back(found != grads.end() ? found->second : Tensor::zeros(x.shape(), x.dtype()));
     if (ready && !handed[i]) ready(i, out.back());
   }

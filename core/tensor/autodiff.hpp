@@ -68,11 +68,13 @@ class NoGrad {
   bool previous_;
 };
 
+namespace detail {   // record's two halves
 // Should `out`, computed from `inputs`, join the tape? Recording is on, out is real (not meta)
 // and one of the inputs requires a gradient.
 bool recording(const Tensor& out, const Tensor* inputs, std::size_t n);
-// Attaches the Node (record's second half).
+// Attaches the Node.
 Tensor attach(const OpDef& op, Tensor out, std::vector<Tensor> inputs, BackwardFn backward);
+}  // namespace detail
 
 // Called by ops after computing `out`: when recording() says so, attaches a Node (op must outlive
 // the tape: ops pass their constexpr OpDef). Returns out. A template so that eval and predict
@@ -80,13 +82,13 @@ Tensor attach(const OpDef& op, Tensor out, std::vector<Tensor> inputs, BackwardF
 // be an allocation per op, per decoded token).
 template <class Backward>
 Tensor record(const OpDef& op, Tensor out, std::initializer_list<Tensor> inputs, Backward&& backward) {
-  if (!recording(out, inputs.begin(), inputs.size())) return out;
-  return attach(op, std::move(out), std::vector<Tensor>(inputs), BackwardFn(std::forward<Backward>(backward)));
+  if (!detail::recording(out, inputs.begin(), inputs.size())) return out;
+  return detail::attach(op, std::move(out), std::vector<Tensor>(inputs), BackwardFn(std::forward<Backward>(backward)));
 }
 template <class Backward>
 Tensor record(const OpDef& op, Tensor out, const std::vector<Tensor>& inputs, Backward&& backward) {
-  if (!recording(out, inputs.data(), inputs.size())) return out;
-  return attach(op, std::move(out), inputs, BackwardFn(std::forward<Backward>(backward)));
+  if (!detail::recording(out, inputs.data(), inputs.size())) return out;
+  return detail::attach(op, std::move(out), inputs, BackwardFn(std::forward<Backward>(backward)));
 }
 
 // Called by grad with (i, dL/dxs[i]) as soon as that gradient is complete — every op that used

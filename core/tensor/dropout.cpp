@@ -1,9 +1,9 @@
-#include "core/tensor/runtime.hpp"
 #include "core/tensor/dropout.hpp"
 
 #include <string>
 
-#include "core/tensor/broadcast.hpp"
+#include "core/engine/broadcast.hpp"
+#include "core/engine/parallel.hpp"
 #include "core/tensor/elementwise.hpp"
 #include "core/tensor/op.hpp"
 

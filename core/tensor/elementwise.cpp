@@ -6,7 +6,8 @@
 #include <numbers>
 #include <stdexcept>
 
-#include "core/tensor/broadcast.hpp"
+#include "core/engine/broadcast.hpp"
+#include "core/engine/parallel.hpp"
 #include "core/tensor/indexing.hpp"
 #include "core/tensor/op.hpp"
 #include "core/tensor/reduce.hpp"

@@ -8,7 +8,7 @@
 
 #include "core/tensor/elementwise.hpp"
 #include "core/tensor/op.hpp"
-#include "core/tensor/runtime.hpp"
+#include "core/engine/parallel.hpp"
 #include "core/tensor/shape_ops.hpp"
 
 namespace ctrax {

@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "core/tensor/broadcast.hpp"
+#include "core/engine/broadcast.hpp"
 #include "core/tensor/elementwise.hpp"
-#include "core/tensor/gemm.hpp"
+#include "core/engine/gemm.hpp"
 #include "core/tensor/op.hpp"
-#include "core/tensor/runtime.hpp"
+#include "core/engine/parallel.hpp"
 #include "core/tensor/reduce.hpp"
 #include "core/tensor/shape_ops.hpp"
 

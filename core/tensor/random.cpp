@@ -10,7 +10,7 @@
 #include "core/tensor/autodiff.hpp"
 #include "core/tensor/dispatch.hpp"
 #include "core/tensor/profile.hpp"
-#include "core/tensor/runtime.hpp"
+#include "core/engine/parallel.hpp"
 
 namespace ctrax {
 

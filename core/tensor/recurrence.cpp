@@ -1,4 +1,3 @@
-#include "core/tensor/runtime.hpp"
 #include "core/tensor/recurrence.hpp"
 
 #include <fmt/format.h>
@@ -7,9 +6,10 @@
 #include <stdexcept>
 #include <vector>
 
-#include "core/tensor/broadcast.hpp"
-#include "core/tensor/fast_exp.hpp"
-#include "core/tensor/gemm.hpp"
+#include "core/engine/broadcast.hpp"
+#include "core/engine/fast_exp.hpp"
+#include "core/engine/gemm.hpp"
+#include "core/engine/parallel.hpp"
 #include "core/tensor/op.hpp"
 
 namespace ctrax {

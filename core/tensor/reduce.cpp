@@ -5,7 +5,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "core/tensor/axis_view.hpp"
+#include "core/engine/axis_view.hpp"
 #include "core/tensor/elementwise.hpp"
 #include "core/tensor/op.hpp"
 #include "core/tensor/shape_ops.hpp"

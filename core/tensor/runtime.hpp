@@ -12,9 +12,9 @@
 //     changeable with set_num_threads(); ctrax's regions name their team size, so the host's own
 //     OpenMP setting (omp_set_num_threads) is not touched;
 //   - configure_process sets OpenBLAS to one thread (and stops the worker threads it started when it
-//     loaded); unconfigured, each BLAS call may use OpenBLAS's own threads too; a large GEMM is cut into blocks fixed by its size, shared by the OpenMP
-//     threads (gemm.hpp, FIXED PARTS below); a batch of small GEMMs runs one product per thread;
-//   - ctrax's other parallel loops (attention slices, dropout masks) use the same threads.
+//     loaded); unconfigured, each BLAS call may use OpenBLAS's own threads too. How ctrax's own
+//     loops share the threads — a team per step, products cut into parts fixed by their size so
+//     the numbers never depend on the thread count — is the engine's (core/engine/parallel.hpp).
 //
 // MEMORY. Fresh pages are slow on first touch (docs/11_performance.md), and a training step
 // allocates the same large blocks every time. So glibc malloc is told to keep freed
@@ -24,12 +24,6 @@
 // BLAS KERNELS are only checked, never changed, and reported where speed matters (blas_kernels.hpp).
 #pragma once
 
-#include <cstdint>
-#include <type_traits>
-
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 namespace ctrax {
 
@@ -51,97 +45,5 @@ int num_threads();             // the OpenMP thread count ctrax's parallel loops
 // uses all cores, and a program that wants to refuse the setting calls this itself.
 int threads_from_environment();
 void set_num_threads(int n);   // 1 <= n <= kMaxThreads (OpenBLAS stays at one)
-
-// THE TEAM. parallel_team(body) runs body(t, n) once on each of n = num_threads() threads
-// (t = 0 … n−1; n may be smaller if the system gives fewer) and returns when all have. Everything parallel in
-// ctrax goes through here: parallel_chunks below, the products (gemm.hpp), attention's slices.
-//
-// ONE REGION PER TOKEN. Outside in_one_region, each parallel_team opens an OpenMP region, waking
-// the other threads and waiting for them; decoding one token runs ~30 such small steps, and
-// those wake-ups add up (docs/11_performance.md measures them). in_one_region(work) opens ONE
-// region: thread 0 runs work() — the layer graph, serially — while the other threads wait in a
-// spin loop, and every parallel_team inside work() hands its body to them through two atomic
-// counters, a fraction of a region's cost. A
-// parallel_team inside a body (nested) runs on its own thread alone, as nested OpenMP regions do.
-// The decoders open one per token (core/decode/sampling.hpp, next_token_log_probs).
-namespace detail {
-using TeamBody = void (*)(void* body, int t, int n);
-// Runs the body on the team of the in_one_region this thread is running, if any: false if none.
-bool run_on_open_team(TeamBody call, void* body);
-}  // namespace detail
-
-template <class F>
-void parallel_team(F&& body) {
-  using Body = std::remove_reference_t<F>;
-  const detail::TeamBody call = [](void* b, int t, int n) { (*static_cast<Body*>(b))(t, n); };
-  if (num_threads() < 2) {
-    body(0, 1);
-    return;
-  }
-  if (detail::run_on_open_team(call, const_cast<void*>(static_cast<const void*>(&body)))) return;
-#ifdef _OPENMP
-#pragma omp parallel num_threads(num_threads())
-  body(omp_get_thread_num(), omp_get_num_threads());
-#else
-  body(0, 1);
-#endif
-}
-
-namespace detail {
-void in_one_region(void (*call)(void* work), void* work);
-}  // namespace detail
-
-template <class F>
-void in_one_region(F&& work) {
-  using Work = std::remove_reference_t<F>;
-  detail::in_one_region([](void* w) { (*static_cast<Work*>(w))(); },
-                        const_cast<void*>(static_cast<const void*>(&work)));
-}
-
-// THE PARALLEL LOOP. body(begin, end) runs over [0, n): cut into one contiguous chunk per thread
-// when `worth_it` (and there are threads), else as one chunk on this thread, with no OpenMP at
-// all — `#pragma omp parallel for if (false)` still builds a one-thread team (time and a heap
-// allocation), which each small op of each decoded token paid. Inside body, copy the scalars it
-// reads into locals: a store through a float pointer could, for all the compiler knows, change a
-// float captured by reference, and then the loop would not vectorise.
-//
-//   parallel_chunks(n, n >= kParallelElements, [&](std::int64_t i0, std::int64_t i1) {
-//     const float s = scale;
-//     for (std::int64_t i = i0; i < i1; ++i) y[i] = s * x[i];
-//   });
-template <class F>
-void parallel_chunks(std::int64_t n, bool worth_it, F&& body) {
-  if (!worth_it || num_threads() < 2 || n < 2) {
-    if (n > 0) body(std::int64_t{0}, n);
-    return;
-  }
-  parallel_team([&](int t, int threads) { body(n * t / threads, n * (t + 1) / threads); });
-}
-
-// FIXED PARTS. A chunk of an element-wise loop computes the same bits wherever it is cut, but a
-// product cut into blocks (each its own BLAS call, whose kernels round by tile and by edge) or a
-// sum gathered from partial sums does not: there the cut changes the numbers. Those cuts are made
-// by the size of the work alone, never by the team's: the caller picks n_parts from its sizes
-// (fixed_parts below), and body(part) runs once for each part 0 … n_parts − 1, the parts spread
-// over whatever team there is (one thread runs them all, in order). So training's numbers are the
-// same bits on 1 thread or 16, and a run may resume with another --threads.
-template <class F>
-void parallel_parts(std::int64_t n_parts, F&& body) {
-  if (num_threads() < 2 || n_parts < 2) {
-    for (std::int64_t p = 0; p < n_parts; ++p) body(p);
-    return;
-  }
-  parallel_team([&](int t, int threads) {
-    for (std::int64_t p = n_parts * t / threads; p < n_parts * (t + 1) / threads; ++p) body(p);
-  });
-}
-
-// How many parts to cut an extent of work into: 1 below `min_extent`, else 2, or 4 from 16 times
-// `min_extent` — even, so two threads share the parts evenly, and few, so each part stays a product
-// worth its call (each part repacks its operands: docs/11_performance.md measures 4 against 8).
-inline std::int64_t fixed_parts(std::int64_t extent, std::int64_t min_extent) {
-  if (extent < min_extent) return 1;
-  return extent < 16 * min_extent ? 2 : 4;
-}
 
 }  // namespace ctrax

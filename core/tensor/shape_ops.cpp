@@ -7,11 +7,11 @@
 #include <numeric>
 #include <stdexcept>
 
-#include "core/tensor/axis_view.hpp"
-#include "core/tensor/broadcast.hpp"
+#include "core/engine/axis_view.hpp"
+#include "core/engine/broadcast.hpp"
 #include "core/tensor/elementwise.hpp"
 #include "core/tensor/op.hpp"
-#include "core/tensor/runtime.hpp"
+#include "core/engine/parallel.hpp"
 
 namespace ctrax {
 

@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "core/tensor/block_cache.hpp"
+#include "core/engine/block_cache.hpp"
 #include "core/tensor/op.hpp"
 
 namespace ctrax {

@@ -33,6 +33,9 @@ namespace ctrax {
 
 struct Node;          // autodiff.hpp
 struct TensorImpl;    // tensor.cpp
+namespace detail {
+struct Tape;          // autodiff.cpp: the only code that reads or sets a tensor's tape node
+}
 
 class Tensor {
  public:
@@ -83,8 +86,6 @@ class Tensor {
   bool requires_grad() const;
   // Marks this tensor as a leaf whose gradient grad() can return. Floating types only.
   Tensor& requires_grad_(bool on = true);
-  const std::shared_ptr<Node>& node() const;
-  void set_node(std::shared_ptr<Node> node);  // used by autodiff::record
   bool same_as(const Tensor& other) const { return impl_ == other.impl_; }
 
   // --- printing ----------------------------------------------------------------------------
@@ -93,6 +94,9 @@ class Tensor {
  private:
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
   const TensorImpl& impl() const;
+  const std::shared_ptr<Node>& node() const;
+  void set_node(std::shared_ptr<Node> node);
+  friend struct detail::Tape;
   std::shared_ptr<TensorImpl> impl_;
   friend Tensor reshape_view(const Tensor& x, const Shape& shape);
 };

@@ -2,7 +2,8 @@
 
 #include <cmath>
 
-#include "core/tensor/broadcast.hpp"
+#include "core/engine/broadcast.hpp"
+#include "core/engine/parallel.hpp"
 #include "core/tensor/dispatch.hpp"
 
 namespace ctrax::train {

@@ -6,7 +6,8 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "core/tensor/broadcast.hpp"
+#include "core/engine/broadcast.hpp"
+#include "core/engine/parallel.hpp"
 #include "core/tensor/dispatch.hpp"
 #include "core/tensor/profile.hpp"
 

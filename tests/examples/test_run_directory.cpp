@@ -38,7 +38,7 @@ struct TrainCommand {
   }
 };
 
-nlohmann::json definition(const std::string& out) { return nlohmann::json::parse(data::read_file(run_definition_path(out))); }
+nlohmann::json definition(const std::string& out) { return nlohmann::json::parse(data::read_file(train::definition_file(out))); }
 
 }  // namespace
 

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <thread>
 
-#include "core/tensor/block_cache.hpp"
+#include "core/engine/block_cache.hpp"
 #include "tests/helpers.hpp"
 
 using namespace ctrax;

@@ -53,7 +53,7 @@ TEST_CASE("leading axes fold into one product; batched products match per-slice 
 }
 
 TEST_CASE("one-row and one-column products (the matrix-vector path) equal the reference, every transpose") {
-  // M = 1 or N = 1 goes to BLAS gemv instead of gemm (core/tensor/gemm.cpp); K = 1 stays gemm.
+  // M = 1 or N = 1 goes to BLAS gemv instead of gemm (core/engine/gemm.cpp); K = 1 stays gemm.
   for (DType dtype : {DType::float64, DType::float32}) {
     const double tol = dtype == DType::float64 ? 1e-12 : 1e-5;
     for (auto [M, K, N] : {std::array<std::int64_t, 3>{1, 7, 5}, {6, 7, 1}, {1, 7, 1}, {1, 1, 4}}) {
@@ -79,7 +79,7 @@ TEST_CASE("one-row and one-column products (the matrix-vector path) equal the re
 
 TEST_CASE("one row times a tall matrix, split by K across threads, equals the reference (with a bias too)") {
   // M = 1, N >= 64, K >= 32 per thread: each thread streams its contiguous rows of the matrix into
-  // partial sums, then the partial sums are added (core/tensor/gemm.cpp, split_k_gemm). K not a
+  // partial sums, then the partial sums are added (core/engine/gemm.cpp, split_k_gemm). K not a
   // multiple of the 16-row blocks; more threads than blocks leaves a thread with no rows.
   const int threads_before = num_threads();
   for (int threads : {2, 3, 8}) {
@@ -103,7 +103,7 @@ TEST_CASE("one row times a tall matrix, split by K across threads, equals the re
 }
 
 TEST_CASE("products of 2 to 8 rows (decoding a batch or a beam) equal the reference, with a column tail") {
-  // 2 ≤ M ≤ 8, N ≥ 64, neither transposed: ctrax's few-rows kernel (core/tensor/gemm.cpp), panels of
+  // 2 ≤ M ≤ 8, N ≥ 64, neither transposed: ctrax's few-rows kernel (core/engine/gemm.cpp), panels of
   // two vectors' width (32 floats, 16 doubles) and the N mod width columns after them; split across
   // threads by columns. linear() adds a bias on top (beta path untouched: C starts as garbage).
   for (DType dtype : {DType::float64, DType::float32}) {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/tensor/ops.hpp"
-#include "core/tensor/runtime.hpp"
+#include "core/engine/parallel.hpp"
 #include "tests/helpers.hpp"
 
 using namespace ctrax;

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <atomic>
 
-#include "core/tensor/runtime.hpp"
+#include "core/engine/parallel.hpp"
 #include "tests/helpers.hpp"
 
 using namespace ctrax;

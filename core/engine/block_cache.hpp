@@ -1,4 +1,4 @@
-// ctrax/core/tensor/block_cache.hpp — where a tensor's memory comes from: freed blocks first.
+// ctrax/core/engine/block_cache.hpp — where a tensor's memory comes from: freed blocks first.
 //
 // Decoding one token runs ~90 ops, each making a small new tensor (a row of 256 or 1,024 floats,
 // a few heads' scores), and frees it a moment later. Every tensor is 64-byte aligned

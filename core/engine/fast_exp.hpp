@@ -1,4 +1,4 @@
-// ctrax/core/tensor/fast_exp.hpp — e^x for x ≤ 0 in float32, vectorisable (internal to core/tensor).
+// ctrax/core/engine/fast_exp.hpp — e^x for x ≤ 0 in float32, vectorisable (internal to core/tensor).
 //
 // Softmaxes and cross-entropies take e^(x − max) of every logit: x ≤ 0 always. std::exp is a
 // scalar library call; this inline version lets the compiler run 16 floats per AVX-512

@@ -1,12 +1,12 @@
-#include "core/tensor/gemm.hpp"
+#include "core/engine/gemm.hpp"
 
 #include <cblas.h>
 
 #include <algorithm>
 #include <vector>
 
-#include "core/tensor/full_width.hpp"
-#include "core/tensor/runtime.hpp"
+#include "core/engine/full_width.hpp"
+#include "core/engine/parallel.hpp"
 
 namespace ctrax::blas {
 

@@ -1,4 +1,4 @@
-// ctrax/core/tensor/full_width.hpp — internal: full-width vectors for the few loops that need them.
+// ctrax/core/engine/full_width.hpp — internal: full-width vectors for the few loops that need them.
 //
 // g++ 12 prefers 256-bit vectors under -march=native even on CPUs with AVX-512 (wider ones once
 // lowered the clock of older Intel parts). Most loops here do not care (the dropout mask's hashing,

@@ -1,4 +1,4 @@
-// ctrax/core/tensor/axis_view.hpp — internal: a shape seen as (outer, n, inner) around one axis.
+// ctrax/core/engine/axis_view.hpp — internal: a shape seen as (outer, n, inner) around one axis.
 //
 // Row-major storage makes element (o, k, i) sit at (o·n + k)·inner + i, so any reduction or
 // normalisation along one axis is three nested loops over raw pointers.

@@ -1,4 +1,4 @@
-#include "core/tensor/block_cache.hpp"
+#include "core/engine/block_cache.hpp"
 
 #include <cstdlib>
 #include <unordered_map>

@@ -1,4 +1,4 @@
-// ctrax/core/tensor/broadcast.hpp — internal: the one loop behind every broadcasting kernel.
+// ctrax/core/engine/broadcast.hpp — internal: the one loop behind every broadcasting kernel.
 //
 // out[i] = f(a[ia(i)], b[ib(i)]) where ia/ib map an output index to the broadcast operand's
 // element (stride 0 along broadcast axes). The innermost axis runs as a plain loop with the four
@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/tensor/runtime.hpp"
+#include "core/engine/parallel.hpp"
 #include "core/tensor/shape.hpp"
 
 namespace ctrax {

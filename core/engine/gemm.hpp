@@ -1,4 +1,4 @@
-// ctrax/core/tensor/gemm.hpp — the one door to BLAS (internal to core/tensor; not public API).
+// ctrax/core/engine/gemm.hpp — the one door to BLAS (internal to core/tensor; not public API).
 //
 // ONE THREAD POOL. OpenBLAS runs single-threaded, always; ctrax parallelises with OpenMP:
 //   - one large product is cut into 2 or 4 blocks of rows (or of columns, when the result is

@@ -1,0 +1,90 @@
+#include <doctest/doctest.h>
+
+#include "layers/rnn.hpp"
+#include "models/registry.hpp"
+#include "models/rnn.hpp"
+#include "tests/helpers.hpp"
+
+using namespace ctrax;
+using namespace ctrax::models;
+
+namespace {
+
+const TransformerConfig kSmall{.d_model = 8, .d_ff = 16, .n_layers = 2, .n_encoder_layers = 2, .n_decoder_layers = 1,
+                               .n_heads = 2, .max_len = 12, .dropout = 0.1};
+
+// The same tree (printed as Trax prints it) and the same weights, drawn from the same seed.
+void expect_same_model(const LayerPtr& a, const LayerPtr& b, const Signature& input) {
+  a->init(input, Rng(5));
+  b->init(input, Rng(5));
+  CHECK(a->to_string() == b->to_string());
+  const auto wa = a->all_weights(), wb = b->all_weights();
+  REQUIRE(wa.size() == wb.size());
+  for (std::size_t i = 0; i < wa.size(); ++i) testing::expect_close(wa[i], wb[i], 0);
+}
+
+Signature tokens(std::int64_t B, std::int64_t L) { return {ShapeDtype{{B, L}, DType::int32}}; }
+
+}  // namespace
+
+TEST_CASE("registry: each name builds the model its own function builds, with the spec mapped into its config") {
+  const Signature lm_in = tokens(2, 6), pair = {ShapeDtype{{2, 6}, DType::int32}, ShapeDtype{{2, 5}, DType::int32}};
+  TransformerConfig eval = kSmall;
+  eval.mode = Mode::eval;
+  expect_same_model(build({.name = "TransformerLM", .vocab_size = 11, .config = kSmall}, Mode::eval),
+                    TransformerLM(11, eval), lm_in);
+  expect_same_model(build({.name = "TransformerEncoder", .vocab_size = 11, .n_classes = 3, .config = kSmall}, Mode::eval),
+                    TransformerEncoder(11, 3, eval), lm_in);
+  expect_same_model(build({.name = "Transformer", .vocab_size = 11, .output_vocab_size = 7, .config = kSmall}, Mode::eval),
+                    Transformer(11, 7, eval), pair);
+  expect_same_model(build({.name = "GRULM", .vocab_size = 11, .config = kSmall}, Mode::eval),
+                    GRULM(11, {.d_model = 8, .n_layers = 2, .mode = Mode::eval}), lm_in);
+  expect_same_model(build({.name = "RNNLM", .vocab_size = 11, .config = kSmall}, Mode::eval),
+                    RNNLM(11, {.d_model = 8, .n_layers = 2, .dropout = 0.1, .mode = Mode::eval}), lm_in);
+  expect_same_model(build({.name = "RNNLM", .vocab_size = 11, .config = kSmall, .cell = "gru"}, Mode::eval),
+                    RNNLM(11, {.d_model = 8, .n_layers = 2, .rnn_cell = [](std::int64_t n) { return layers::GRUCell(n); },
+                               .rnn_cell_d_state_multiplier = 1, .dropout = 0.1, .mode = Mode::eval}),
+                    lm_in);
+  // LSTMSeq2SeqAttn: n_layers encoder LSTMs, decoder_layers after the attention, n_heads heads,
+  // dropout as the attention's; a score replaces Trax's AttentionQKV.
+  expect_same_model(build({.name = "LSTMSeq2SeqAttn", .vocab_size = 11, .config = kSmall, .decoder_layers = 1}, Mode::eval),
+                    LSTMSeq2SeqAttn(11, 11, {.d_model = 8, .n_encoder_layers = 2, .n_decoder_layers = 1,
+                                             .n_attention_heads = 2, .attention_dropout = 0.1, .mode = Mode::eval,
+                                             .max_len = 12}),
+                    pair);
+  expect_same_model(build({.name = "LSTMSeq2SeqAttn", .vocab_size = 11, .config = kSmall,
+                           .score = layers::Score::additive, .attention_weights = true}, Mode::eval),
+                    LSTMSeq2SeqAttn(11, 11, {.d_model = 8, .n_encoder_layers = 2, .n_decoder_layers = 2,
+                                             .n_attention_heads = 2, .attention_dropout = 0.1, .mode = Mode::eval,
+                                             .score = layers::Score::additive, .max_len = 12,
+                                             .return_attention_weights = true}),
+                    pair);
+  CHECK(model_names().size() == 6);
+}
+
+TEST_CASE("registry: check refuses, naming the model and the setting, before any layer is made") {
+  const auto error = [](const ModelSpec& s) {
+    try {
+      check(s);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(error({.name = "Transformer-XL"}).find("no model named 'Transformer-XL': expected one of TransformerEncoder, "
+                                               "TransformerLM") == 0);
+  TransformerConfig odd = kSmall;
+  odd.n_heads = 3;
+  CHECK(error({.name = "TransformerLM", .config = odd}) ==
+        "TransformerLM: Dimensionality of feature embedding (8) is not a multiple of the requested number of attention "
+        "heads (3).");
+  // A score attends with one head: the heads are not read.
+  CHECK(error({.name = "LSTMSeq2SeqAttn", .config = odd, .score = layers::Score::dot}) == "no error");
+  CHECK(error({.name = "LSTMSeq2SeqAttn", .config = odd}).find("attention heads (3)") != std::string::npos);
+  CHECK(error({.name = "TransformerLM", .vocab_size = 1}) == "TransformerLM: vocab_size must be at least 2, got 1");
+  CHECK(error({.name = "TransformerEncoder", .n_classes = 1}) == "TransformerEncoder: n_classes must be at least 2, got 1");
+  CHECK(error({.name = "RNNLM", .cell = "rnn"}) == "RNNLM: cell must be lstm or gru, got 'rnn'");
+  CHECK(error({.name = "TransformerLM", .attention_weights = true}).find("returns its attention weights with a score") !=
+        std::string::npos);
+  CHECK_THROWS_AS(build({.name = "TransformerLM", .config = odd}, Mode::train), std::invalid_argument);
+}
