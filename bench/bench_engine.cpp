@@ -70,7 +70,7 @@ void bench_fused(int reps) {
   const Tensor g = Rng(6).normal({rows, n});
   const double bytes = 4.0 * rows * n;
   // forward reads x, writes y; backward reads y and g, writes dx: 5 passes over rows·n floats
-  const double t_sm = median_seconds(reps, [&] { grad(softmax(x), {x}, g); });
+  const double t_sm = median_seconds(reps, [&] { grad(softmax(x), {x}, {.seed = g}); });
   fmt::print("softmax fwd+bwd ({}x{})            {:6.1f} GB/s\n", rows, n, 5 * bytes / t_sm / 1e9);
 
   const std::int64_t tokens = 16 * 256, d = 512;
@@ -79,7 +79,7 @@ void bench_fused(int reps) {
   const Tensor gh = Rng(8).normal({tokens, d});
   const double lbytes = 4.0 * tokens * d;
   // forward reads x, writes y and x̂; backward reads g and x̂, writes dx: 6 passes
-  const double t_ln = median_seconds(reps, [&] { grad(layer_norm(h, scale, bias), {h, scale, bias}, gh); });
+  const double t_ln = median_seconds(reps, [&] { grad(layer_norm(h, scale, bias), {h, scale, bias}, {.seed = gh}); });
   fmt::print("layer_norm fwd+bwd ({}x{})         {:6.1f} GB/s\n", tokens, d, 6 * lbytes / t_ln / 1e9);
 }
 

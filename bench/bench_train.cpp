@@ -278,7 +278,7 @@ int main(int argc, char** argv) try {
     auto t1 = Clock::now();
     if (K > 1 && !no_overlap) {   // as the Loop: buckets summed while the backward pass runs
       dist::GradientBuckets buckets(*comm, weights);
-      grad(loss, weights, Tensor(), false, [&](std::size_t w, const Tensor& gw) { buckets.add(w, gw, 1.0 / K); });
+      grad(loss, weights, {.on_ready = [&](std::size_t w, const Tensor& gw) { buckets.add(w, gw, 1.0 / K); }});
       t1 = Clock::now();
       g = buckets.finish();
     } else {

@@ -91,11 +91,13 @@ LayerPtr DotProductAttention(double dropout, Mode mode, std::source_location cre
 }
 
 LayerPtr PureAttention(AttentionOptions o, std::source_location created) {
+  check_attention_options(o, "PureAttention", false, false);
   return with_mode(std::make_shared<PureAttentionLayer>(o.n_heads, o.dropout, o.rotary, o.linear_bias, created),
                    o.mode);
 }
 
-LayerPtr AttentionQKV(std::int64_t d_feature, AttentionQKVOptions o, std::source_location created) {
+LayerPtr AttentionQKV(std::int64_t d_feature, AttentionOptions o, std::source_location created) {
+  check_attention_options(o, "AttentionQKV", false, true);
   LayerPtr k_dense = Dense(d_feature, {}, created);
   LayerPtr v_dense = Dense(d_feature, {}, created);
   if (o.cache_KV_in_predict && o.mode == Mode::predict) {
@@ -104,18 +106,14 @@ LayerPtr AttentionQKV(std::int64_t d_feature, AttentionQKVOptions o, std::source
   }
   return Serial(Parallel(Dense(d_feature, {}, created), k_dense, v_dense, created),
                 PureAttention({.n_heads = o.n_heads, .dropout = o.dropout, .mode = o.mode, .rotary = o.rotary,
-                               .linear_bias = o.linear_bias},
+                               .linear_bias = o.linear_bias},   // the projections' cache is above
                               created),
                 Dense(d_feature, {}, created), created);
 }
 
 LayerPtr Attention(std::int64_t d_feature, AttentionOptions o, std::source_location created) {
-  return Serial(Select({0, 0, 0}, -1, created),
-                AttentionQKV(d_feature,
-                             {.n_heads = o.n_heads, .dropout = o.dropout, .mode = o.mode, .rotary = o.rotary,
-                              .linear_bias = o.linear_bias},
-                             created),
-                created);
+  check_attention_options(o, "Attention", false, false);
+  return Serial(Select({0, 0, 0}, -1, created), AttentionQKV(d_feature, o, created), created);
 }
 
 }  // namespace ctrax::layers

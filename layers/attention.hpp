@@ -38,6 +38,7 @@
 
 #include "core/layer/layer.hpp"
 #include "core/tensor/attention.hpp"
+#include "layers/attention_options.hpp"
 
 namespace ctrax::layers {
 
@@ -49,33 +50,16 @@ Tensor dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, 
 
 LayerPtr DotProductAttention(double dropout = 0.0, Mode mode = Mode::train,
                              std::source_location created = std::source_location::current());
-// Trax's keyword arguments, by name: Attention(d_model, {.n_heads = 8, .dropout = 0.1, .mode = mode}).
+// Trax's keyword arguments, by name (attention_options.hpp): Attention(d_model, {.n_heads = 8, .dropout = 0.1, .mode = mode}).
 // rotary: each head's queries and keys are rotated by their positions (rotary.hpp) before the
 // scores; queries count positions in predict mode, keys always start at 0 (PureAttention has no
 // KV cache: in predict mode it serves cross-attention, whose keys are the whole encoding).
 // linear_bias: ALiBi's per-head penalty −m_h·|i − j| on the scores (core/tensor/attention.hpp),
 // for self-attention over a whole sequence (the encoder's): query i and key j share one axis.
-struct AttentionOptions {
-  int n_heads = 1;
-  double dropout = 0.0;
-  Mode mode = Mode::train;
-  bool rotary = false;
-  bool linear_bias = false;
-};
-// AttentionQKV's, with Trax's cache_KV_in_predict: in predict mode the k and v projections are
-// wrapped in Cache (the encoder's keys and values are computed once per sequence).
-struct AttentionQKVOptions {
-  int n_heads = 1;
-  double dropout = 0.0;
-  Mode mode = Mode::train;
-  bool cache_KV_in_predict = false;
-  bool rotary = false;
-  bool linear_bias = false;
-};
 
 LayerPtr PureAttention(AttentionOptions options = {},
                        std::source_location created = std::source_location::current());
-LayerPtr AttentionQKV(std::int64_t d_feature, AttentionQKVOptions options = {},
+LayerPtr AttentionQKV(std::int64_t d_feature, AttentionOptions options = {},
                       std::source_location created = std::source_location::current());
 LayerPtr Attention(std::int64_t d_feature, AttentionOptions options = {},
                    std::source_location created = std::source_location::current());

@@ -98,8 +98,9 @@ LayerPtr DotProductCausalAttention(double dropout, std::int64_t max_inference_le
                    mode);
 }
 
-LayerPtr CausalAttention(std::int64_t d_feature, CausalAttentionOptions o,
+LayerPtr CausalAttention(std::int64_t d_feature, AttentionOptions o,
                          std::source_location created) {
+  check_attention_options(o, "CausalAttention", true, false);
   const int n_heads = o.n_heads;
   check_heads(d_feature, n_heads);
   auto projection = [&](bool rotated) {

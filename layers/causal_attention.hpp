@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "core/layer/layer.hpp"
+#include "layers/attention_options.hpp"
 
 namespace ctrax::layers {
 
@@ -51,16 +52,7 @@ LayerPtr DotProductCausalAttention(double dropout = 0.0, std::int64_t max_infere
 // rotary: queries and keys pass through Rotate after SplitIntoHeads (rotary.hpp), so the KV cache
 // holds rotated keys and each new query is rotated by its own position.
 // linear_bias: ALiBi, −m_h·(i − j) on each head's scores (core/tensor/attention.hpp).
-struct CausalAttentionOptions {
-  int n_heads = 1;
-  double dropout = 0.0;
-  std::int64_t max_inference_length = 2048;
-  Mode mode = Mode::train;
-  bool rotary = false;
-  bool linear_bias = false;
-};
-
-LayerPtr CausalAttention(std::int64_t d_feature, CausalAttentionOptions options = {},
+LayerPtr CausalAttention(std::int64_t d_feature, AttentionOptions options = {},
                          std::source_location created = std::source_location::current());
 
 }  // namespace ctrax::layers

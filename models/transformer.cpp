@@ -13,15 +13,13 @@ using namespace ctrax::layers;
 
 namespace {
 
-LayerPtr activation(const TransformerConfig& c) { return c.ff_activation ? c.ff_activation() : Relu(); }
-
 LayerPtr DropoutOf(const TransformerConfig& c) {
   return Dropout({.rate = c.dropout, .shared_axes = c.dropout_shared_axes, .mode = c.mode});
 }
 
 LayerList FFBlock(const TransformerConfig& c) {
-  return FeedForwardBlock(c.d_model, c.d_ff, c.dropout, c.dropout_shared_axes, c.mode,
-                          [&c] { return activation(c); });
+  return FeedForwardBlock(c.d_model, c.d_ff, {.dropout = c.dropout, .dropout_shared_axes = c.dropout_shared_axes,
+                                              .mode = c.mode, .activation = c.ff_activation});
 }
 
 // One sublayer F with its residual connection, normalised as the config says:
@@ -72,13 +70,11 @@ LayerList repeat(int n, const std::function<LayerList()>& block) {
 
 }  // namespace
 
-LayerList FeedForwardBlock(std::int64_t d_model, std::int64_t d_ff, double dropout,
-                           const std::vector<int>& dropout_shared_axes, Mode mode,
-                           const std::function<LayerPtr()>& activation) {
+LayerList FeedForwardBlock(std::int64_t d_model, std::int64_t d_ff, const FeedForwardOptions& o) {
   return {
       Dense(d_ff),
-      activation(),
-      Dropout({.rate = dropout, .shared_axes = dropout_shared_axes, .mode = mode}),
+      o.activation ? o.activation() : Relu(),
+      Dropout({.rate = o.dropout, .shared_axes = o.dropout_shared_axes, .mode = o.mode}),
       Dense(d_model),
   };
 }

@@ -89,9 +89,16 @@ struct TransformerConfig {
   bool scale_embeddings = false;  // multiply embeddings by √d_model (the paper, §3.4)
 };
 
-LayerList FeedForwardBlock(std::int64_t d_model, std::int64_t d_ff, double dropout,
-                           const std::vector<int>& dropout_shared_axes, Mode mode,
-                           const std::function<LayerPtr()>& activation);
+// Trax's _FeedForwardBlock keyword arguments, by name:
+//   FeedForwardBlock(d_model, d_ff, {.dropout = 0.1, .mode = mode})   Dense(d_ff), activation,
+//                                                                      Dropout, Dense(d_model)
+struct FeedForwardOptions {
+  double dropout = 0.1;
+  std::vector<int> dropout_shared_axes = {};
+  Mode mode = Mode::train;
+  std::function<LayerPtr()> activation = {};   // empty: Relu
+};
+LayerList FeedForwardBlock(std::int64_t d_model, std::int64_t d_ff, const FeedForwardOptions& options = {});
 LayerList EncoderBlock(const TransformerConfig& c);
 LayerList DecoderBlock(const TransformerConfig& c);
 LayerList EncoderDecoderBlock(const TransformerConfig& c);

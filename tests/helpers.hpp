@@ -67,6 +67,9 @@ inline Tensor v(std::initializer_list<float> values) {
   return tensor(values, {static_cast<std::int64_t>(values.size())});
 }
 
+// Fn("Times"): x ↦ k·x, a 1 → 1 layer with no weights, for the combinators' literal tests.
+inline LayerPtr Times(double k) { return layers::Fn("Times", [k](const Tensor& x) { return x * k; }); }
+
 }  // namespace ctrax::testing
 
 namespace ctrax::testing {

@@ -7,7 +7,7 @@
 // layers' are still being computed — PyTorch's DistributedDataParallel and Horovod do exactly this.
 //
 //   GradientBuckets buckets(*comm, weights);                  // the buckets, fixed per step
-//   grad(loss, weights, {}, false, [&](std::size_t i, const Tensor& g) { buckets.add(i, g, share); });
+//   grad(loss, weights, {.on_ready = [&](std::size_t i, const Tensor& g) { buckets.add(i, g, share); }});
 //   std::vector<Tensor> summed = buckets.finish();            // Σ over the processes of share·g
 //
 // BUCKETS. The weights are taken in reverse order (the order their gradients complete in), and

@@ -71,8 +71,10 @@ std::vector<std::shared_ptr<Node>> topological_order(const std::shared_ptr<Node>
 
 }  // namespace
 
-std::vector<Tensor> grad(const Tensor& y, const std::vector<Tensor>& xs, const Tensor& seed,
-                         bool retain_graph, const GradientReady& ready) {
+std::vector<Tensor> grad(const Tensor& y, const std::vector<Tensor>& xs, const GradOptions& options) {
+  const Tensor& seed = options.seed;
+  const bool retain_graph = options.retain_graph;
+  const GradientReady& ready = options.on_ready;
   if (!y.requires_grad())
     throw std::invalid_argument(
         "grad: the value " + y.signature() +

@@ -98,13 +98,19 @@ Tensor record(const OpDef& op, Tensor out, const std::vector<Tensor>& inputs, Ba
 // comes last, with zeros.
 using GradientReady = std::function<void(std::size_t i, const Tensor& gradient)>;
 
-// dL/dx for each x in xs, where L = y (a scalar) or L = Σ y·seed when a seed of y's shape is
-// given. An x that y does not depend on gets zeros. With retain_graph the tape is kept, so grad
-// can be called again on the same y. With `ready`, each gradient is also handed to it when
-// complete.
-std::vector<Tensor> grad(const Tensor& y, const std::vector<Tensor>& xs,
-                         const Tensor& seed = Tensor(), bool retain_graph = false,
-                         const GradientReady& ready = nullptr);
+// grad's options (Trax's and JAX's keyword arguments):
+//   grad(y, xs, {.seed = dy})            L = Σ y·seed: a vector–Jacobian product (seed of y's shape)
+//   grad(y, xs, {.retain_graph = true})  the tape is kept, so grad can be called again on the same y
+//   grad(y, xs, {.on_ready = f})         each gradient also handed to f as soon as it is complete
+struct GradOptions {
+  Tensor seed = Tensor();          // none: y must be a scalar, and L = y
+  bool retain_graph = false;
+  GradientReady on_ready = nullptr;
+};
+
+// dL/dx for each x in xs, where L = y (a scalar) or L = Σ y·seed (GradOptions). An x that y does
+// not depend on gets zeros.
+std::vector<Tensor> grad(const Tensor& y, const std::vector<Tensor>& xs, const GradOptions& options = {});
 
 // JAX's value_and_grad: calls f(xs) and returns its (scalar) value and the gradients with
 // respect to each x. An x that does not require a gradient yet is replaced, for this call, by an

@@ -173,8 +173,7 @@ void Loop::train_step() {
     if (share > 0) {
       const Tensor loss = (*mwl)(batch)[0];
       value = loss.item() * share;
-      grad(loss, weights, Tensor(), false,
-           [&](std::size_t i, const Tensor& g) { buckets.add(i, g, share); });
+      grad(loss, weights, {.on_ready = [&](std::size_t i, const Tensor& g) { buckets.add(i, g, share); }});
     } else {
       for (std::size_t i = 0; i < weights.size(); ++i)
         buckets.add(i, Tensor::zeros(weights[i].shape(), weights[i].dtype()), 0.0);

@@ -227,7 +227,7 @@ TEST_CASE("exercise 6.1: LayerNorm of [1, 2, 3, 4] by the formula") {
 }
 
 TEST_CASE("exercise 6.2: the feed-forward block treats each position on its own") {
-  auto ff = tl::Serial(models::FeedForwardBlock(8, 16, 0.0, {}, Mode::eval, [] { return tl::Relu(); }));
+  auto ff = tl::Serial(models::FeedForwardBlock(8, 16, {.dropout = 0.0, .mode = Mode::eval}));
   const Tensor x = randn({1, 5, 8}, 16);
   const Tensor y = init_and_run(ff, {x})[0];
   Tensor x2 = x.clone();

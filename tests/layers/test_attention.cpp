@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "layers/attention.hpp"
+#include "layers/causal_attention.hpp"
 #include "layers/heads.hpp"
 #include "tests/helpers.hpp"
 
@@ -122,4 +123,19 @@ TEST_CASE("the attention layers pass the gradient checker") {
     l->init(signature_of(in));
     expect_layer_gradients(l, in);
   }
+}
+
+TEST_CASE("one AttentionOptions: a field the layer does not read is refused, naming the layer and the field") {
+  CHECK_THROWS_WITH_AS(Attention(8, {.n_heads = 2, .max_inference_length = 16}),
+                       "Attention: .max_inference_length = 16 is CausalAttention's option (its KV cache); Attention "
+                       "has no KV cache",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(PureAttention({.cache_KV_in_predict = true}),
+                       "PureAttention: .cache_KV_in_predict is AttentionQKV's option; PureAttention does not read it",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(CausalAttention(8, {.n_heads = 2, .cache_KV_in_predict = true}),
+                       "CausalAttention: .cache_KV_in_predict is AttentionQKV's option; CausalAttention does not read it",
+                       std::invalid_argument);
+  CHECK_NOTHROW(AttentionQKV(8, {.n_heads = 2, .mode = Mode::predict, .cache_KV_in_predict = true}));
+  CHECK_NOTHROW(CausalAttention(8, {.n_heads = 2, .max_inference_length = 16}));
 }

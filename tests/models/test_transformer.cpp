@@ -146,7 +146,7 @@ TEST_CASE("the same seed gives the same weights and outputs; another seed does n
 }
 
 TEST_CASE("printed trees of the blocks are Trax's") {
-  auto ff = layers::Serial(FeedForwardBlock(8, 12, 0.1, {}, Mode::train, [] { return layers::Relu(); }));
+  auto ff = layers::Serial(FeedForwardBlock(8, 12, {.dropout = 0.1, .mode = Mode::train}));
   CHECK(ff->to_string() == "Serial[\n  Dense_12\n  Relu\n  Dropout\n  Dense_8\n]");
   auto enc = TransformerEncoder(11, 3, {.d_model = 8, .d_ff = 12, .n_layers = 1, .n_heads = 2});
   CHECK(enc->to_string() ==

@@ -106,12 +106,12 @@ TEST_CASE("gradient buckets: full buckets start during the backward pass, last l
   CHECK(buckets.n_buckets() == 2);
   std::vector<std::size_t> order;
   std::vector<int> started_when;
-  const auto plain = grad(loss, weights, Tensor(), /*retain_graph=*/true);
-  grad(loss, weights, Tensor(), false, [&](std::size_t i, const Tensor& g) {
-    order.push_back(i);
-    buckets.add(i, g, 0.5);
-    started_when.push_back(two.started);
-  });
+  const auto plain = grad(loss, weights, {.retain_graph = true});
+  grad(loss, weights, {.on_ready = [&](std::size_t i, const Tensor& g) {
+                         order.push_back(i);
+                         buckets.add(i, g, 0.5);
+                         started_when.push_back(two.started);
+                       }});
   CHECK(order == std::vector<std::size_t>{2, 1, 0});
   CHECK(started_when == std::vector<int>{1, 1, 2});   // w2's bucket went before w1's gradient existed
   const auto summed = buckets.finish();

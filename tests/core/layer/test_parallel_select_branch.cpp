@@ -7,7 +7,6 @@ using namespace ctrax::testing;
 using namespace ctrax::layers;
 
 namespace {
-LayerPtr Times(double k) { return Fn("Times", [k](const Tensor& x) { return x * k; }); }
 LayerPtr Sum3() {
   return Fn("Sum3", [](const Tensor& a, const Tensor& b, const Tensor& c) { return a + b + c; });
 }

@@ -6,9 +6,6 @@ using namespace ctrax;
 using namespace ctrax::testing;
 using namespace ctrax::layers;
 
-namespace {
-LayerPtr Times(double k) { return Fn("Times", [k](const Tensor& x) { return x * k; }); }
-}  // namespace
 
 TEST_CASE("Residual(F) computes x + F(x)") {
   auto r = Residual(Times(3));

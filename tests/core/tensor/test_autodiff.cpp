@@ -38,10 +38,10 @@ TEST_CASE("grad hands each gradient over as soon as it is complete, unused input
   const Tensor p = x0 * x1, y = sum(p * x2 + x2);
   std::vector<std::size_t> order;
   std::vector<double> values(5, -1);
-  const auto g = grad(y, {x0, x1, x2, z, x0}, Tensor(), false, [&](std::size_t i, const Tensor& gi) {
-    order.push_back(i);
-    values[i] = gi.to_doubles()[0];
-  });
+  const auto g = grad(y, {x0, x1, x2, z, x0}, {.on_ready = [&](std::size_t i, const Tensor& gi) {
+                                                 order.push_back(i);
+                                                 values[i] = gi.to_doubles()[0];
+                                               }});
   REQUIRE(order.size() == 5);
   CHECK(order[0] == 2);                       // dy/dx2 = x0·x1 + 1 = 7, complete before the product's
   CHECK(order.back() == 3);                   // z: never reached, handed over at the end
@@ -74,7 +74,7 @@ TEST_CASE("the tape is freed after grad unless retained") {
   CHECK_THROWS_AS(grad(y, {x}), std::logic_error);
 
   Tensor y2 = sum(exp(x));
-  auto g1 = grad(y2, {x}, Tensor(), /*retain_graph=*/true);
+  auto g1 = grad(y2, {x}, {.retain_graph = true});
   auto g2 = grad(y2, {x});
   expect_close(g1[0], g2[0]);
 }
@@ -82,7 +82,7 @@ TEST_CASE("the tape is freed after grad unless retained") {
 TEST_CASE("grad of a non-scalar needs a seed") {
   Tensor x = tensor({1.0, 2.0}, {2}).requires_grad_();
   CHECK_THROWS_AS(grad(x * 3.0, {x}), std::invalid_argument);
-  expect_tensor(grad(x * 3.0, {x}, tensor({1.0, 10.0}, {2}))[0], {2}, {3, 30});
+  expect_tensor(grad(x * 3.0, {x}, {.seed = tensor({1.0, 10.0}, {2})})[0], {2}, {3, 30});
 }
 
 TEST_CASE("gradient with respect to an intermediate value") {
