@@ -98,22 +98,18 @@ LayerPtr PureAttention(AttentionOptions o, std::source_location created) {
 
 LayerPtr AttentionQKV(std::int64_t d_feature, AttentionOptions o, std::source_location created) {
   check_attention_options(o, "AttentionQKV", false, true);
-  LayerPtr k_dense = Dense(d_feature, {}, created);
-  LayerPtr v_dense = Dense(d_feature, {}, created);
+  LayerPtr k_dense = Dense(d_feature), v_dense = Dense(d_feature);
   if (o.cache_KV_in_predict && o.mode == Mode::predict) {
-    k_dense = Cache(k_dense, created);
-    v_dense = Cache(v_dense, created);
+    k_dense = Cache(k_dense);
+    v_dense = Cache(v_dense);
   }
-  return Serial(Parallel(Dense(d_feature, {}, created), k_dense, v_dense, created),
-                PureAttention({.n_heads = o.n_heads, .dropout = o.dropout, .mode = o.mode, .rotary = o.rotary,
-                               .linear_bias = o.linear_bias},   // the projections' cache is above
-                              created),
-                Dense(d_feature, {}, created), created);
+  o.cache_KV_in_predict = false;   // the projections' cache is above; PureAttention reads the rest
+  return at_caller(Serial(Parallel(Dense(d_feature), k_dense, v_dense), PureAttention(o), Dense(d_feature)), created);
 }
 
 LayerPtr Attention(std::int64_t d_feature, AttentionOptions o, std::source_location created) {
   check_attention_options(o, "Attention", false, false);
-  return Serial(Select({0, 0, 0}, -1, created), AttentionQKV(d_feature, o, created), created);
+  return at_caller(Serial(Select({0, 0, 0}, -1), AttentionQKV(d_feature, o)), created);
 }
 
 }  // namespace ctrax::layers

@@ -104,15 +104,15 @@ LayerPtr CausalAttention(std::int64_t d_feature, AttentionOptions o,
   const int n_heads = o.n_heads;
   check_heads(d_feature, n_heads);
   auto projection = [&](bool rotated) {
-    LayerList l{Dense(d_feature, {}, created), SplitIntoHeads(n_heads, /*merged_batch_and_head=*/true, created)};
-    if (rotated) l.push_back(Rotate({.mode = o.mode}, created));
+    LayerList l{Dense(d_feature), SplitIntoHeads(n_heads, /*merged_batch_and_head=*/true)};
+    if (rotated) l.push_back(Rotate({.mode = o.mode}));
     return l;
   };
-  return Serial(Branch(projection(o.rotary), projection(o.rotary), projection(false), created),
-                DotProductCausalAttention(o.dropout, o.max_inference_length, o.mode,
-                                          o.linear_bias ? alibi_slopes(n_heads) : std::vector<double>{}, created),
-                MergeHeads(n_heads, /*merged_batch_and_head=*/true, created),
-                Dense(d_feature, {}, created), created);
+  return at_caller(Serial(Branch(projection(o.rotary), projection(o.rotary), projection(false)),
+                          DotProductCausalAttention(o.dropout, o.max_inference_length, o.mode,
+                                                    o.linear_bias ? alibi_slopes(n_heads) : std::vector<double>{}),
+                          MergeHeads(n_heads, /*merged_batch_and_head=*/true), Dense(d_feature)),
+                   created);
 }
 
 }  // namespace ctrax::layers

@@ -190,19 +190,20 @@ LayerPtr MakeZeroState(int depth_multiplier, std::source_location created) {
       1, created);
 }
 
+// (The cells get `created` themselves: their size is checked as they are made, naming the site.)
 LayerPtr LSTM(std::int64_t n_units, LSTMOptions options, std::source_location created) {
   LayerList body;
-  if (!options.initial_state) body.push_back(Branch(nullptr, MakeZeroState(2, created), created));
-  body.push_back(Scan(LSTMCell(n_units, 1.0, created), 1, 1, options.mode, created));
-  if (!options.return_state) body.push_back(Select({0}, 2, created));  // drops the state
-  return make_serial({body}, fmt::format("LSTM_{}", n_units), created, LayerList{});
+  if (!options.initial_state) body.push_back(Branch(nullptr, MakeZeroState(2)));
+  body.push_back(Scan(LSTMCell(n_units, 1.0, created), 1, 1, options.mode));
+  if (!options.return_state) body.push_back(Select({0}, 2));  // drops the state
+  return at_caller(make_serial({body}, fmt::format("LSTM_{}", n_units), created, LayerList{}), created);
 }
 
 LayerPtr GRU(std::int64_t n_units, Mode mode, std::source_location created) {
-  return make_serial({LayerList{Branch(nullptr, MakeZeroState(1, created), created),
-                                Scan(GRUCell(n_units, 0.0, created), 1, 1, mode, created),
-                                Select({0}, 2, created)}},
-                     fmt::format("GRU_{}", n_units), created, LayerList{});
+  return at_caller(make_serial({LayerList{Branch(nullptr, MakeZeroState(1)), Scan(GRUCell(n_units, 0.0, created), 1, 1, mode),
+                                          Select({0}, 2)}},
+                               fmt::format("GRU_{}", n_units), created, LayerList{}),
+                   created);
 }
 
 }  // namespace ctrax::layers

@@ -111,8 +111,7 @@ LayerPtr ScoreAttention(ScoreAttentionOptions options, std::source_location crea
 }
 
 LayerPtr LuongOutput(std::int64_t n_units, std::source_location created) {
-  return make_serial({LayerList{Concatenate(2, -1, created), Dense(n_units, {}, created), Tanh(created)}}, "LuongOutput",
-                     created);
+  return at_caller(make_serial({LayerList{Concatenate(2, -1), Dense(n_units), Tanh()}}, "LuongOutput"), created);
 }
 
 }  // namespace ctrax::layers

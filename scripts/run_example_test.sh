@@ -79,7 +79,7 @@ lm)
     # At this size a stretch takes milliseconds and varies: the budget may end a stretch short.
     grep -Eq "trained $planned steps in this run \(steps 1 to $planned,|at step [0-9]+ of $planned " "$tmp/log" || { cat "$tmp/log"; fail "ran to a plan other than $planned"; }
     "$exe" train --out "$tmp/budget" --minutes 0.05 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "resume of a budgeted run"; }
-    grep -Eq "already trained $planned of $planned steps|trained [0-9]+ steps in this run \(steps [0-9]+ to $planned," "$tmp/log" || { cat "$tmp/log"; fail "the resume did not continue to the stored plan $planned"; }
+    grep -Eq "already trained $planned of $planned steps|trained [0-9]+ steps in this run \(steps [0-9]+ to $planned,|at step [0-9]+ of $planned " "$tmp/log" || { cat "$tmp/log"; fail "the resume did not continue to the stored plan $planned"; }
     # A budget smaller than one stretch still trains one (nothing to judge by before it) and ends on
     # a checkpoint; each rerun trains one more; the bare rerun keeps --eval-every; the last line
     # counts this run's steps, not the run's.

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <functional>
 
-#include "core/layer/layer.hpp"
+#include "core/tensor/stack.hpp"
 
 namespace ctrax::data {
 

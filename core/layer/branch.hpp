@@ -19,15 +19,6 @@ LayerPtr make_branch(const LayerArgs& layers,
                      std::source_location created = std::source_location::current());
 
 // Branch(a, b, ...) records the caller's line; Branch(a, b, created) records `created`.
-template <class... Args>
-struct Branch : LayerPtr {
-  Branch(Args&&... args, std::source_location here = std::source_location::current())
-      : Branch(combinator_args(here, std::forward<Args>(args)...)) {}
-
- private:
-  explicit Branch(CombinatorArgs a) : LayerPtr(make_branch(a.layers, a.created)) {}
-};
-template <class... Args>
-Branch(Args&&...) -> Branch<Args...>;
+CTRAX_VARIADIC_COMBINATOR(Branch, make_branch)
 
 }  // namespace ctrax::layers

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <optional>
+#include <string_view>
 #include <unordered_set>
 
 #include "core/layer/trace.hpp"
@@ -111,6 +112,21 @@ void Layer::set_mode(Mode mode) {
 LayerPtr with_mode(LayerPtr layer, Mode mode) {
   layer->set_mode(mode);
   return layer;
+}
+
+LayerPtr at_caller(LayerPtr block, const std::source_location& caller, const std::source_location& here) {
+  const std::string_view file = here.file_name();
+  std::unordered_set<const Layer*> seen;
+  std::vector<Layer*> todo{block.get()};
+  while (!todo.empty()) {
+    Layer* layer = todo.back();
+    todo.pop_back();
+    if (!layer || !seen.insert(layer).second) continue;
+    if (file == layer->created_.file_name()) layer->created_ = caller;
+    for (const LayerPtr& sub : layer->sublayers_) todo.push_back(sub.get());
+    for (const LayerPtr& sub : layer->sublayers_to_print_) todo.push_back(sub.get());
+  }
+  return block;
 }
 
 void Layer::set_rng(const Rng& rng) {

@@ -45,11 +45,10 @@
 #include "core/layer/mode.hpp"
 #include "core/layer/signature.hpp"
 #include "core/tensor/random.hpp"
+#include "core/tensor/stack.hpp"
 #include "core/tensor/tensor.hpp"
 
 namespace ctrax {
-
-using Stack = std::vector<Tensor>;
 
 class Layer;
 using LayerPtr = std::shared_ptr<Layer>;
@@ -183,6 +182,7 @@ class Layer {
   std::string name_;
   int n_in_, n_out_;
   std::source_location created_;
+  friend LayerPtr at_caller(LayerPtr, const std::source_location&, const std::source_location&);
   std::vector<LayerPtr> sublayers_;
   std::vector<LayerPtr> sublayers_to_print_;
   bool print_override_ = false;
@@ -198,5 +198,16 @@ class Layer {
 // Sets a freshly built layer's mode and returns it: the one line every mode-dependent factory
 // ends with (`return with_mode(std::make_shared<DropoutLayer>(...), mode);`).
 LayerPtr with_mode(LayerPtr layer, Mode mode);
+
+// A BLOCK BUILT FOR A CALLER. A library function that assembles its result from other layers
+// makes them without handing its `created` to each, then returns the block through at_caller:
+// every layer in it that was created in the function's own source file (`here`) takes the
+// caller's site instead, so an error names the line of the model that asked for the block.
+// Layers the caller passed in keep their own sites.
+//   LayerPtr Attention(std::int64_t d, AttentionOptions o, std::source_location created) {
+//     return at_caller(Serial(Select({0, 0, 0}), AttentionQKV(d, o)), created);
+//   }
+LayerPtr at_caller(LayerPtr block, const std::source_location& caller,
+                   const std::source_location& here = std::source_location::current());
 
 }  // namespace ctrax

@@ -5,7 +5,10 @@
 namespace ctrax {
 
 std::string location_string(const std::source_location& loc) {
+  // As the build names it, relative to its build directory ("../tests/x.cpp"), or, in a unity
+  // build, through it ("/src/build/../tests/x.cpp"): both are named from the source root.
   std::string file = loc.file_name();
+  if (const auto up = file.rfind("/../"); up != std::string::npos) file = file.substr(up + 4);
   while (file.rfind("../", 0) == 0) file = file.substr(3);
   return fmt::format("{}:{}", file, loc.line());
 }

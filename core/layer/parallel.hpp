@@ -15,16 +15,7 @@ namespace ctrax::layers {
 LayerPtr make_parallel(const LayerArgs& layers,
                        std::source_location created = std::source_location::current());
 
-template <class... Args>
-struct Parallel : LayerPtr {
-  Parallel(Args&&... args, std::source_location here = std::source_location::current())
-      : Parallel(combinator_args(here, std::forward<Args>(args)...)) {}
-
- private:
-  explicit Parallel(CombinatorArgs a) : LayerPtr(make_parallel(a.layers, a.created)) {}
-};
-template <class... Args>
-Parallel(Args&&...) -> Parallel<Args...>;
+CTRAX_VARIADIC_COMBINATOR(Parallel, make_parallel)
 
 // The layer a Parallel/Branch argument stands for: None -> identity Serial(), a list -> Serial.
 LayerPtr as_layer(const LayerArg& arg, std::source_location created);

@@ -18,16 +18,12 @@ namespace ctrax::layers {
 LayerPtr make_residual(const LayerArgs& layers, LayerPtr shortcut = nullptr,
                        std::source_location created = std::source_location::current());
 
-template <class... Args>
-struct Residual : LayerPtr {
-  Residual(Args&&... args, std::source_location here = std::source_location::current())
-      : Residual(combinator_args(here, std::forward<Args>(args)...)) {}
-
- private:
-  explicit Residual(CombinatorArgs a) : LayerPtr(make_residual(a.layers, nullptr, a.created)) {}
-};
-template <class... Args>
-Residual(Args&&...) -> Residual<Args...>;
+namespace detail {
+inline LayerPtr residual_of(const LayerArgs& layers, std::source_location created) {
+  return make_residual(layers, nullptr, created);
+}
+}  // namespace detail
+CTRAX_VARIADIC_COMBINATOR(Residual, detail::residual_of)
 
 inline LayerPtr ResidualWithShortcut(const LayerArg& layers, LayerPtr shortcut,
                                      std::source_location created = std::source_location::current()) {

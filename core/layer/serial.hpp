@@ -27,17 +27,13 @@ LayerPtr make_serial(const LayerArgs& layers, std::string name = "Serial",
                      std::source_location created = std::source_location::current(),
                      std::optional<LayerList> sublayers_to_print = std::nullopt);
 
+namespace detail {
+inline LayerPtr serial_of(const LayerArgs& layers, std::source_location created) {
+  return make_serial(layers, "Serial", created);
+}
+}  // namespace detail
 // Serial(a, b, ...) records the caller's line; Serial(a, b, created) records `created`.
-template <class... Args>
-struct Serial : LayerPtr {
-  Serial(Args&&... args, std::source_location here = std::source_location::current())
-      : Serial(combinator_args(here, std::forward<Args>(args)...)) {}
-
- private:
-  explicit Serial(CombinatorArgs a) : LayerPtr(make_serial(a.layers, "Serial", a.created)) {}
-};
-template <class... Args>
-Serial(Args&&...) -> Serial<Args...>;
+CTRAX_VARIADIC_COMBINATOR(Serial, detail::serial_of)
 
 // SerialWithSideOutputs(layers, n_side_outputs) — Trax's: runs the layers in sequence, and after
 // each one moves its last n_side_outputs outputs to the bottom of the stack it works on, so the

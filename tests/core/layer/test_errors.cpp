@@ -1,6 +1,11 @@
 #include <doctest/doctest.h>
 
+#include <fmt/format.h>
+
+#include "layers/attention.hpp"
+#include "layers/causal_attention.hpp"
 #include "layers/dense.hpp"
+#include "layers/rnn.hpp"
 #include "tests/helpers.hpp"
 
 using namespace ctrax;
@@ -91,4 +96,27 @@ TEST_CASE("bad arguments to Select and Dense name where they were created") {
   const std::string dense = what([] { Dense(0); });
   CHECK(dense.find("Dense (created at tests/core/layer/test_errors.cpp:") == 0);
   CHECK(dense.find("): n_units must be >= 1, got 0") != std::string::npos);
+}
+
+TEST_CASE("a block built by the library reports the line of the model that asked for it (at_caller)") {
+  const auto line = std::source_location::current().line() + 1;
+  auto attention = layers::Attention(8, {.n_heads = 2});
+  auto causal = layers::CausalAttention(8, {.n_heads = 2});   // the line after
+  auto lstm = layers::LSTM(4);                                 // two after
+  std::vector<std::pair<const Layer*, std::uint_least32_t>> todo = {
+      {attention.get(), line}, {causal.get(), line + 1}, {lstm.get(), line + 2}};
+  int checked = 0;
+  while (!todo.empty()) {   // every layer of each block, all the way down
+    const auto [layer, expected] = todo.back();
+    todo.pop_back();
+    CHECK_MESSAGE(layer->created_at().line() == expected, layer->display_name());
+    CHECK(std::string(layer->created_at().file_name()).find("test_errors.cpp") != std::string::npos);
+    ++checked;
+    for (const auto& sub : layer->sublayers()) todo.push_back({sub.get(), expected});
+  }
+  CHECK(checked > 20);
+  // The error of a layer deep inside (LSTM's MakeZeroState: rank 3 expected) names the model's line.
+  const std::string msg = error_of([&] { lstm->init(ShapeDtype{{2, 4}}); });
+  CHECK(msg.find("MakeZeroState: input should be a rank 3 tensor") != std::string::npos);
+  CHECK(msg.find(fmt::format("test_errors.cpp:{}", line + 2)) != std::string::npos);
 }

@@ -52,6 +52,20 @@ TEST_CASE("lists are flattened; a nested Serial stays one sublayer") {
   expect_tensor(init_and_run(model, {v({0})})[0], {1}, {5});
 }
 
+TEST_CASE("braced lists are Trax's nested lists: flattened in place, {} and nullptr the identity branch") {
+  const auto one = AddOne(), two = AddOne(), three = AddOne();
+  auto model = Serial(one, {two, {three}});                // Trax: Serial(one, [two, [three]])
+  REQUIRE(model->sublayers().size() == 3);
+  CHECK(model->sublayers()[2] == three);
+  expect_tensor(init_and_run(model, {v({0})})[0], {1}, {3});
+  auto branch = Branch({}, {AddOne(), AddOne()});          // Trax: Branch([], [AddOne(), AddOne()])
+  const Stack out = init_and_run(branch, {v({1})});
+  expect_tensor(out[0], {1}, {1});
+  expect_tensor(out[1], {1}, {3});
+  expect_tensor(init_and_run(Parallel({AddOne()}, {}), {v({1}), v({5})})[1], {1}, {5});
+  expect_tensor(init_and_run(Residual({AddOne(), AddOne()}), {v({1})})[0], {1}, {4});   // 1 + (1 + 2)
+}
+
 TEST_CASE("None inside a list is an error") {
   CHECK_THROWS_AS(Serial(AddOne(), LayerList{nullptr}), std::invalid_argument);
 }
