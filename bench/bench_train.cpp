@@ -8,7 +8,10 @@
 //
 // THE SAME WORK as the reference: Trax-style pre-norm TransformerLM / TransformerEncoder (2
 // classes), dropout 0.1 (attention probabilities included), cross-entropy, Adam (lr 1e-3), random
-// tokens, float32. One timed step = forward + loss + backward + Adam update of every weight.
+// tokens, float32. One timed step is the training Loop's own (core/train/loop.hpp, timed by its
+// on_step hook): forward + loss + backward + Adam update of every weight, with the Loop's checks
+// and statistics — what `lm train` runs. The batches are made before the clock starts, as the
+// reference makes its data.
 // Configs (RESULTS.md):   vocab d_model d_ff layers heads seq batch
 //                     S   256   128     512  2      4     128 16
 //                     M   256   256    1024  4      4     256 16
@@ -35,13 +38,13 @@
 #include "core/decode/beam_search.hpp"
 #include "core/decode/sampling.hpp"
 #include "core/dist/communicator.hpp"
-#include "core/dist/gradient_buckets.hpp"
 #include "core/layer/serial.hpp"
 #include "core/tensor/blas_kernels.hpp"
 #include "core/tensor/ops.hpp"
 #include "core/tensor/runtime.hpp"
 #include "core/tensor/profile.hpp"
 #include "core/train/adam.hpp"
+#include "core/train/loop.hpp"
 #include "layers/metrics.hpp"
 #include "layers/layers.hpp"
 #include "models/registry.hpp"
@@ -240,61 +243,40 @@ int main(int argc, char** argv) try {
   auto model = lstm ? LayerPtr(layers::Serial(layers::ShiftRight(), layers::Embedding(k.vocab, k.d_model), lstms,
                                                       layers::Dense(k.vocab)))
                : models::build(spec, Mode::train);
-  auto with_loss = layers::make_serial({model, layers::WeightedCategoryCrossEntropy()});
-  const auto batch = [&](int i) -> Stack {
+  // Every batch made before the clock starts, as the PyTorch reference makes its data.
+  std::vector<Stack> batches;
+  for (std::int64_t i = 0; i < warmup + steps; ++i) {
     const Rng r = Rng(1).fold_in(static_cast<std::uint64_t>(i));
     const Tensor x = r.randint({k.batch, k.seq}, 1, static_cast<std::int32_t>(k.vocab));
-    if (lm) return {x, x, Tensor::ones({k.batch, k.seq})};
-    return {x, r.fold_in(1).randint({k.batch}, 0, 2), Tensor::ones({k.batch})};
-  };
-  // Under mpirun -np K: data parallel, as the Loop — each process takes batch/K rows of every batch,
-  // the gradients are averaged by the communicator's all-reduce (every weight is 1, so the mean is
-  // the whole batch's gradient); process 0 reports, with the all-reduce's share of a step.
+    batches.push_back(lm ? Stack{x, x, Tensor::ones({k.batch, k.seq})}
+                         : Stack{x, r.fold_in(1).randint({k.batch}, 0, 2), Tensor::ones({k.batch})});
+  }
+  const auto batch = [&batches](std::int64_t i) { return batches.at(static_cast<std::size_t>(i)); };
+  // The training Loop's own step (core/train/loop.hpp), timed by its on_step hook: under mpirun
+  // -np K data parallel as any training run — each process takes batch/K rows of every batch and
+  // the gradients are summed in buckets while the backward pass runs (--no-overlap: after it).
+  // Process 0 reports, with the gradient sum's share of a step.
   const auto comm = dist::make_communicator();
   const int K = comm->size();
-  if (k.batch % K != 0)
-    throw std::invalid_argument(fmt::format("a batch of {} rows does not divide among {} processes", k.batch, K));
   if (comm->rank() != 0 && !std::freopen("/dev/null", "w", stdout)) return 1;
-  const auto my_rows = [&](const Stack& b) {
-    if (K == 1) return b;
-    Stack mine;
-    const std::int64_t rows = k.batch / K;
-    for (const Tensor& x : b) mine.push_back(slice(x, 0, comm->rank() * rows, (comm->rank() + 1) * rows));
-    return mine;
-  };
-  with_loss->init(signature_of(my_rows(batch(0))), Rng(0));
-  const auto weights = with_loss->all_weights();
-  auto adam = train::Adam({.learning_rate = 1e-3});
-
   std::vector<double> ms, reduce_ms;
   double loss_first = 0, loss_last = 0;
-  for (int i = 0; i < warmup + steps; ++i) {
-    if (i == warmup) profile::reset();
-    const Stack b = my_rows(batch(i));
-    const auto t0 = Clock::now();
-    with_loss->set_rng(Rng(2).fold_in(static_cast<std::uint64_t>(i)));
-    const Tensor loss = (*with_loss)(b)[0];
-    std::vector<Tensor> g;
-    auto t1 = Clock::now();
-    if (K > 1 && !no_overlap) {   // as the Loop: buckets summed while the backward pass runs
-      dist::GradientBuckets buckets(*comm, weights);
-      grad(loss, weights, {.on_ready = [&](std::size_t w, const Tensor& gw) { buckets.add(w, gw, 1.0 / K); }});
-      t1 = Clock::now();
-      g = buckets.finish();
-    } else {
-      g = grad(loss, weights);
-      t1 = Clock::now();
-      if (K > 1) comm->all_reduce(g, dist::Reduce::mean);
-    }
-    const double reduce = ms_since(t1);   // the all-reduce's time after the backward pass
-    adam->update(i + 1, 1e-3, weights, g);
-    const double t = ms_since(t0);
-    if (i >= warmup) {
-      ms.push_back(t);
-      reduce_ms.push_back(reduce);
-    }
-    (i == 0 ? loss_first : loss_last) = loss.item();
-  }
+  std::ostream quiet(nullptr);   // the Loop's report lines are not the benchmark's
+  train::Loop loop(model,
+                   {{.labeled_data = batch, .loss_layer = layers::WeightedCategoryCrossEntropy(),
+                     .optimizer = train::Adam({.learning_rate = 1e-3}), .n_steps_per_checkpoint = warmup + steps}},
+                   {.random_seed = 2, .checkpoint_at = [](std::int64_t) { return false; }, .out = &quiet,
+                    .progress = train::Progress::off, .communicator = comm, .overlap_gradient_sum = !no_overlap,
+                    .on_step = [&](const train::StepTime& t) {
+                      if (t.step == 1) loss_first = t.loss;
+                      loss_last = t.loss;
+                      if (t.step == warmup) profile::reset();
+                      if (t.step <= warmup) return;
+                      ms.push_back(t.seconds * 1e3);
+                      reduce_ms.push_back(t.reduce_seconds * 1e3);
+                    }});
+  if (warmup == 0) profile::reset();
+  loop.run(warmup + steps);
   std::vector<double> sorted = ms;
   std::sort(sorted.begin(), sorted.end());
   const double med = sorted[sorted.size() / 2];

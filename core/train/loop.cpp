@@ -156,7 +156,8 @@ void Loop::train_step() {
           "Step {}: train {} is {}; training stopped. The weights are those after step {}; {}.", s,
           task.loss_name, value, step_, last_checkpoint_kept()));
   };
-  double value = 0;
+  double value = 0, reduce_seconds = 0;
+  auto backward_end = Clock::now();
   std::vector<Tensor> grads;
   if (comm_->size() == 1) {
     const Tensor loss = (*mwl)(batch)[0];
@@ -170,19 +171,28 @@ void Loop::train_step() {
     // are summed while the pass goes on (core/dist/gradient_buckets.hpp).
     const double share = share_of(global, batch);
     dist::GradientBuckets buckets(*comm_, weights);
+    const auto add = [&](std::size_t i, const Tensor& g) { buckets.add(i, g, share); };
     if (share > 0) {
       const Tensor loss = (*mwl)(batch)[0];
       value = loss.item() * share;
-      grad(loss, weights, {.on_ready = [&](std::size_t i, const Tensor& g) { buckets.add(i, g, share); }});
+      if (options_.overlap_gradient_sum) {
+        grad(loss, weights, {.on_ready = add});
+      } else {
+        const std::vector<Tensor> mine = grad(loss, weights);
+        backward_end = Clock::now();
+        for (std::size_t i = mine.size(); i-- > 0;) add(i, mine[i]);   // last layers first, as the tape does
+      }
     } else {
       for (std::size_t i = 0; i < weights.size(); ++i)
         buckets.add(i, Tensor::zeros(weights[i].shape(), weights[i].dtype()), 0.0);
     }
+    if (options_.overlap_gradient_sum || share <= 0) backward_end = Clock::now();
     grads = buckets.finish();
     std::vector<Tensor> total{Tensor::scalar(value, DType::float64)};
     comm_->all_reduce(total, dist::Reduce::sum);
     value = total[0].item();
     check_finite(value);
+    reduce_seconds = std::chrono::duration<double>(Clock::now() - backward_end).count();
   }
   UpdateStats stats;
   try {
@@ -195,7 +205,9 @@ void Loop::train_step() {
   step_ = s;
   loss_sum_ += value;
   ++loss_count_;
-  seconds_ += std::chrono::duration<double>(Clock::now() - t0).count();
+  const double step_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  seconds_ += step_seconds;
+  if (options_.on_step) options_.on_step({.step = s, .seconds = step_seconds, .reduce_seconds = reduce_seconds, .loss = value});
   last_lr_ = lr;
   last_gradients_l2_ = stats.gradients_l2;
   last_weights_l2_ = stats.weights_l2;

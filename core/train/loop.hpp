@@ -72,6 +72,14 @@ class TrainingDiverged : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// One training step's time, for whoever measures the Loop (bench/bench_train.cpp).
+struct StepTime {
+  std::int64_t step = 0;
+  double seconds = 0;          // the whole step: batch, forward, backward, gradient sum, update
+  double reduce_seconds = 0;   // data parallel: the gradients' sum after the backward pass ended
+  double loss = 0;             // the step's training loss (the whole batch's)
+};
+
 struct LoopOptions {
   LayerPtr eval_model = nullptr;        // none: the training model, switched to eval mode
   std::vector<EvalTask> eval_tasks = {};
@@ -91,6 +99,11 @@ struct LoopOptions {
   Progress progress = Progress::automatic;
   // The processes of a data-parallel run; none: this process alone (dist::single_process()).
   std::shared_ptr<dist::Communicator> communicator = nullptr;
+  // Data parallel: sum the gradients in buckets while the backward pass runs (true), or all of
+  // them once it has ended (false: what the overlap saves is then measurable).
+  bool overlap_gradient_sum = true;
+  // Called after every training step with its time.
+  std::function<void(const StepTime&)> on_step = nullptr;
 };
 
 class Loop {
