@@ -55,10 +55,11 @@ def main():
     a.set_ylabel("position")
     a.set_title(f"PositionalEncoding, d_model {d['sinusoid']['d_model']}", fontsize=10)
     fig.colorbar(im, ax=a)
-    for col in (0, 1, 10, 40):
-        b.plot([row[col] for row in table], label=f"feature {col}")
+    # Features 2k and 2k+1 are one pair: the sin and cos of one frequency ω_k.
+    for col in (0, 1, 20, 60):
+        b.plot([row[col] for row in table], label=f"feature {col}: {'sin' if col % 2 == 0 else 'cos'}, pair {col // 2}")
     b.set_xlabel("position")
-    b.set_title("columns: one frequency each, fast to slow", fontsize=10)
+    b.set_title("a pair's sin and cos share a frequency; later pairs are slower", fontsize=10)
     b.legend(fontsize=8)
     fig.tight_layout()
     out = os.path.join(args.images, "sinusoid.png")
