@@ -21,15 +21,17 @@ namespace {
 // the same pass with keep_weights: each layer gets its own weights back from add_weight.
 struct InitPass {
   std::unordered_set<const Layer*> seen;
-  bool keep_weights = false;
+  bool keep_weights = false;       // reset_state: every layer keeps its weights
+  bool keep_initialized = false;   // init with use_cache: the layers initialised before keep theirs
 };
 thread_local InitPass* t_init = nullptr;
 
 struct InitPassScope {
   InitPass pass;
   InitPass* previous;
-  explicit InitPassScope(bool keep_weights) : previous(t_init) {
+  explicit InitPassScope(bool keep_weights, bool keep_initialized = false) : previous(t_init) {
     pass.keep_weights = keep_weights;
+    pass.keep_initialized = keep_initialized;
     t_init = &pass;
   }
   ~InitPassScope() { t_init = previous; }
@@ -74,12 +76,13 @@ void Layer::set_arity(int n_in, int n_out) {
 void Layer::add_weight(std::string name, const Shape& shape, DType dtype,
                        const Initializer& initializer, const Rng& rng) {
   Tensor value;
-  if (t_init && t_init->keep_weights) {
+  if (keeping_weights_) {
     const std::size_t k = weights_.size();
     if (k >= kept_weights_.size() || kept_weights_[k].shape() != shape ||
         kept_weights_[k].dtype() != dtype)
       throw std::logic_error(fmt::format(
-          "{}: reset_state cannot keep weight {} ({}[{}]): the layer had {}", display_name(), name,
+          "{}: {} cannot keep weight {} ({}[{}]): the layer had {}", display_name(),
+          t_init && t_init->keep_weights ? "reset_state" : "init (use_cache)", name,
           short_name(dtype), fmt::join(shape, ","),
           k < kept_weights_.size() ? kept_weights_[k].signature() : "no weight there"));
     value = kept_weights_[k];
@@ -136,13 +139,13 @@ void Layer::set_rng(const Rng& rng) {
   for (std::size_t i = 0; i < sublayers_.size(); ++i) sublayers_[i]->set_rng(keys[i]);
 }
 
-Signature Layer::init(const ShapeDtype& input_signature, const Rng& rng) {
-  return init(Signature{input_signature}, rng);
+Signature Layer::init(const ShapeDtype& input_signature, const Rng& rng, InitOptions options) {
+  return init(Signature{input_signature}, rng, options);
 }
 
-Signature Layer::init(const Signature& input_signature, const Rng& rng) {
+Signature Layer::init(const Signature& input_signature, const Rng& rng, InitOptions options) {
   set_rng(rng);
-  InitPassScope scope(/*keep_weights=*/false);
+  InitPassScope scope(/*keep_weights=*/false, /*keep_initialized=*/options.use_cache);
   NoGrad no_grad;
   return signature_of((*this)(meta_inputs(input_signature)));
 }
@@ -194,7 +197,7 @@ Tensor Layer::operator()(const Tensor& x) {
 
 Stack Layer::apply(const Stack& inputs) {
   if (t_init && t_init->seen.insert(this).second) {
-    if (t_init->keep_weights) {
+    if (t_init->keep_weights || (t_init->keep_initialized && initialized_)) {
       init_keeping_weights(signature_of(inputs));
     } else {
       weights_.clear();
@@ -229,16 +232,20 @@ void Layer::init_keeping_weights(const Signature& input_signature) {
   weights_.clear();
   weight_names_.clear();
   state_.clear();
+  keeping_weights_ = true;
   try {
     init_weights_and_state(input_signature);
     if (weights_.size() != kept_weights_.size())
-      throw std::logic_error(fmt::format("{}: reset_state made {} weights where there were {}",
-                                         display_name(), weights_.size(), kept_weights_.size()));
+      throw std::logic_error(fmt::format("{}: {} made {} weights where there were {}", display_name(),
+                                         t_init && t_init->keep_weights ? "reset_state" : "init (use_cache)",
+                                         weights_.size(), kept_weights_.size()));
   } catch (...) {  // the layer keeps what it had
+    keeping_weights_ = false;
     weights_ = std::move(kept_weights_);
     weight_names_ = std::move(names);
     throw;
   }
+  keeping_weights_ = false;
   kept_weights_.clear();
 }
 

@@ -57,6 +57,14 @@ using LayerPtr = std::shared_ptr<Layer>;
 // has Trax's. Called only when the value is needed: reset_state keeps every weight and calls none.
 using Initializer = std::function<Tensor(const Shape& shape, const Rng& rng, DType dtype)>;
 
+// Layer::init's options (Trax's keyword arguments).
+struct InitOptions {
+  // Trax's use_cache: every layer already initialised keeps its weights (its state is made anew
+  // for these inputs) and only the others draw theirs — Serial(model, loss)->init(sig, rng,
+  // {.use_cache = true}) initialises the loss around a trained model.
+  bool use_cache = false;
+};
+
 class Layer {
  public:
   virtual ~Layer() = default;
@@ -77,9 +85,9 @@ class Layer {
 
   // --- lifecycle -----------------------------------------------------------------------------
   // Creates weights and state for inputs of this signature, seeding every sublayer from `rng`.
-  // Returns the output signature. Calling it again re-initialises.
-  Signature init(const Signature& input_signature, const Rng& rng = Rng(0));
-  Signature init(const ShapeDtype& input_signature, const Rng& rng = Rng(0));
+  // Returns the output signature. Calling it again re-initialises, unless use_cache (InitOptions).
+  Signature init(const Signature& input_signature, const Rng& rng = Rng(0), InitOptions options = {});
+  Signature init(const ShapeDtype& input_signature, const Rng& rng = Rng(0), InitOptions options = {});
   bool initialized() const { return initialized_; }
   // The signature of the outputs for inputs of this signature, computed without data.
   Signature output_signature(const Signature& input_signature);
@@ -187,7 +195,8 @@ class Layer {
   std::vector<LayerPtr> sublayers_to_print_;
   bool print_override_ = false;
   std::vector<Tensor> weights_;
-  std::vector<Tensor> kept_weights_;  // under reset_state: the weights add_weight hands back
+  std::vector<Tensor> kept_weights_;  // while keeping weights: the ones add_weight hands back
+  bool keeping_weights_ = false;
   std::vector<std::string> weight_names_;
   std::vector<Tensor> state_;
   Rng rng_;

@@ -23,15 +23,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Initialises `composite` (which contains `model`) for this batch without changing the model's
-// weights if it already has them: Trax initialises the loss/metric layers on the model's output.
-void init_around(const LayerPtr& composite, const LayerPtr& model, const Stack& batch,
-                 const Rng& rng) {
-  const bool had_weights = model->initialized();
-  const std::vector<Tensor> weights = had_weights ? model->all_weights() : std::vector<Tensor>{};
-  composite->init(signature_of(batch), rng);
-  if (had_weights) model->bind_all_weights(weights);
-}
 
 // Switches a layer to `mode` for a scope.
 class ModeScope {
@@ -84,7 +75,8 @@ Loop::Loop(LayerPtr model, std::vector<TrainTask> tasks, LoopOptions options)
   const Rng rng(options_.random_seed);
   for (std::size_t i = 0; i < tasks_.size(); ++i) {
     LayerPtr mwl = layers::Serial(model_, tasks_[i].loss_layer);
-    init_around(mwl, model_, my_rows(tasks_[i].labeled_data(0)), rng);
+    // The loss around the model; a model with weights already keeps them (Trax's use_cache).
+    mwl->init(signature_of(my_rows(tasks_[i].labeled_data(0))), rng, {.use_cache = true});
     model_with_loss_.push_back(mwl);
     tasks_[i].optimizer->init(mwl->all_weights());
   }
@@ -94,7 +86,7 @@ Loop::Loop(LayerPtr model, std::vector<TrainTask> tasks, LoopOptions options)
       throw std::invalid_argument("Loop: an eval task needs labeled_data, metrics and n_eval_batches >= 1");
     layers::LayerArgs metric_args(e.metrics.begin(), e.metrics.end());
     LayerPtr composite = layers::Serial(eval_model_, layers::make_branch(metric_args));
-    init_around(composite, eval_model_, my_rows(e.labeled_data(0)), rng);
+    composite->init(signature_of(my_rows(e.labeled_data(0))), rng, {.use_cache = true});
     eval_with_metrics_.push_back(composite);
     std::vector<std::string> names = e.metric_names;
     if (names.empty())

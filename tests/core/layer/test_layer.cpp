@@ -150,3 +150,26 @@ TEST_CASE("reset_state for an input the weights do not fit fails and keeps the w
   CHECK(model->all_weights()[0].same_as(w));
   CHECK(draws == 1);
 }
+
+TEST_CASE("init with use_cache: layers already initialised keep their weights, the others draw theirs") {
+  int draws = 0;
+  auto trained = Serial(std::make_shared<CountingLayer>(&draws));
+  trained->init(ShapeDtype{{2, 3}}, Rng(1));
+  const Tensor w = trained->all_weights()[0];
+  auto head = std::make_shared<CountingLayer>(&draws);
+  auto model = Serial(trained, head);                     // Trax: Serial(trained, head)
+  model->init(ShapeDtype{{2, 3}}, Rng(9), {.use_cache = true});
+  CHECK(draws == 2);                                      // the head's only
+  CHECK(model->all_weights()[0].same_as(w));              // the trained weights, the same tensor
+  CHECK(head->initialized());
+  model->init(ShapeDtype{{2, 3}}, Rng(9));                // without: everything drawn again
+  CHECK(draws == 4);
+  CHECK_FALSE(model->all_weights()[0].same_as(w));
+  // Inputs the kept weights do not fit: an error naming the weight; the weights stay.
+  auto wider = Serial(trained, std::make_shared<CountingLayer>(&draws));
+  const Tensor kept = trained->all_weights()[0];
+  CHECK_THROWS_WITH_AS(wider->init(ShapeDtype{{2, 5}}, Rng(9), {.use_cache = true}),
+                       doctest::Contains("init (use_cache) cannot keep weight w (f32[5]): the layer had f32[3]"),
+                       LayerError);
+  CHECK(trained->all_weights()[0].same_as(kept));
+}
