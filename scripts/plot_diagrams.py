@@ -67,14 +67,23 @@ def main():
     print(f"wrote {out}")
 
     # The schedules.
+    # Schedules over the same steps share a panel (lm's two), each other one has its own.
     schedules = d["schedules"]
-    fig, axes = plt.subplots(1, len(schedules), figsize=(4.2 * len(schedules), 3.2))
-    for ax, s in zip(axes, schedules):
-        ax.plot(range(1, len(s["lr"]) + 1), s["lr"])
-        ax.set_title(f"{s['name']}\n({s['used_by']})", fontsize=8)
-        ax.set_xlabel("step")
-        ax.set_ylabel("learning rate")
+    panels = []
+    for s in schedules:
+        same = [p for p in panels if len(p[0]["lr"]) == len(s["lr"])]
+        if same:
+            same[0].append(s)
+        else:
+            panels.append([s])
+    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.6), squeeze=False)
+    for ax, group in zip(axes[0], panels):
+        for s in group:
+            ax.plot(range(1, len(s["lr"]) + 1), s["lr"], label=f"{s['name']} — {s['used_by']}")
+        ax.set_xlabel("step", fontsize=11)
+        ax.set_ylabel("learning rate", fontsize=11)
         ax.ticklabel_format(axis="y", style="sci", scilimits=(0, 0))
+        ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.18))   # below: the curves stay clear
     fig.tight_layout()
     out = os.path.join(args.images, "schedules.png")
     fig.savefig(out, dpi=100)
