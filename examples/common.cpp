@@ -234,8 +234,7 @@ std::string config_json(const ModelFlags& m, const TrainFlags& t, const std::str
   return j.dump();
 }
 
-ModelFlags model_flags_from(const std::string& out) {
-  const train::StoredConfig c = train::StoredConfig::of_run(out);
+ModelFlags model_flags_from(const train::StoredConfig& c) {
   ModelFlags m;
   try {   // the model's configuration, checked against the command line's ranges
     m.arch = models::transformer_config_from_json(c.text());

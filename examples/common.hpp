@@ -135,9 +135,9 @@ std::shared_ptr<io::RunLock> settle_run(CLI::App& cmd, TrainFlags& t);
 // run's flags (t.run_flags) under "flags". `extra` is a JSON object text merged in (e.g.
 // {"tokenizer": "char", "vocab_size": 258}).
 std::string config_json(const ModelFlags& m, const TrainFlags& t, const std::string& extra = "{}");
-// Reads them back from out/model.safetensors; a missing or foreign checkpoint is an error that
-// names the directory.
-ModelFlags model_flags_from(const std::string& out);
+// Reads them back from a run's stored configuration (train::StoredConfig::of_run(out)); a value
+// outside the flags' ranges is an error naming the file and the key.
+ModelFlags model_flags_from(const train::StoredConfig& c);
 
 // A command's main body, after configure_process (core/tensor/runtime.hpp): any exception is
 // printed as "<program>: <what>" with exit status 1; train::Stopped exits with 128 + the signal's

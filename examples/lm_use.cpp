@@ -25,12 +25,13 @@ namespace ctrax::examples::lm {
 int eval_command(const std::string& out, int threads, const std::string& data_path, std::int64_t length,
                  std::int64_t batch_size) {
   examples::apply_threads(threads);
-  const std::string weights = train::weights_to_use(out, "lm");
-  const auto m = examples::model_flags_from(out);
+  const train::StoredConfig config = train::StoredConfig::of_run(out);   // read once, used for all below
+  const std::string weights = train::weights_to_use(config, "lm");
+  const auto m = examples::model_flags_from(config);
   if (m.model == "transformer" && length > m.arch.max_len)
     throw std::invalid_argument(fmt::format("--length {} exceeds the model's --max-len {} ({}): a Transformer has no "
                                             "positions past it", length, m.arch.max_len, weights));
-  const auto tok = load_tokenizer(train::StoredConfig::of_run(out).string("tokenizer"), out);
+  const auto tok = load_tokenizer(config.string("tokenizer"), out);
   auto model = m.language_model(tok->vocab_size(), Mode::eval);
   model->init(ShapeDtype{{1, std::min(length, m.arch.max_len)}, DType::int32});
   train::load_weights(weights, *model);
@@ -53,16 +54,17 @@ int eval_command(const std::string& out, int threads, const std::string& data_pa
   }
   fmt::print("length {}: validation loss {:.4f}, accuracy {:.4f} ({} tokens; trained at {}, positions {})\n", length,
              loss_sum / tokens, correct / tokens, static_cast<std::int64_t>(tokens),
-             train::StoredConfig::of_run(out).integer("train_len", m.arch.max_len), models::to_string(m.arch.positions));
+             config.integer("train_len", m.arch.max_len), models::to_string(m.arch.positions));
   return 0;
 }
 
 int sample_command(const std::string& out, int threads, const std::string& prompt, double temperature,
                    std::int64_t top_k, std::int64_t length, std::int64_t n_samples, std::uint64_t seed) {
   examples::apply_threads(threads);
-  const std::string weights = train::weights_to_use(out, "lm");
-  const auto m = examples::model_flags_from(out);
-  const auto tok = load_tokenizer(train::StoredConfig::of_run(out).string("tokenizer"), out);
+  const train::StoredConfig config = train::StoredConfig::of_run(out);   // read once, used for all below
+  const std::string weights = train::weights_to_use(config, "lm");
+  const auto m = examples::model_flags_from(config);
+  const auto tok = load_tokenizer(config.string("tokenizer"), out);
   auto model = m.language_model(tok->vocab_size(), Mode::predict);
   model->init(ShapeDtype{{1, 1}, DType::int32});
   train::load_weights(weights, *model);
@@ -101,11 +103,12 @@ int sample_command(const std::string& out, int threads, const std::string& promp
 int attention_command(const std::string& out, int threads, const std::string& text, const std::string& json_path) {
   examples::require_text({text}, "TEXT", "give a text whose attention to show");
   examples::apply_threads(threads);
-  const std::string weights = train::weights_to_use(out, "lm");
-  const auto m = examples::model_flags_from(out);
+  const train::StoredConfig config = train::StoredConfig::of_run(out);   // read once, used for all below
+  const std::string weights = train::weights_to_use(config, "lm");
+  const auto m = examples::model_flags_from(config);
   if (m.model != "transformer")
     throw std::runtime_error(fmt::format("{}: attention needs a Transformer model; this one is {}", out, m.model));
-  const auto tok = load_tokenizer(train::StoredConfig::of_run(out).string("tokenizer"), out);
+  const auto tok = load_tokenizer(config.string("tokenizer"), out);
   std::vector<std::int32_t> ids = tok->encode(text);
   if (static_cast<std::int64_t>(ids.size()) > m.arch.max_len) ids.resize(static_cast<std::size_t>(m.arch.max_len));
   const auto L = static_cast<std::int64_t>(ids.size());

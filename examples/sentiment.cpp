@@ -194,11 +194,12 @@ struct Classifier {
 
 Classifier load_classifier(const std::string& out) {
   Classifier c;
-  const std::string weights = train::weights_to_use(out, "sentiment");
-  c.m = examples::model_flags_from(out);
+  const train::StoredConfig config = train::StoredConfig::of_run(out);   // read once
+  const std::string weights = train::weights_to_use(config, "sentiment");
+  c.m = examples::model_flags_from(config);
   c.tok = data::SentencePieceTokenizer::load(train::vocabulary_file(out));
-  c.head = train::StoredConfig::of_run(out).integer("head", c.m.arch.max_len);
-  c.n_classes = train::StoredConfig::of_run(out).integer("n_classes", 2);
+  c.head = config.integer("head", c.m.arch.max_len);
+  c.n_classes = config.integer("n_classes", 2);
   c.model = c.m.classifier(c.tok->vocab_size(), c.n_classes, Mode::eval);
   c.model->init(ShapeDtype{{1, 16}, DType::int32});
   train::load_weights(weights, *c.model);

@@ -87,9 +87,11 @@ void train_seq2seq(std::shared_ptr<io::RunLock> lock, const ModelFlags& m, const
              loop.last_value("eval", "accuracy"));
 }
 
-Seq2Seq::Seq2Seq(const std::string& out, const std::string& task)
-    : weights_(train::weights_to_use(out, task)), m_(model_flags_from(out)),
-      tok_(data::SentencePieceTokenizer::load(train::vocabulary_file(out))) {
+Seq2Seq::Seq2Seq(const std::string& out, const std::string& task) : Seq2Seq(train::StoredConfig::of_run(out), task) {}
+
+Seq2Seq::Seq2Seq(const train::StoredConfig& config, const std::string& task)
+    : weights_(train::weights_to_use(config, task)), m_(model_flags_from(config)),
+      tok_(data::SentencePieceTokenizer::load(train::vocabulary_file(config.run()))) {
   model_ = m_.seq2seq_model(tok_->vocab_size(), Mode::predict);
   model_->init({ShapeDtype{{1, 8}, DType::int32}, ShapeDtype{{1, 1}, DType::int32}});
   train::load_weights(weights_, *model_);

@@ -56,6 +56,7 @@ class Seq2Seq {
   Alignment align(const std::string& source);
 
  private:
+  Seq2Seq(const train::StoredConfig& config, const std::string& task);   // the run's config, read once
   std::string weights_;   // first: a directory without a model, or another program's, says so first
   ModelFlags m_;
   std::unique_ptr<data::SentencePieceTokenizer> tok_;

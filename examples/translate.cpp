@@ -120,7 +120,8 @@ int bleu_command(const std::string& data_dir, const std::string& out, int thread
                  std::int64_t limit, const std::string& save) {
   examples::apply_threads(threads);
   examples::Seq2Seq translator(out, "translate");
-  const auto src = train::StoredConfig::of_run(out).string("source"), tgt = train::StoredConfig::of_run(out).string("target");
+  const train::StoredConfig config = train::StoredConfig::of_run(out);
+  const auto src = config.string("source"), tgt = config.string("target");
   const auto pairs = load_pairs(data_dir, split, src, tgt, limit);
   std::vector<std::string> references;
   for (const auto& p : pairs) references.push_back(p.target);

@@ -68,7 +68,8 @@ std::string text_of(const json& v) { return v.is_string() ? v.get<std::string>()
 
 }  // namespace
 
-StoredConfig::StoredConfig(std::string file, std::string text) : file_(std::move(file)), text_(std::move(text)) {
+StoredConfig::StoredConfig(std::string out, std::string file, std::string text)
+    : out_(std::move(out)), file_(std::move(file)), text_(std::move(text)) {
   try {
     auto j = std::make_shared<json>(json::parse(text_));
     if (!j->is_object()) throw std::runtime_error("not an object");
@@ -80,7 +81,7 @@ StoredConfig::StoredConfig(std::string file, std::string text) : file_(std::move
 
 StoredConfig StoredConfig::of_run(const std::string& out) {
   const std::string path = checkpoint_or_error(out);
-  return StoredConfig(path, read_checkpoint_info(path).config);
+  return StoredConfig(out, path, read_checkpoint_info(path).config);
 }
 
 bool StoredConfig::has(const std::string& key) const { return parsed(parsed_).contains(key); }
@@ -115,12 +116,11 @@ void StoredConfig::check_tokenizer(const std::string& out) const {
                                          spm, file_, now, stored));
 }
 
-std::string weights_to_use(const std::string& out, const std::string& task) {
-  const StoredConfig c = StoredConfig::of_run(out);
-  c.check_task(task, fmt::format("give the --out of a {} run", task));
-  c.check_tokenizer(out);
-  if (fs::exists(best_file(out))) return best_file(out);
-  return c.file();
+std::string weights_to_use(const StoredConfig& config, const std::string& task) {
+  config.check_task(task, fmt::format("give the --out of a {} run", task));
+  config.check_tokenizer(config.run());
+  if (fs::exists(best_file(config.run()))) return best_file(config.run());
+  return config.file();
 }
 
 bool changes_freely(const std::string& setting) {

@@ -70,6 +70,7 @@ class StoredConfig {
   double number(const std::string& key, double fallback) const;
   const std::string& text() const { return text_; }   // the whole object, as JSON
   const std::string& file() const { return file_; }
+  const std::string& run() const { return out_; }     // the run directory
   // Throws unless the run was trained by `task` (checkpoints older than the "task" key pass);
   // `hint` ends the message.
   void check_task(const std::string& task, const std::string& hint) const;
@@ -78,15 +79,16 @@ class StoredConfig {
   void check_tokenizer(const std::string& out) const;
 
  private:
-  StoredConfig(std::string file, std::string text);
-  std::string file_, text_;
+  StoredConfig(std::string out, std::string file, std::string text);
+  std::string out_, file_, text_;
   std::shared_ptr<const void> parsed_;   // the parsed object (nlohmann::json, in run.cpp)
 };
 
 // The weights to use a trained run with (sample, eval, translate): OUT/best.safetensors when
-// training kept one, else OUT/model.safetensors (an error naming `out` when neither exists), once
-// the run is checked to be `task`'s and its vocabulary the one it was trained with.
-std::string weights_to_use(const std::string& out, const std::string& task);
+// training kept one, else OUT/model.safetensors, once the run (`config`: read once, and handed on
+// to whatever else the command reads of it) is checked to be `task`'s and its vocabulary the one
+// it was trained with.
+std::string weights_to_use(const StoredConfig& config, const std::string& task);
 
 // A setting of the command that starts or resumes a run: its value as text, and whether the
 // command line gave it (else `value` is its default).

@@ -116,5 +116,5 @@ TEST_CASE("StoredConfig: values by key, each error naming the file, the key, wha
         c.file() + " was trained by `lm`; this is `sentiment`: give another --out");
   CHECK(error_of([&] { c.check_tokenizer(dir / "run"); }) ==
         vocabulary_file(dir / "run") + ": no such SentencePiece model (" + c.file() + " was trained with one)");
-  CHECK(error_of([&] { weights_to_use(dir / "run", "sentiment"); }).find("was trained by `lm`") != std::string::npos);
+  CHECK(error_of([&] { weights_to_use(c, "sentiment"); }).find("was trained by `lm`") != std::string::npos);
 }
