@@ -43,7 +43,7 @@ Tensor dropout(const Tensor& x, double rate, const Rng& rng, const std::vector<i
   check_dropout_rate(rate);
   if (rate == 0.0) return x;
   Shape mask_shape = x.shape();
-  bool batch_shared = false;   // one decision for every row: the same in every process (Rng::with_rows)
+  bool batch_shared = false;   // one decision for every row: the same in every process (random.hpp)
   for (int a : shared_axes) {
     const int axis = normalize_axis(a, x.rank(), "shared axis");
     mask_shape[axis] = 1;

@@ -43,14 +43,16 @@ Rng Rng::fold_in(std::uint64_t data) const {
   return r;
 }
 
-Rng Rng::with_rows(std::int64_t first, std::int64_t rows) const {
+Rng detail::with_rows(const Rng& rng, std::int64_t first, std::int64_t rows) {
   if (rows < 0 || first < 0)
-    throw std::invalid_argument(fmt::format("Rng::with_rows: rows [{}, {} + {}) is not a window", first, first, rows));
-  Rng r = *this;
+    throw std::invalid_argument(fmt::format("Rng row window [{}, {} + {}) is not a window", first, first, rows));
+  Rng r = rng;
   r.first_row_ = rows == 0 ? 0 : first;
   r.rows_ = rows;
   return r;
 }
+
+Rng Rng::without_rows() const { return detail::with_rows(*this, 0, 0); }
 
 std::uint64_t Rng::first_element(std::int64_t n) const {
   if (rows_ == 0) return 0;

@@ -18,6 +18,13 @@
 
 namespace ctrax {
 
+class Rng;
+namespace detail {
+// The key for rows [first, first + rows) of a global batch (rows 0: no window). Data parallelism's
+// seam (dist::DataParallel::part) is its one caller outside tests.
+Rng with_rows(const Rng& rng, std::int64_t first, std::int64_t rows);
+}  // namespace detail
+
 class Rng {
  public:
   explicit Rng(std::uint64_t seed = 0);
@@ -38,16 +45,17 @@ class Rng {
   // A permutation of 0..n-1 (Fisher-Yates driven by this key).
   std::vector<std::int64_t> permutation(std::int64_t n) const;
 
-  // DATA PARALLELISM (core/dist). A process that holds rows [first, first + rows) of a global
-  // batch draws what the whole batch's draw gives those rows: with a row window, element i of a
-  // draw of n elements (batch-major, rows outermost) is element first·(n/rows) + i of the same
-  // draw over the whole batch. So K processes drop out exactly the single process's elements. The
-  // window is kept by split and fold_in (every layer under the Loop's step key draws so); a draw
-  // whose size is not a multiple of rows is an error; without_rows() drops it (a dropout mask
-  // shared along the batch axis is the same for every row).
-  Rng with_rows(std::int64_t first, std::int64_t rows) const;
-  Rng without_rows() const { return with_rows(0, 0); }
-  std::int64_t rows() const { return rows_; }
+  // DATA PARALLELISM (core/dist/data_parallel.hpp). A process that holds rows [first, first + rows)
+  // of a global batch draws what the whole batch's draw gives those rows: its step key carries a
+  // row window, and element i of a draw of n elements (batch-major, rows outermost) is element
+  // first·(n/rows) + i of the same draw over the whole batch. So K processes drop out exactly the
+  // single process's elements. The window is kept by split and fold_in (every layer under the
+  // Loop's step key draws so) and set only by dist::DataParallel (detail::with_rows). What an op
+  // that draws must know: a draw whose size is not a multiple of rows() is an error, and a draw
+  // shared along the batch axis (one decision for every row) takes without_rows(), so every
+  // process draws the same.
+  Rng without_rows() const;
+  std::int64_t rows() const { return rows_; }   // 0: no window (one process)
 
   bool operator==(const Rng& other) const {
     return key_ == other.key_ && first_row_ == other.first_row_ && rows_ == other.rows_;
@@ -56,6 +64,8 @@ class Rng {
  private:
   // The index, in the whole batch's draw, of element 0 of this n-element draw.
   std::uint64_t first_element(std::int64_t n) const;
+
+  friend Rng detail::with_rows(const Rng& rng, std::int64_t first, std::int64_t rows);
 
   std::uint64_t key_;
   std::int64_t first_row_ = 0, rows_ = 0;   // rows 0: no window

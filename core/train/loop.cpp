@@ -10,7 +10,6 @@
 
 #include "core/layer/branch.hpp"
 #include "core/layer/serial.hpp"
-#include "core/dist/gradient_buckets.hpp"
 #include "core/tensor/autodiff.hpp"
 #include "core/tensor/elementwise.hpp"
 #include "core/tensor/runtime.hpp"
@@ -43,7 +42,7 @@ Loop::Loop(LayerPtr model, std::vector<TrainTask> tasks, LoopOptions options)
     : model_(std::move(model)),
       tasks_(std::move(tasks)),
       options_(std::move(options)),
-      comm_(options_.communicator ? options_.communicator : dist::single_process()),
+      parallel_(options_.communicator, options_.overlap_gradient_sum),
       reporter_(lead() ? *options_.out : silent_,
                 !lead() || options_.output_dir.empty() ? "" : options_.output_dir + "/metrics.jsonl",
                 lead() ? options_.progress : Progress::off) {
@@ -70,13 +69,13 @@ Loop::Loop(LayerPtr model, std::vector<TrainTask> tasks, LoopOptions options)
   }
 
   for (std::size_t i = 0; i < tasks_.size(); ++i)
-    check_batch_divides(tasks_[i].labeled_data(0), fmt::format("training task {}", i));
+    parallel_.check_divides(tasks_[i].labeled_data(0), fmt::format("training task {}", i));
 
   const Rng rng(options_.random_seed);
   for (std::size_t i = 0; i < tasks_.size(); ++i) {
     LayerPtr mwl = layers::Serial(model_, tasks_[i].loss_layer);
     // The loss around the model; a model with weights already keeps them (Trax's use_cache).
-    mwl->init(signature_of(my_rows(tasks_[i].labeled_data(0))), rng, {.use_cache = true});
+    mwl->init(signature_of(parallel_.part(tasks_[i].labeled_data(0), rng).rows), rng, {.use_cache = true});
     model_with_loss_.push_back(mwl);
     tasks_[i].optimizer->init(mwl->all_weights());
   }
@@ -86,7 +85,7 @@ Loop::Loop(LayerPtr model, std::vector<TrainTask> tasks, LoopOptions options)
       throw std::invalid_argument("Loop: an eval task needs labeled_data, metrics and n_eval_batches >= 1");
     layers::LayerArgs metric_args(e.metrics.begin(), e.metrics.end());
     LayerPtr composite = layers::Serial(eval_model_, layers::make_branch(metric_args));
-    composite->init(signature_of(my_rows(e.labeled_data(0))), rng, {.use_cache = true});
+    composite->init(signature_of(parallel_.padded_part(e.labeled_data(0), rng).rows), rng, {.use_cache = true});
     eval_with_metrics_.push_back(composite);
     std::vector<std::string> names = e.metric_names;
     if (names.empty())
@@ -97,7 +96,7 @@ Loop::Loop(LayerPtr model, std::vector<TrainTask> tasks, LoopOptions options)
   }
 
   const std::string path = checkpoint_path();
-  if (comm_->size() > 1) {
+  if (parallel_.size() > 1) {
     start_from_lead();
   } else if (!path.empty() && std::filesystem::exists(path)) {
     std::vector<OptimizerPtr> optimizers;
@@ -137,58 +136,21 @@ void Loop::train_step() {
   const auto t0 = Clock::now();
   const double lr = task.lr_schedule ? task.lr_schedule(s) : task.optimizer->learning_rate();
   const Stack global = task.labeled_data(batch_index(t, s));
-  if (comm_->size() > 1) check_batch_divides(global, fmt::format("step {}: training task {}", s, t));
-  const Stack batch = my_rows(global);
+  if (parallel_.size() > 1) parallel_.check_divides(global, fmt::format("step {}: training task {}", s, t));
+  const dist::BatchPart part = parallel_.part(global, step_rng(s));
   const LayerPtr& mwl = model_with_loss_[t];
-  mwl->set_rng(step_rng(s, global));
+  mwl->set_rng(part.rng);
   const std::vector<Tensor> weights = mwl->all_weights();
-  const auto check_finite = [&](double value) {
-    if (!std::isfinite(value))
-      throw TrainingDiverged(fmt::format(
-          "Step {}: train {} is {}; training stopped. The weights are those after step {}; {}.", s,
-          task.loss_name, value, step_, last_checkpoint_kept()));
-  };
-  double value = 0, reduce_seconds = 0;
-  auto backward_end = Clock::now();
-  std::vector<Tensor> grads;
-  if (comm_->size() == 1) {
-    const Tensor loss = (*mwl)(batch)[0];
-    value = loss.item();
-    check_finite(value);
-    grads = grad(loss, weights);
-  } else {
-    // This process's loss and gradients weighted by its share of the batch's weight, summed over
-    // the processes: the whole batch's loss and gradients (a process with no weight adds zeros).
-    // Each gradient joins its bucket as soon as the backward pass completes it, and full buckets
-    // are summed while the pass goes on (core/dist/gradient_buckets.hpp).
-    const double share = share_of(global, batch);
-    dist::GradientBuckets buckets(*comm_, weights);
-    const auto add = [&](std::size_t i, const Tensor& g) { buckets.add(i, g, share); };
-    if (share > 0) {
-      const Tensor loss = (*mwl)(batch)[0];
-      value = loss.item() * share;
-      if (options_.overlap_gradient_sum) {
-        grad(loss, weights, {.on_ready = add});
-      } else {
-        const std::vector<Tensor> mine = grad(loss, weights);
-        backward_end = Clock::now();
-        for (std::size_t i = mine.size(); i-- > 0;) add(i, mine[i]);   // last layers first, as the tape does
-      }
-    } else {
-      for (std::size_t i = 0; i < weights.size(); ++i)
-        buckets.add(i, Tensor::zeros(weights[i].shape(), weights[i].dtype()), 0.0);
-    }
-    if (options_.overlap_gradient_sum || share <= 0) backward_end = Clock::now();
-    grads = buckets.finish();
-    std::vector<Tensor> total{Tensor::scalar(value, DType::float64)};
-    comm_->all_reduce(total, dist::Reduce::sum);
-    value = total[0].item();
-    check_finite(value);
-    reduce_seconds = std::chrono::duration<double>(Clock::now() - backward_end).count();
-  }
+  const dist::LossAndGradients lg =
+      parallel_.loss_and_gradients(part, [&](const Stack& rows) { return (*mwl)(rows)[0]; }, weights);
+  const double value = lg.loss;
+  if (!std::isfinite(value))
+    throw TrainingDiverged(fmt::format(
+        "Step {}: train {} is {}; training stopped. The weights are those after step {}; {}.", s,
+        task.loss_name, value, step_, last_checkpoint_kept()));
   UpdateStats stats;
   try {
-    stats = task.optimizer->update(s, lr, weights, grads);
+    stats = task.optimizer->update(s, lr, weights, lg.gradients);
   } catch (const std::domain_error&) {
     throw TrainingDiverged(fmt::format(
         "Step {}: the gradient of train {} is not finite (the loss was {}); training stopped. The "
@@ -199,7 +161,7 @@ void Loop::train_step() {
   ++loss_count_;
   const double step_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   seconds_ += step_seconds;
-  if (options_.on_step) options_.on_step({.step = s, .seconds = step_seconds, .reduce_seconds = reduce_seconds, .loss = value});
+  if (options_.on_step) options_.on_step({.step = s, .seconds = step_seconds, .reduce_seconds = lg.sum_seconds, .loss = value});
   last_lr_ = lr;
   last_gradients_l2_ = stats.gradients_l2;
   last_weights_l2_ = stats.weights_l2;
@@ -214,12 +176,8 @@ void Loop::run(std::int64_t n_steps) {
   for (std::int64_t i = 0; i < n_steps && !stopped_; ++i) {
     train_step();
     if (options_.checkpoint_at(step_)) report_and_checkpoint();
-    bool stop = options_.stop_requested && options_.stop_requested();
-    if (comm_->size() > 1) {   // all stop at the same step, when any process was asked to
-      std::vector<Tensor> asked{Tensor::scalar(stop ? 1 : 0, DType::int32)};
-      comm_->all_reduce(asked, dist::Reduce::sum);
-      stop = asked[0].item() > 0;
-    }
+    // All processes stop at the same step, when any was asked to.
+    const bool stop = parallel_.any(options_.stop_requested && options_.stop_requested());
     stopped_ = stop && i + 1 < n_steps;
   }
   if (last_report_step_ != step_) report_and_checkpoint();
@@ -291,19 +249,13 @@ void Loop::evaluate() {
     const auto& names = metric_names_[e];
     std::vector<double> sums(names.size(), 0.0);
     for (std::int64_t b = 0; b < task.n_eval_batches; ++b) {
-      const Stack global = padded_rows(task.labeled_data(b));
-      const Stack mine = my_rows(global);
-      const double share = comm_->size() == 1 ? 1.0 : share_of(global, mine);
-      if (share == 0) continue;
-      eval_with_metrics_[e]->set_rng(step_rng(~std::uint64_t{0}, global));
-      const Stack out = (*eval_with_metrics_[e])(mine);
-      for (std::size_t m = 0; m < names.size(); ++m) sums[m] += out[m].item() * share;
+      const dist::BatchPart part = parallel_.padded_part(task.labeled_data(b), step_rng(~std::uint64_t{0}));
+      if (part.share == 0) continue;
+      eval_with_metrics_[e]->set_rng(part.rng);
+      const Stack out = (*eval_with_metrics_[e])(part.rows);
+      for (std::size_t m = 0; m < names.size(); ++m) sums[m] += out[m].item() * part.share;
     }
-    if (comm_->size() > 1) {   // each process's weighted part of every batch's metrics, summed
-      std::vector<Tensor> parts{Tensor::from_doubles(sums, {static_cast<std::int64_t>(sums.size())}, DType::float64)};
-      comm_->all_reduce(parts, dist::Reduce::sum);
-      sums = parts[0].to_doubles();
-    }
+    sums = parallel_.sum(sums);   // each process's weighted part of every batch's metrics
     std::size_t width = 0;
     for (const auto& n : names) width = std::max(width, n.size());
     for (std::size_t m = 0; m < names.size(); ++m) {
@@ -335,99 +287,14 @@ double Loop::last_value(const std::string& split, const std::string& name) const
 
 // --- data parallelism ------------------------------------------------------------------------
 
-void Loop::check_batch_divides(const Stack& batch, const std::string& what) const {
-  const int K = comm_->size();
-  if (batch.empty() || batch[0].rank() < 1)
-    throw std::invalid_argument(fmt::format("Loop: {}'s batches must be (inputs..., targets, weights) with a batch axis, got {}",
-                                            what, signatures(batch)));
-  const std::int64_t B = batch[0].dim(0);
-  for (const Tensor& x : batch)
-    if (x.rank() < 1 || x.dim(0) != B)
-      throw std::invalid_argument(fmt::format("Loop: {}'s batch items must share their first (batch) axis, got {}",
-                                              what, signatures(batch)));
-  if (B % K != 0)
-    throw std::invalid_argument(fmt::format(
-        "Loop: {}'s global batch of {} rows does not divide among {} processes: give a batch size that is a "
-        "multiple of {} (each process takes B/{} rows)", what, B, K, K, K));
+Rng Loop::step_rng(std::int64_t step_key_data) const {
+  return Rng(options_.random_seed).fold_in(static_cast<std::uint64_t>(step_key_data));
 }
-
-Stack Loop::padded_rows(const Stack& batch) const {
-  const int K = comm_->size();
-  if (K == 1 || batch.size() < 3 || batch[0].rank() < 1 || batch[0].dim(0) % K == 0) return batch;
-  // Copies of row 0 with weight 0 (the last item) count for nothing in a weighted mean.
-  const std::int64_t extra = K - batch[0].dim(0) % K;
-  Stack out;
-  for (std::size_t i = 0; i < batch.size(); ++i) {
-    const Tensor& x = batch[i];
-    std::vector<Tensor> parts{x};
-    Shape pad_shape = x.shape();
-    pad_shape[0] = extra;
-    if (i + 1 == batch.size()) parts.push_back(Tensor::zeros(pad_shape, x.dtype()));
-    else for (std::int64_t r = 0; r < extra; ++r) parts.push_back(slice(x, 0, 0, 1));
-    out.push_back(concatenate(parts, 0));
-  }
-  return out;
-}
-
-Stack Loop::my_rows(const Stack& batch) const {
-  const int K = comm_->size();
-  if (K == 1) return batch;
-  Stack mine;
-  for (const Tensor& x : batch) {
-    const std::int64_t rows = x.dim(0) / K;
-    mine.push_back(slice(x, 0, comm_->rank() * rows, (comm_->rank() + 1) * rows));
-  }
-  return mine;
-}
-
-double Loop::share_of(const Stack& batch, const Stack& mine) const {
-  // The weights are the batch's last item (task.hpp); a batch without them weighs its rows alike.
-  if (batch.size() < 3) return 1.0 / comm_->size();
-  double total = 0, part = 0;
-  for (double w : batch.back().to_doubles()) total += w;
-  for (double w : mine.back().to_doubles()) part += w;
-  return total > 0 ? part / total : 1.0 / comm_->size();
-}
-
-Rng Loop::step_rng(std::int64_t step_key_data, const Stack& batch) const {
-  const Rng rng = Rng(options_.random_seed).fold_in(static_cast<std::uint64_t>(step_key_data));
-  if (comm_->size() == 1) return rng;
-  const std::int64_t rows = batch[0].dim(0) / comm_->size();
-  return rng.with_rows(comm_->rank() * rows, rows);
-}
-
-namespace {
-
-// A number that differs when any weight differs (position-weighted, so a permutation shows too).
-double fingerprint(const std::vector<Tensor>& tensors) {
-  double f = 0;
-  for (std::size_t t = 0; t < tensors.size(); ++t) {
-    const std::vector<double> v = tensors[t].to_doubles();
-    for (std::size_t i = 0; i < v.size(); ++i) f += v[i] * static_cast<double>(1 + (i + 7 * t) % 101);
-  }
-  return f;
-}
-
-}  // namespace
 
 void Loop::start_from_lead() {
-  const int K = comm_->size();
+  const int K = parallel_.size();
   // 1. Every process built the same initial weights (the same model, seed and ctrax).
-  std::vector<Tensor> lead_print{Tensor::scalar(fingerprint(model_->all_weights()), DType::float64)};
-  const double mine = lead_print[0].item();
-  comm_->broadcast(lead_print, 0);
-  std::vector<double> differs(static_cast<std::size_t>(K), 0.0);
-  differs[static_cast<std::size_t>(comm_->rank())] = mine == lead_print[0].item() ? 0.0 : 1.0;
-  std::vector<Tensor> votes{Tensor::from_doubles(differs, {K}, DType::float64)};
-  comm_->all_reduce(votes, dist::Reduce::sum);
-  std::vector<int> which;
-  const std::vector<double> tally = votes[0].to_doubles();
-  for (int r = 0; r < K; ++r)
-    if (tally[static_cast<std::size_t>(r)] > 0) which.push_back(r);
-  if (!which.empty())
-    throw std::runtime_error(fmt::format(
-        "Loop: process{} {} built other initial weights than process 0: every process must build the same model "
-        "with the same seed", which.size() > 1 ? "es" : "", fmt::join(which, ", ")));
+  parallel_.check_same(model_->all_weights());
 
   // 2. Process 0 reads the checkpoint, if any (the others may not see its disk), and sends it.
   std::int64_t header[3] = {0, 0, 0};   // resumed, step, seed (its bits)
@@ -448,7 +315,7 @@ void Loop::start_from_lead() {
   }
   std::vector<Tensor> head{Tensor::empty({6}, DType::int32)};
   std::memcpy(head[0].raw_data(), header, sizeof header);
-  comm_->broadcast(head, 0);
+  parallel_.from_lead(head);
   std::memcpy(header, head[0].raw_data(), sizeof header);
   if (header[0] == 0) return;   // a fresh run: the weights already agree
   step_ = header[1];
@@ -459,7 +326,7 @@ void Loop::start_from_lead() {
       for (Slot& slot : slots) state.push_back(slot.value);
     for (const Tensor& a : t.optimizer->averages()) state.push_back(a);
   }
-  comm_->broadcast(state, 0);   // in place: the tensors are the model's and the optimizers'
+  parallel_.from_lead(state);   // in place: the tensors are the model's and the optimizers'
 }
 
 }  // namespace ctrax::train

@@ -30,20 +30,18 @@
 // function of (seed, step), N steps, or N/2 steps + kill + resume + N/2 steps, give bit-identical
 // weights. Records in metrics.jsonl after the checkpoint's step are dropped (they will be redone).
 //
-// MORE THAN ONE PROCESS (data parallelism, core/dist/communicator.hpp). Given a communicator of K
-// processes (mpirun -np K), every process runs the same Loop: each takes rows [r·B/K, (r+1)·B/K) of
-// every global batch (the same batches, in the same order, as one process), draws the dropout masks
-// the whole batch would give those rows (Rng::with_rows), and computes its loss and gradients.
-// Every ctrax loss and metric is a weighted mean Σ w·l / Σ w over the batch (weights: the batch's
-// last item), so the global value is Σ_r (W_r / W) · value_r with W_r the process's share of the
-// weight: the gradients, scaled so, are summed by one bucketed all-reduce and every process applies
-// the same update. Evaluation is sharded and reduced the same way. Process 0 alone prints, writes
-// metrics.jsonl and checkpoints (and takes output_dir's lock); at start it alone reads the
-// checkpoint and sends weights, optimizer slots, step and seed to the others, which first check that
-// they built the same initial weights — so a run resumes on any number of processes. A batch whose
-// rows K does not divide is an error before training. stop_requested is asked in every process and
-// obeyed when any says so. An evaluation batch the processes do not divide (the last, short one) is
-// completed with rows of weight 0, which no weighted mean counts.
+// MORE THAN ONE PROCESS (data parallelism, core/dist/data_parallel.hpp). Given a communicator of K
+// processes (mpirun -np K), every process runs the same Loop on its rows of every global batch (the
+// same batches, in the same order, as one process), with the dropout masks the whole batch would
+// give those rows; the gradients, weighted by each process's share of the batch's weight, are summed
+// while the backward pass runs, and every process applies the same update. The step itself is the
+// single-process algorithm: dist::DataParallel is the one place that knows there are K. Evaluation is
+// sharded and summed the same way (a batch K does not divide is completed with rows of weight 0).
+// Process 0 alone prints, writes metrics.jsonl and checkpoints (and takes output_dir's lock); at start
+// it alone reads the checkpoint and sends weights, optimizer slots, step and seed to the others, which
+// first check that they built the same initial weights — so a run resumes on any number of
+// processes. A batch whose rows K does not divide is an error before training. stop_requested is
+// asked in every process and obeyed when any says so.
 //
 // DIVERGENCE. A loss (or gradient) that is NaN or infinite stops training with TrainingDiverged:
 // the weights stay those of the last good step and the last checkpoint on disk is untouched.
@@ -59,7 +57,7 @@
 #include <string>
 #include <vector>
 
-#include "core/dist/communicator.hpp"
+#include "core/dist/data_parallel.hpp"
 #include "core/io/run_lock.hpp"
 #include "core/layer/layer.hpp"
 #include "core/train/report.hpp"
@@ -132,15 +130,9 @@ class Loop {
  private:
   void train_step();
   void evaluate();
-  // Data parallelism: this process's rows of a global batch, and their share W_r / W of its weight.
-  Stack my_rows(const Stack& batch) const;
-  // An evaluation batch the processes do not divide, completed with rows of weight 0.
-  Stack padded_rows(const Stack& batch) const;
-  double share_of(const Stack& batch, const Stack& mine) const;
-  Rng step_rng(std::int64_t step_key_data, const Stack& batch) const;
-  void check_batch_divides(const Stack& batch, const std::string& what) const;
+  Rng step_rng(std::int64_t step_key_data) const;
   void start_from_lead();   // the checkpoint (if any) read by process 0, sent to all
-  bool lead() const { return comm_->rank() == 0; }
+  bool lead() const { return parallel_.lead(); }
   std::int64_t batch_index(std::size_t task, std::int64_t step) const;
   std::string last_checkpoint_kept() const;   // for divergence messages
   void check_finite_weights() const;          // else TrainingDiverged
@@ -148,7 +140,7 @@ class Loop {
   LayerPtr model_;
   std::vector<TrainTask> tasks_;
   LoopOptions options_;
-  std::shared_ptr<dist::Communicator> comm_;
+  dist::DataParallel parallel_;
   std::ostream silent_{nullptr};            // processes other than 0 print nowhere
   std::vector<LayerPtr> model_with_loss_;   // Serial(model, loss) per task
   LayerPtr eval_model_;

@@ -3,48 +3,12 @@
 #include "core/dist/communicator.hpp"
 #include "core/dist/gradient_buckets.hpp"
 #include "core/tensor/autodiff.hpp"
+#include "tests/core/dist/copies.hpp"
 #include "tests/helpers.hpp"
 
 using namespace ctrax;
 using namespace ctrax::testing;
 using namespace ctrax::dist;
-
-namespace {
-
-// Stands in for K processes that all hold the same values: a sum multiplies every element by K.
-// Counts the calls, to see the buckets.
-class Copies final : public Communicator {
- public:
-  explicit Copies(int k) : k_(k) {}
-  int size() const override { return k_; }
-  int rank() const override { return 0; }
-  std::string describe() const override { return "copies"; }
-  void barrier() override {}
-  // A started sum is done at once here; `in_flight` counts the ones wait_all has not yet seen.
-  void start_sum(void* data, std::size_t n, DType dtype) override {
-    all_reduce_sum(data, n, dtype);
-    ++started;
-    ++in_flight;
-  }
-  void wait_all() override { in_flight = 0; }
-  int calls = 0, started = 0, in_flight = 0;
-
- protected:
-  void all_reduce_sum(void* data, std::size_t n, DType dtype) override {
-    ++calls;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (dtype == DType::float32) static_cast<float*>(data)[i] *= static_cast<float>(k_);
-      if (dtype == DType::float64) static_cast<double*>(data)[i] *= k_;
-      if (dtype == DType::int32) static_cast<std::int32_t*>(data)[i] *= k_;
-    }
-  }
-  void broadcast_bytes(void*, std::size_t, int) override {}
-
- private:
-  int k_;
-};
-
-}  // namespace
 
 TEST_CASE("one process: all_reduce and broadcast leave every tensor as it was") {
   auto comm = single_process();

@@ -92,8 +92,8 @@ TEST_CASE("a row window draws the whole batch's elements for those rows (data pa
     for (std::int64_t first = 0; first < 6; first += rows) {
       CAPTURE(rows);
       CAPTURE(first);
-      const Rng share = key.split(2)[0].with_rows(first, rows);   // kept through split and fold_in
-      const Rng same = key.with_rows(first, rows);
+      const Rng share = detail::with_rows(key.split(2)[0], first, rows);   // kept through split and fold_in
+      const Rng same = detail::with_rows(key, first, rows);
       CHECK(share.rows() == rows);
       expect_close(same.bernoulli({rows, 5}, 0.5).to(DType::float32), slice(whole_b, 0, first, first + rows).to(DType::float32), 0);
       expect_close(same.uniform({rows, 5}), slice(whole_u, 0, first, first + rows), 0);
@@ -105,9 +105,9 @@ TEST_CASE("a row window draws the whole batch's elements for those rows (data pa
     }
   // Dropout: each share's mask is the whole batch's; a mask shared along the batch axis is the same everywhere.
   const Tensor x = Tensor::ones({4, 6});
-  expect_close(dropout(slice(x, 0, 2, 4), 0.5, key.with_rows(2, 2)), slice(dropout(x, 0.5, key), 0, 2, 4), 0);
-  expect_close(dropout(slice(x, 0, 2, 4), 0.5, key.with_rows(2, 2), {0}), slice(dropout(x, 0.5, key, {0}), 0, 2, 4), 0);
-  CHECK_THROWS_WITH_AS(key.with_rows(1, 3).bernoulli({4, 2}, 0.5),
+  expect_close(dropout(slice(x, 0, 2, 4), 0.5, detail::with_rows(key, 2, 2)), slice(dropout(x, 0.5, key), 0, 2, 4), 0);
+  expect_close(dropout(slice(x, 0, 2, 4), 0.5, detail::with_rows(key, 2, 2), {0}), slice(dropout(x, 0.5, key, {0}), 0, 2, 4), 0);
+  CHECK_THROWS_WITH_AS(detail::with_rows(key, 1, 3).bernoulli({4, 2}, 0.5),
                        "a random draw of 8 elements is not batch-major over this process's 3 rows (rows 1…3 of "
                        "the global batch): data-parallel draws must have the batch axis outermost",
                        std::logic_error);
