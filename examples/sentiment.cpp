@@ -30,90 +30,20 @@
 //   build/examples/sentiment eval --data ../shared/data/chatbot_ko/ChatbotData.csv.gz --out runs/topic
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
-#include <unistd.h>
 
-#include <chrono>
 #include <filesystem>
-#include <iostream>
 #include <memory>
 
-#include "core/data/batching.hpp"
 #include "core/data/sentencepiece.hpp"
-#include "core/data/text_files.hpp"
 #include "core/io/stop_signals.hpp"
-#include "core/tensor/autodiff.hpp"
-#include "core/tensor/ops.hpp"
 #include "core/train/adam.hpp"
-#include "core/train/checkpoint.hpp"
 #include "examples/common.hpp"
+#include "examples/sentiment.hpp"
 #include "layers/metrics.hpp"
 
-using namespace ctrax;
-namespace fs = std::filesystem;
+namespace ctrax::examples::sentiment {
 
 namespace {
-
-struct Encoded {
-  std::shared_ptr<data::Sequences> tokens = std::make_shared<data::Sequences>();
-  std::shared_ptr<std::vector<std::int32_t>> labels = std::make_shared<std::vector<std::int32_t>>();
-  std::int64_t n_tokens = 0, n_long = 0;  // before cutting: all tokens; reviews longer than max_len
-  std::int64_t n_empty = 0;               // reviews with no text (classified as the empty sequence)
-};
-
-Encoded encode(const data::Tokenizer& tok, const std::vector<data::LabeledText>& ex,
-               const std::vector<std::int64_t>& which, std::int64_t max_len, std::int64_t head) {
-  Encoded e;
-  for (auto i : which) {
-    const auto& x = ex[static_cast<std::size_t>(i)];
-    auto ids = tok.encode(x.text);
-    e.n_empty += ids.empty();
-    e.n_tokens += static_cast<std::int64_t>(ids.size());
-    e.n_long += static_cast<std::int64_t>(ids.size()) > max_len;
-    data::keep_head_and_tail(ids, max_len, head);
-    e.tokens->push_back(std::move(ids));
-    e.labels->push_back(x.label);
-  }
-  return e;
-}
-
-std::vector<std::int64_t> range(std::int64_t n) {
-  std::vector<std::int64_t> r(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) r[static_cast<std::size_t>(i)] = i;
-  return r;
-}
-
-
-// Labels are 0 … n_classes − 1, n_classes the largest label + 1: a stray large label would build a
-// head of that many classes (999999999: 64 GB), so training reads labels below this and names the
-// line of any other.
-constexpr std::int32_t kMaxClasses = 10000;
-
-bool is_csv(const std::string& path) {
-  return path.ends_with(".csv") || path.ends_with(".csv.gz");
-}
-
-// A Q/A CSV's questions with their labels, cut into "train" (90%) and "test" (10%) by a fixed
-// seeded permutation.
-std::vector<data::LabeledText> csv_split(const std::string& path, const std::string& split, std::int32_t n_classes) {
-  const auto rows = data::read_qa_csv(path, n_classes);
-  const auto order = Rng(0x746f706963).permutation(static_cast<std::int64_t>(rows.size()));
-  const auto n_test = rows.size() / 10;
-  std::vector<data::LabeledText> out;
-  for (std::size_t i = split == "test" ? 0 : n_test; i < (split == "test" ? n_test : rows.size()); ++i) {
-    const auto& r = rows[static_cast<std::size_t>(order[i])];
-    out.push_back({r.label, r.question});
-  }
-  return out;
-}
-
-// The first `limit` examples of a split (0: all) — balanced, since the TSV alternates labels.
-// Labels must be below n_classes (a trained model's classes; unlimited when training).
-std::vector<data::LabeledText> load_split(const std::string& dir, const std::string& split, std::int64_t limit,
-                                          std::int32_t n_classes = INT32_MAX) {
-  auto ex = is_csv(dir) ? csv_split(dir, split, n_classes) : data::load_labeled_split(dir, split, n_classes);
-  if (limit > 0 && limit < static_cast<std::int64_t>(ex.size())) ex.resize(static_cast<std::size_t>(limit));
-  return ex;
-}
 
 int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, examples::TrainFlags t, std::int64_t vocab_size,
                   std::int64_t head, std::int64_t limit) {
@@ -183,93 +113,12 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
   return 0;
 }
 
-// The trained classifier in eval mode (dropout off) and its tokenizer.
-struct Classifier {
-  std::unique_ptr<data::SentencePieceTokenizer> tok;
-  LayerPtr model;
-  examples::ModelFlags m;
-  std::int64_t head = 0;  // long reviews keep their first `head` and last max_len − head tokens
-  std::int64_t n_classes = 2;
-};
-
-Classifier load_classifier(const std::string& out) {
-  Classifier c;
-  const train::StoredConfig config = train::StoredConfig::of_run(out);   // read once
-  const std::string weights = train::weights_to_use(config, "sentiment");
-  c.m = examples::model_flags_from(config);
-  c.tok = data::SentencePieceTokenizer::load(train::vocabulary_file(out));
-  c.head = config.integer("head", c.m.arch.max_len);
-  c.n_classes = config.integer("n_classes", 2);
-  c.model = c.m.classifier(c.tok->vocab_size(), c.n_classes, Mode::eval);
-  c.model->init(ShapeDtype{{1, 16}, DType::int32});
-  train::load_weights(weights, *c.model);
-  return c;
-}
-
-int eval_command(const std::string& data_dir, const std::string& out, int threads, std::int64_t batch_size,
-                 std::int64_t limit) {
-  examples::apply_threads(threads);
-  const auto start = std::chrono::steady_clock::now();
-  Classifier c = load_classifier(out);
-  const auto test = load_split(data_dir, "test", limit, static_cast<std::int32_t>(c.n_classes));
-  const auto e = encode(*c.tok, test, range(static_cast<std::int64_t>(test.size())), c.m.arch.max_len, c.head);
-  auto stream = data::classification_stream(
-      e.tokens, e.labels, {.batch_size = batch_size, .shuffle = false, .bucket_size = 100000, .drop_remainder = false},
-      {.max_len = c.m.arch.max_len, .pad_multiple = 16});
-  const std::int64_t n_batches = (static_cast<std::int64_t>(test.size()) + batch_size - 1) / batch_size;
-  NoGrad no_grad;
-  const bool terminal = ::isatty(STDERR_FILENO);
-  std::int64_t correct = 0;
-  double loss = 0;
-  for (std::int64_t i = 0; i < n_batches; ++i) {
-    const Stack b = stream(i);
-    const Tensor logits = (*c.model)(b[0]);
-    const Tensor lp = log_softmax(logits, -1);
-    const auto* y = b[1].data<std::int32_t>();
-    const auto predicted = argmax(logits, -1).to_vector<std::int32_t>();
-    const auto lpv = lp.to_doubles();
-    for (std::size_t r = 0; r < predicted.size(); ++r) {
-      correct += predicted[r] == y[r];
-      loss -= lpv[r * static_cast<std::size_t>(c.n_classes) + static_cast<std::size_t>(y[r])];
-    }
-    // On a terminal a counter redrawn in place; in a log one line per 50 batches.
-    if (terminal && i % 10 == 0) std::cerr << fmt::format("\r{} / {} batches", i + 1, n_batches) << std::flush;
-    if (!terminal && (i + 1) % 50 == 0) std::cerr << fmt::format("{} / {} batches\n", i + 1, n_batches);
-  }
-  if (terminal) std::cerr << "\r\033[K" << std::flush;
-  if (e.n_empty > 0)
-    fmt::print("{} of the {} reviews have no text; each was classified as the empty sequence\n", e.n_empty,
-               test.size());
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  fmt::print("test accuracy {:.4f} ({} of {} texts), loss {:.4f}, in {:.0f} s\n",
-             static_cast<double>(correct) / static_cast<double>(test.size()), correct, test.size(),
-             loss / static_cast<double>(test.size()), seconds);
-  return 0;
-}
-
-int predict_command(const std::string& out, int threads, const std::vector<std::string>& texts) {
-  examples::apply_threads(threads);
-  Classifier c = load_classifier(out);
-  NoGrad no_grad;
-  for (const auto& text : texts) {
-    auto ids = c.tok->encode(data::clean_review(text));
-    if (ids.empty()) throw std::runtime_error("predict: the text is empty");
-    data::keep_head_and_tail(ids, c.m.arch.max_len, c.head);
-    const Tensor p = softmax((*c.model)(data::pad_rows(std::span(&ids, 1), static_cast<std::int64_t>(ids.size()))), -1);
-    const auto probs = p.to_doubles();
-    if (c.n_classes == 2) {
-      const double positive = probs[1];
-      fmt::print("{} ({:.3f})\t{}\n", positive >= 0.5 ? "positive" : "negative",
-                 positive >= 0.5 ? positive : 1 - positive, text);
-    } else {
-      const auto best = std::max_element(probs.begin(), probs.end()) - probs.begin();
-      fmt::print("class {} ({:.3f})\t{}\n", best, probs[static_cast<std::size_t>(best)], text);
-    }
-  }
-  return 0;
-}
-
 }  // namespace
+
+}  // namespace ctrax::examples::sentiment
+
+using namespace ctrax;
+using namespace ctrax::examples::sentiment;
 
 int main(int argc, char** argv) {
   CLI::App app{"Classify text with a Transformer encoder: movie reviews as positive or negative (IMDB), or any "

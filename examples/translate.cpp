@@ -23,27 +23,17 @@
 // LSTM's α, or a Transformer's last cross-attention (layers/attention_weights.hpp), per head.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
-#include <chrono>
 #include <filesystem>
-#include <iostream>
 #include <memory>
 
-#include "core/data/batching.hpp"
-#include "core/data/bleu.hpp"
 #include "core/data/sentencepiece.hpp"
-#include "core/data/text_files.hpp"
-#include "core/decode/beam_search.hpp"
-#include "core/decode/sampling.hpp"
-#include "core/io/atomic_file.hpp"
 #include "core/io/stop_signals.hpp"
-#include "core/train/adam.hpp"
-#include "core/train/checkpoint.hpp"
 #include "examples/seq2seq.hpp"
-#include "layers/metrics.hpp"
+#include "examples/translate.hpp"
 
-using namespace ctrax;
+namespace ctrax::examples::translate {
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -56,6 +46,8 @@ std::string split_file(const std::string& dir, const std::string& split, const s
   throw std::runtime_error(fmt::format("{}: no {}.{} or {}.{}.gz", dir, split, lang, split, lang));
 }
 
+}  // namespace
+
 std::vector<data::TextPair> load_pairs(const std::string& dir, const std::string& split,
                                        const std::string& src, const std::string& tgt, std::int64_t limit) {
   const std::string src_path = split_file(dir, split, src), tgt_path = split_file(dir, split, tgt);
@@ -63,6 +55,8 @@ std::vector<data::TextPair> load_pairs(const std::string& dir, const std::string
   if (limit > 0 && limit < static_cast<std::int64_t>(pairs.size())) pairs.resize(static_cast<std::size_t>(limit));
   return pairs;
 }
+
+namespace {
 
 int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, examples::TrainFlags t, std::int64_t vocab_size,
                   const std::string& src, const std::string& tgt, std::int64_t limit) {
@@ -79,78 +73,12 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
   return 0;
 }
 
-int translate_command(const std::string& out, int threads, std::int64_t n_beams, double length_penalty,
-                      const std::vector<std::string>& texts) {
-  examples::require_text(texts, "TEXT", "give a sentence to translate");
-  examples::apply_threads(threads);
-  examples::Seq2Seq translator(out, "translate");
-  const auto result = translator(texts, n_beams, length_penalty);
-  for (const auto& r : result) fmt::print("{}\n", r);
-  return 0;
-}
-
-// The translation, then the weights as a table (a row per target piece, a column per source
-// piece, in percent; a Transformer's heads averaged), and with --json the same as JSON for
-// scripts/plot_alignment.py (a Transformer's maps per head too).
-int align_command(const std::string& out, int threads, const std::string& text, const std::string& json_path) {
-  examples::require_text({text}, "TEXT", "give a sentence to translate");
-  examples::apply_threads(threads);
-  examples::Seq2Seq translator(out, "translate");
-  const examples::Alignment a = translator.align(text);
-  fmt::print("{}\n\n{:>12}", a.translation, "");
-  for (const auto& s : a.source) fmt::print(" {:>8.8}", s);
-  fmt::print("\n");
-  for (std::size_t t = 0; t < a.target.size(); ++t) {
-    fmt::print("{:>12.12}", a.target[t]);
-    for (double w : a.weights[t]) fmt::print(" {:>8.0f}", 100 * w);
-    fmt::print("\n");
-  }
-  if (!json_path.empty()) {
-    nlohmann::json j = {{"sentence", text}, {"translation", a.translation}, {"source", a.source},
-                        {"target", a.target}, {"weights", a.weights}};
-    if (!a.heads.empty()) j["heads"] = a.heads;
-    io::write_atomically(json_path, j.dump(1) + "\n");
-    fmt::print("alignment written to {}\n", json_path);
-  }
-  return 0;
-}
-
-int bleu_command(const std::string& data_dir, const std::string& out, int threads, const std::string& split,
-                 std::int64_t batch_size, std::vector<std::int64_t> beams, double length_penalty,
-                 std::int64_t limit, const std::string& save) {
-  examples::apply_threads(threads);
-  examples::Seq2Seq translator(out, "translate");
-  const train::StoredConfig config = train::StoredConfig::of_run(out);
-  const auto src = config.string("source"), tgt = config.string("target");
-  const auto pairs = load_pairs(data_dir, split, src, tgt, limit);
-  std::vector<std::string> references;
-  for (const auto& p : pairs) references.push_back(p.target);
-  for (const auto n_beams : beams) {
-    const auto start = std::chrono::steady_clock::now();
-    std::vector<std::string> hypotheses;
-    for (std::size_t i = 0; i < pairs.size(); i += static_cast<std::size_t>(batch_size)) {
-      std::vector<std::string> batch;
-      for (std::size_t j = i; j < std::min(pairs.size(), i + static_cast<std::size_t>(batch_size)); ++j)
-        batch.push_back(pairs[j].source);
-      for (auto& h : translator(batch, n_beams, length_penalty)) hypotheses.push_back(std::move(h));
-      std::cerr << fmt::format("\r{} / {} sentences", hypotheses.size(), pairs.size()) << std::flush;
-    }
-    std::cerr << "\r";
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const auto score = data::corpus_bleu(hypotheses, {references});
-    fmt::print("{} ({} sentences, {}): {}  [{:.0f} s]\n", split, pairs.size(),
-               n_beams <= 1 ? std::string("greedy") : fmt::format("beam {}", n_beams), score.to_string(), seconds);
-    if (!save.empty()) {
-      const std::string path = fmt::format("{}.{}", save, n_beams <= 1 ? "greedy" : fmt::format("beam{}", n_beams));
-      std::string text;
-      for (const auto& h : hypotheses) text += h + "\n";
-      io::write_atomically(path, text);
-    }
-  }
-  return 0;
-}
-
 }  // namespace
+
+}  // namespace ctrax::examples::translate
+
+using namespace ctrax;
+using namespace ctrax::examples::translate;
 
 int main(int argc, char** argv) {
   CLI::App app{"Translate English to German with an encoder-decoder Transformer (Multi30k)."};
