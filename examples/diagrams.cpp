@@ -1,6 +1,7 @@
 // examples/diagrams.cpp — the numbers behind the docs' diagrams, computed by ctrax itself.
 //
-//   build/examples/diagrams docs-diagrams.json     (scripts/figures.sh runs it; plot_diagrams.py draws)
+//   build/examples/diagrams docs-diagrams.json     (scripts/figures.sh runs it; plot_diagrams.py and
+//                                                  draw_concepts.py draw)
 //
 // Writes one JSON file with
 //   masks      the PyTorch note's batch (5 source rows of lengths 8, 5, 10, 4, 9 padded to 10;
@@ -8,7 +9,17 @@
 //              and EncoderDecoderMask make of it — the chapter on masks prints the same;
 //   sinusoid   PositionalEncoding's table for d_model 128 and 100 positions (its initial weights);
 //   schedules  the learning rate at every step of the examples' three schedules: lm's cosine,
-//              the rsqrt decay Trax defaults to, and the chatbot's Noam.
+//              the rsqrt decay Trax defaults to, and the chatbot's Noam;
+//   models     TransformerEncoder, TransformerLM and Transformer (one block each, small sizes that
+//              draw_concepts.py names: B 3, L 7 (a target 5), d_model 16, d_ff 64, 2 heads,
+//              vocabulary 100, 4 classes): the tree and a Trace of one training forward pass — every
+//              layer called, with the whole stack it received and left;
+//   shift      a 5-token sentence, what ShiftRight makes of it, the targets, causal_mask(5);
+//   kv_cache   a predict-mode TransformerLM decoding 5 tokens: after each, the keys its first
+//              head's cache holds (rows not yet filled are 0) and the fill counter;
+//   beam       one beam-search step of a tiny character LM trained here for a few seconds on one
+//              line: the two beams, each one's most likely next characters with their
+//              log-probabilities, and the scores beam search ranks.
 // No number in a figure is typed by hand: each is what the layer or schedule returns.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -16,12 +27,15 @@
 #include <iostream>
 
 #include "core/io/atomic_file.hpp"
+#include "examples/diagrams.hpp"
 #include "core/tensor/ops.hpp"
 #include "core/train/schedules.hpp"
 #include "layers/layers.hpp"
 
 using namespace ctrax;
 namespace tl = ctrax::layers;
+
+namespace ctrax::examples::diagrams {
 
 namespace {
 
@@ -35,17 +49,6 @@ Tensor padded(const std::vector<std::vector<int>>& rows, std::int64_t L) {
   return Tensor::from_doubles(values, {static_cast<std::int64_t>(rows.size()), L}, DType::int32);
 }
 
-nlohmann::json nested(const Tensor& t) {   // a tensor as nested JSON lists of numbers
-  const auto v = t.to_doubles();
-  std::function<nlohmann::json(int, std::size_t&)> go = [&](int axis, std::size_t& i) {
-    nlohmann::json j = nlohmann::json::array();
-    for (std::int64_t k = 0; k < t.dim(axis); ++k)
-      if (axis + 1 == t.rank()) j.push_back(v[i++]); else j.push_back(go(axis + 1, i));
-    return j;
-  };
-  std::size_t i = 0;
-  return go(0, i);
-}
 
 nlohmann::json masks() {
   const Tensor source = padded({{62, 13, 47, 39, 78, 33, 56, 13}, {60, 96, 51, 32, 90},
@@ -81,7 +84,24 @@ nlohmann::json schedule(const std::string& name, const std::string& used_by, con
   return {{"name", name}, {"used_by", used_by}, {"lr", lr}};
 }
 
+
 }  // namespace
+
+nlohmann::json nested(const Tensor& t) {   // a tensor as nested JSON lists of numbers
+  const auto v = t.to_doubles();
+  std::function<nlohmann::json(int, std::size_t&)> go = [&](int axis, std::size_t& i) {
+    nlohmann::json j = nlohmann::json::array();
+    for (std::int64_t k = 0; k < t.dim(axis); ++k)
+      if (axis + 1 == t.rank()) j.push_back(v[i++]); else j.push_back(go(axis + 1, i));
+    return j;
+  };
+  std::size_t i = 0;
+  return go(0, i);
+}
+
+}  // namespace ctrax::examples::diagrams
+
+using namespace ctrax::examples::diagrams;
 
 int main(int argc, char** argv) {
   if (argc != 2) {
@@ -97,7 +117,11 @@ int main(int argc, char** argv) {
                    train::warmup_and_cosine_decay(100, 2500, 2e-3), 2500),
           schedule("rsqrt: warmup_and_rsqrt_decay(100, 2e-3)", "lm --schedule rsqrt; Trax's default shape",
                    train::warmup_and_rsqrt_decay(100, 2e-3), 2500),
-          schedule("noam(d_model 256, warm-up 4000)", "chatbot (the paper's schedule)", train::noam(256, 4000), 6000)}}};
+          schedule("noam(d_model 256, warm-up 4000)", "chatbot (the paper's schedule)", train::noam(256, 4000), 6000)}},
+        {"models", models_traced()},
+        {"shift", shift()},
+        {"kv_cache", kv_cache()},
+        {"beam", beam()}};
     io::write_atomically(argv[1], j.dump() + "\n");
     fmt::print("diagram data written to {}\n", argv[1]);
   } catch (const std::exception& e) {

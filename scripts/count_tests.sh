@@ -38,6 +38,17 @@ run_meson_test() {
   fi
 }
 
+# run_site_test — the course site in headless Chromium (scripts/site_test.py), one test per page.
+run_site_test() {
+  local start=$SECONDS line p f
+  /usr/bin/python3 scripts/site_test.py >"$count_log" 2>&1
+  line=$(grep -E '^site: [0-9]+ pages passed, [0-9]+ failed' "$count_log" | tail -1)
+  if [ -n "$line" ]; then
+    p=$(sed -E 's/^site: ([0-9]+) pages.*/\1/' <<<"$line"); f=$(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")
+  else p=0; f=1; fi
+  count site "$p" "$f" "" $start
+}
+
 count() {  # count NAME PASSED FAILED NOTE START
   printf '%-18s %4s passed %4s failed  (%d s%s)\n' "$1" "$2" "$3" $((SECONDS - $5)) "${4:+, $4}"
   [ "$3" -ne 0 ] && cat "$count_log"

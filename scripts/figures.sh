@@ -6,8 +6,11 @@
 # Trains what RUNS_DIR does not hold yet with the README's commands (a run directory with a
 # model.safetensors is used as it is: delete it to train afresh), then draws:
 #   masks.png, sinusoid.png, schedules.png   build/examples/diagrams → scripts/plot_diagrams.py
+#   transformer*.png, attention_head.png, heads.png, shift_right.png, kv_cache.png, beam_step.png
+#                          the same data → scripts/draw_concepts.py, English and Korean (images/ko/)
 #   lm_shakespeare.png     the Shakespeare LM's curves (scripts/plot_metrics.py)        ~30 min to train
-#   attention_lm.png       its heads on a line of the play (lm attention → plot_attention.py)
+#   attention_lm.png       its heads on a line of the play (lm attention → plot_attention.py), and
+#                          attention_lm.json, the same numbers for the site's attention explorer
 #   alignment_lstm.png     the additive-attention LSTM's α on one sentence (translate align) ~15 min
 #   alignment_transformer.png  the Transformer's last cross-attention, per head            ~60 min
 #   positions_extrapolation.png, norms_warmup.png   scripts/positions_experiments.sh     ~75 min
@@ -35,11 +38,13 @@ train() {
 
 build/examples/diagrams "$runs/diagrams.json"
 $py scripts/plot_diagrams.py "$runs/diagrams.json" --images "$images"
+$py scripts/draw_concepts.py "$runs/diagrams.json" --images "$images"
 
 train "$runs/shakespeare" build/examples/lm train --data "$data/tinyshakespeare/input.txt" --minutes 30
 $py scripts/plot_metrics.py "$runs/shakespeare" --out "$images/lm_shakespeare.png"
 build/examples/lm attention --out "$runs/shakespeare" "ROMEO:
 But soft, what light" --json "$runs/attention_lm.json" | tee "$runs/attention_lm.txt"
+cp "$runs/attention_lm.json" docs/images/attention_lm.json   # the site's attention explorer reads it
 $py scripts/plot_attention.py "$runs/attention_lm.json" --out "$images/attention_lm.png"
 
 sentence="A man in an orange hat starring at something."

@@ -20,14 +20,9 @@ seconds=${2:-60}
 all_targets=(safetensors text_readers tokenizer)
 [ "$which_targets" = all ] && targets=("${all_targets[@]}") || targets=("$which_targets")
 
-need=()
-for p in clang libclang-rt-14-dev libfmt-dev libsentencepiece-dev nlohmann-json3-dev zlib1g-dev libxtensor-dev libxsimd-dev; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
-done
-if [ ${#need[@]} -gt 0 ]; then
-  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  $sudo apt-get install -y -q --no-install-recommends "${need[@]}"
-fi
+source scripts/packages.sh
+install_packages fuzz clang libclang-rt-14-dev libfmt-dev libsentencepiece-dev nlohmann-json3-dev zlib1g-dev \
+  libxtensor-dev libxsimd-dev
 
 out=build-fuzz
 mkdir -p "$out/obj"

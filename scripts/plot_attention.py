@@ -37,13 +37,16 @@ def main():
     for l, layer in enumerate(layers):
         for h, head in enumerate(layer):
             ax = axes[l][h]
-            ax.imshow(head, cmap="Greys", vmin=0, vmax=1)
+            image = ax.imshow(head, cmap="Greys", vmin=0, vmax=1)
             ax.set_title(f"layer {l + 1}, head {h + 1}", fontsize=9)
             ax.set_xticks(range(L), tokens, fontsize=7, family="monospace")
             ax.set_yticks(range(L), tokens, fontsize=7, family="monospace")
             ax.tick_params(length=0)
     fig.suptitle(f"attention weights on {a['text']!r} (rows: queries, columns: keys)", fontsize=10)
-    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    fig.tight_layout(rect=(0, 0, 0.95, 0.97))
+    bar = fig.add_axes((0.96, 0.3, 0.012, 0.4))   # one scale for every panel: a weight from 0 to 1
+    fig.colorbar(image, cax=bar)
+    bar.set_title("α", fontsize=9)
     fig.savefig(args.out, dpi=80)
     print(f"wrote {args.out}")
 

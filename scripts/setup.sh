@@ -21,19 +21,10 @@ done
 packages=(g++ meson ninja-build cmake pkg-config libopenblas-dev libxtensor-dev
           libxtensor-blas-dev libxsimd-dev doctest-dev libfmt-dev libcli11-dev
           nlohmann-json3-dev zlib1g-dev libsentencepiece-dev fortunes python3-matplotlib
-          libopenmpi-dev openmpi-bin)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "setup: installing ${missing[*]}"
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  export DEBIAN_FRONTEND=noninteractive
-  $sudo apt-get update -q
-  $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
+          libopenmpi-dev openmpi-bin
+          mkdocs mkdocs-material python3-pymdownx libjs-katex chromium)   # the course site and its browser test
+source scripts/packages.sh
+install_packages setup "${packages[@]}"
 
 if [ ! -f "$builddir/build.ninja" ]; then
   meson setup "$builddir" --buildtype=release -Dnative="$native"

@@ -32,6 +32,7 @@ done
 # pipefail would call the whole test false.)
 if meson test -C build --list 2>/dev/null | grep -x mpi >/dev/null; then run_meson_test build mpi; fi
 run_catalogue build
+run_site_test   # every page of the course site, both languages, in headless Chromium
 if [ -n "$asan_pid" ]; then
   wait "$asan_pid"
   sanitize_run $? "$asan_build_log"

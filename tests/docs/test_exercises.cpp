@@ -12,10 +12,12 @@
 #include "core/data/bleu.hpp"
 #include "core/data/tokenizer.hpp"
 #include "core/decode/sampling.hpp"
+#include "core/dist/data_parallel.hpp"
 #include "core/train/adam.hpp"
 #include "core/train/schedules.hpp"
 #include "layers/layers.hpp"
 #include "models/transformer.hpp"
+#include "tests/core/dist/copies.hpp"
 #include "tests/helpers.hpp"
 
 using namespace ctrax;
@@ -139,6 +141,20 @@ TEST_CASE("exercise 3.3: a bias added to every key leaves the attention weights 
   expect_close(weights(q, k + b, all), weights(q, k, all), 1e-12);
 }
 
+TEST_CASE("exercise 3.4: multi-head attention built from matmul, the head ops and softmax equals Attention") {
+  auto att = tl::Attention(8, {.n_heads = 2, .mode = Mode::eval});
+  const Tensor x = randn({2, 5, 8}, 21);
+  const Tensor all = Tensor::full({2, 1, 1, 5}, 1.0, DType::bool_);
+  const Tensor expected = init_and_run(att, {x, all})[0];
+  const std::vector<Tensor> w = att->all_weights();   // W_q b_q W_k b_k W_v b_v W_o b_o
+  REQUIRE(w.size() == 8);
+  const auto projected = [&](int i) { return tl::split_heads(matmul(x, w[2 * i]) + w[2 * i + 1], 2); };
+  const Tensor q = projected(0), k = projected(1), v = projected(2);     // (B, H, L, d_head)
+  const Tensor probs = softmax(matmul(q, k, false, true) / std::sqrt(4.0));
+  const Tensor heads = tl::merge_heads(matmul(probs, v));                 // (B, L, d_model)
+  expect_close(matmul(heads, w[6]) + w[7], expected, 1e-12);
+}
+
 // ---- Chapter 4: masks ----
 
 TEST_CASE("exercise 4.1: with right padding, the look-ahead mask alone gives every real query the combined mask's output") {
@@ -215,6 +231,21 @@ TEST_CASE("exercise 5.3: rotary scores depend on the offset only") {
   CHECK(score(3, 7) == doctest::Approx(score(8, 12)).epsilon(1e-10));
   CHECK(score(0, 20) == doctest::Approx(score(31, 51)).epsilon(1e-10));
   CHECK(score(3, 7) != doctest::Approx(score(3, 8)).epsilon(1e-6));
+}
+
+TEST_CASE("exercise 5.4: ALiBi by hand — scores minus m_h·(i − j), causal, softmax — equals the attention op") {
+  const int H = 4;
+  const Tensor q = randn({H, 6, 8}, 31), k = randn({H, 6, 8}, 32), v = randn({H, 6, 8}, 33);   // slice n: head n
+  const Tensor causal = tl::causal_mask(6);
+  const std::vector<double> m = alibi_slopes(H);
+  CHECK(m == std::vector<double>{0.25, 0.0625, 0.015625, 0.00390625});   // 2^(−8h/4), h = 1 … 4
+  std::vector<double> bias;
+  for (int h = 0; h < H; ++h)
+    for (int i = 0; i < 6; ++i)
+      for (int j = 0; j < 6; ++j) bias.push_back(-m[static_cast<std::size_t>(h)] * std::abs(i - j));
+  const Tensor scores = matmul(q, k, false, true) / std::sqrt(8.0) + Tensor::from_doubles(bias, {H, 6, 6}, DType::float64);
+  const Tensor masked = where(causal, scores, Tensor::full({1}, -1e9, DType::float64));
+  expect_close(matmul(softmax(masked), v), attention(q, k, v, causal, Tensor(), 0.0, {.slopes = m}), 1e-12);
 }
 
 // ---- Chapter 6: the block ----
@@ -367,6 +398,20 @@ TEST_CASE("exercise 9.2: sampling among the top 1 is greedy, whatever the temper
   }
 }
 
+TEST_CASE("exercise 9.3: a greedy loop written by hand equals autoregressive_sample at temperature 0") {
+  auto [eval, predict] = lm_pair();
+  const Tensor expected = decode::autoregressive_sample(*predict, Tensor(), 1, {.temperature = 0, .eos_id = -1, .max_length = 8});
+  decode::start_decoding(*predict, Tensor(), 1);
+  std::vector<double> mine;
+  std::int32_t token = 0;                       // the start token
+  for (int t = 0; t < 8; ++t) {
+    const std::vector<double> lp = decode::next_token_log_probs(*predict, Tensor(), decode::column({token})).to_doubles();
+    token = static_cast<std::int32_t>(std::max_element(lp.begin(), lp.end()) - lp.begin());
+    mine.push_back(token);
+  }
+  CHECK(mine == expected.to_doubles());
+}
+
 // ---- Chapter 10: real data ----
 
 TEST_CASE("exercise 10.1: BLEU of a perfect translation is 100, and one wrong word costs every n-gram order") {
@@ -432,10 +477,13 @@ TEST_CASE("exercise 12.2: a row window counts a row's elements, not the draw's f
   // heads needs slices [6, 12) of the whole draw — first·(n/rows) = 2·(2·3·5·5 / 2) elements in.
   const Rng key = Rng(5).fold_in(9);
   const Tensor whole = key.bernoulli({4 * 3, 5, 5}, 0.9).to(DType::float32);
-  const Tensor mine = key.with_rows(2, 2).bernoulli({2 * 3, 5, 5}, 0.9).to(DType::float32);
+  // Process 1 of 2 (tests/core/dist/copies.hpp plays it) gets rows [2, 4) and their key.
+  const dist::DataParallel second(std::make_shared<testing::Copies>(2, 1));
+  const Rng mine_key = second.part({Tensor::zeros({4, 5})}, key).rng;
+  const Tensor mine = mine_key.bernoulli({2 * 3, 5, 5}, 0.9).to(DType::float32);
   expect_close(mine, slice(whole, 0, 6, 12), 0);
   // Counting by the first axis (6 slices as 6 rows) would start at element 2·25: another mask.
-  const Tensor wrong = key.with_rows(2, 6).bernoulli({6, 5, 5}, 0.9).to(DType::float32);
+  const Tensor wrong = detail::with_rows(key, 2, 6).bernoulli({6, 5, 5}, 0.9).to(DType::float32);
   CHECK(wrong.to_doubles() != slice(whole, 0, 6, 12).to_doubles());
 }
 
@@ -448,9 +496,12 @@ TEST_CASE("exercise 12.3: rows of weight 0 leave a weighted metric unchanged (co
   const Stack batch{logits, targets, w};
   accuracy->init(signature_of(batch));
   loss->init(signature_of(batch));
-  // 5 rows on 2 processes: a copy of row 0 with weight 0 makes 6.
+  // 5 rows on 2 processes: a copy of row 0 with weight 0 makes 6 (process 0 of 1 sees them all).
   const Stack padded{concatenate({logits, slice(logits, 0, 0, 1)}, 0), concatenate({targets, slice(targets, 0, 0, 1)}, 0),
                      concatenate({w, Tensor::zeros({1, 3})}, 0)};
+  const dist::BatchPart second = dist::DataParallel(std::make_shared<testing::Copies>(2, 1)).padded_part(batch, Rng(0));
+  for (std::size_t i = 0; i < batch.size(); ++i)
+    expect_close(second.rows[i].to(DType::float64), slice(padded[i], 0, 3, 6).to(DType::float64), 0);
   CHECK((*accuracy)(padded)[0].item() == doctest::Approx((*accuracy)(batch)[0].item()).epsilon(1e-12));
   CHECK((*loss)(padded)[0].item() == doctest::Approx((*loss)(batch)[0].item()).epsilon(1e-6));
 }
