@@ -6,8 +6,11 @@
 // statement false fails here.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cmath>
+#include <map>
 #include <numeric>
+#include <sstream>
 
 #include "core/data/bleu.hpp"
 #include "core/data/tokenizer.hpp"
@@ -191,6 +194,24 @@ TEST_CASE("exercise 4.3: under EncoderDecoderMask no target query reads source p
       for (std::int64_t j = kLengths[row]; j < 10; ++j) CHECK(a[static_cast<std::size_t>((row * 12 + i) * 10 + j)] == 0.0);
 }
 
+TEST_CASE("exercise 4.4: implement it — the look-ahead and padding masks from comparisons") {
+  const Tensor src = note_source();                                        // (5, 10)
+  std::vector<double> positions(10);
+  std::iota(positions.begin(), positions.end(), 0.0);
+  const Tensor i = Tensor::from_doubles(positions, {10, 1}, DType::int32);  // query position, a column
+  const Tensor j = Tensor::from_doubles(positions, {1, 10}, DType::int32);  // key position, a row
+  const Tensor look_ahead = logical_not(greater(j, i));                     // j ≤ i, (10, 10)
+  const Tensor padding = reshape(not_equal(src, Tensor::scalar(0, DType::int32)), {5, 1, 1, 10});
+  expect_close(look_ahead.to(DType::float64), reshape(tl::causal_mask(10), {10, 10}).to(DType::float64), 0);
+  expect_close(padding.to(DType::float64), padding_mask_of(src).to(DType::float64), 0);
+  // Broadcast together: (5, 1, 10, 10). Row 3 (4 tokens) lets query i see min(i + 1, 4) keys.
+  const auto combined = logical_and(padding, look_ahead).to_doubles();
+  REQUIRE(combined.size() == 5 * 10 * 10);
+  double seen = 0;
+  for (std::size_t e = 300; e < 400; ++e) seen += combined[e];
+  CHECK(seen == 1 + 2 + 3 + 4 * 7);
+}
+
 // ---- Chapter 5: positions ----
 
 namespace {
@@ -290,6 +311,19 @@ TEST_CASE("exercise 6.3: a post-norm block's output is normalised at every posit
   }
 }
 
+TEST_CASE("exercise 6.4: implement it — a pre-norm decoder block from Residual, LayerNorm, CausalAttention and Dense") {
+  const models::TransformerConfig c{.d_model = 8, .d_ff = 16, .n_heads = 2, .max_len = 8, .dropout = 0.0, .mode = Mode::eval};
+  auto block = tl::Serial(models::DecoderBlock(c));
+  auto mine = tl::Serial(tl::Residual(tl::LayerNorm(), tl::CausalAttention(8, {.n_heads = 2, .mode = Mode::eval})),
+                         tl::Residual(tl::LayerNorm(), tl::Dense(16), tl::Relu(), tl::Dense(8)));
+  const Tensor x = randn({2, 5, 8}, 41);
+  const Tensor expected = init_and_run(block, {x})[0];
+  mine->init(signature_of(Stack{x}));
+  CHECK(mine->n_params() == block->n_params());
+  mine->set_all_weights(block->all_weights());   // in order: γ β, W_q b_q … W_o b_o, γ β, W_1 b_1, W_2 b_2
+  expect_close((*mine)(Stack{x})[0], expected, 1e-12);
+}
+
 // ---- Chapter 7: the three Transformers ----
 
 TEST_CASE("exercise 7.1: TransformerEncoder's parameters, counted by the formulas") {
@@ -325,6 +359,19 @@ TEST_CASE("exercise 7.3: one vocabulary, one embedding table") {
   CHECK(separate->n_params() - shared->n_params() == 30 * 8);
 }
 
+TEST_CASE("exercise 7.4: implement it — TransformerLM from ShiftRight, Embedding, PositionalEncoding, blocks, LayerNorm and Dense") {
+  const models::TransformerConfig c{.d_model = 16, .d_ff = 32, .n_layers = 2, .n_heads = 2, .max_len = 12, .mode = Mode::eval};
+  auto lm = models::TransformerLM(20, c);
+  auto mine = tl::Serial(tl::ShiftRight({.mode = Mode::eval}), tl::Embedding(20, 16), tl::PositionalEncoding(12, {.mode = Mode::eval}),
+                         models::DecoderBlock(c), models::DecoderBlock(c), tl::LayerNorm(), tl::Dense(20));
+  const Tensor tokens = tensor({3, 5, 7, 9, 11, 13, 15, 17}, {1, 8});
+  const Tensor expected = init_and_run(lm, {tokens})[0];
+  mine->init(signature_of(Stack{tokens}));
+  CHECK(mine->n_params() == lm->n_params());
+  mine->set_all_weights(lm->all_weights());      // eval mode: the Dropout layers have no weights
+  expect_close((*mine)(Stack{tokens})[0], expected, 1e-12);
+}
+
 // ---- Chapter 8: training ----
 
 TEST_CASE("exercise 8.1: with label smoothing the smallest loss is the entropy of the smoothed target") {
@@ -358,6 +405,24 @@ TEST_CASE("exercise 8.3: after one Adam step the bias-corrected m̂ is the gradi
   const auto before = std::vector<double>{1.0, -2.0, 0.5}, grad = g.to_doubles(), after = weights[0].to_doubles();
   for (std::size_t i = 0; i < 3; ++i)
     CHECK(after[i] == doctest::Approx(before[i] - 0.1 * grad[i] / (std::abs(grad[i]) + 1e-5)).epsilon(1e-5));
+}
+
+TEST_CASE("exercise 8.4: implement it — label-smoothed, weighted cross-entropy and its gradient by hand") {
+  const double eps = 0.1;
+  const std::int64_t C = 5;
+  Tensor logits = randn({2, 3, C}, 51);
+  logits.requires_grad_();
+  const Tensor targets = tensor({1, 4, 0, 2, 2, 3}, {2, 3});
+  const Tensor w = tensor({1.0, 1.0, 0.0, 1.0, 0.5, 1.0}, {2, 3});
+  const Tensor q = one_hot(targets, C, DType::float64) * (1 - eps) + eps / static_cast<double>(C);
+  const Tensor per_position = -sum(q * log_softmax(logits), {-1});          // −Σ_c q_c log p_c, (2, 3)
+  const double mine = (sum(per_position * w) / sum(w)).item();
+  auto loss = tl::WeightedCategoryCrossEntropy(eps);
+  const Tensor value = init_and_run(loss, {logits, targets, w})[0];
+  CHECK(value.item() == doctest::Approx(mine).epsilon(1e-12));
+  // ∂loss/∂z = w·(softmax(z) − q) / Σw: what the model learns from, position by position.
+  const Tensor dz = grad(value, {logits})[0];
+  expect_close(dz, (softmax(logits) - q) * reshape(w, {2, 3, 1}) / sum(w).item(), 1e-12);
 }
 
 // ---- Chapter 9: decoding ----
@@ -432,12 +497,59 @@ TEST_CASE("exercise 10.2: the byte tokenizer reads Korean as UTF-8 bytes, id = b
   CHECK(tok.decode(ids) == text);
 }
 
+TEST_CASE("exercise 10.3: implement it — BLEU of one sentence: clipped n-gram precisions, brevity penalty, geometric mean") {
+  const std::string hyp = "the cat sat on the mat by the door", ref = "the black cat sat on a mat by the door";
+  const auto words = [](const std::string& line) {
+    std::vector<std::string> out;
+    std::istringstream in(line);
+    for (std::string word; in >> word;) out.push_back(word);
+    return out;
+  };
+  const auto ngrams = [](const std::vector<std::string>& w, std::size_t n) {
+    std::map<std::vector<std::string>, int> counts;
+    for (std::size_t i = 0; i + n <= w.size(); ++i) ++counts[{w.begin() + static_cast<std::ptrdiff_t>(i), w.begin() + static_cast<std::ptrdiff_t>(i + n)}];
+    return counts;
+  };
+  const auto h = words(hyp), r = words(ref);
+  double log_sum = 0;
+  std::array<double, 4> p{};
+  for (std::size_t n = 1; n <= 4; ++n) {
+    const auto hc = ngrams(h, n), rc = ngrams(r, n);
+    int matched = 0, total = 0;
+    for (const auto& [gram, count] : hc) {
+      total += count;
+      const auto it = rc.find(gram);
+      matched += std::min(count, it == rc.end() ? 0 : it->second);   // clipped by the reference's count
+    }
+    p[n - 1] = 100.0 * matched / total;
+    log_sum += std::log(static_cast<double>(matched) / total);
+  }
+  const double bp = h.size() > r.size() ? 1.0 : std::exp(1.0 - static_cast<double>(r.size()) / static_cast<double>(h.size()));
+  const data::BleuScore bleu = data::corpus_bleu({hyp}, {{ref}});
+  for (std::size_t n = 0; n < 4; ++n) CHECK(bleu.precisions[n] == doctest::Approx(p[n]).epsilon(1e-12));
+  CHECK(p[3] == doctest::Approx(100.0 / 6));   // of six 4-grams only "mat by the door" is in the reference
+  CHECK(bleu.brevity_penalty == doctest::Approx(bp).epsilon(1e-12));
+  CHECK(bleu.score == doctest::Approx(100 * bp * std::exp(log_sum / 4)).epsilon(1e-12));
+}
+
 // ---- Chapter 11: performance ----
 
 TEST_CASE("exercise 11.1: the fused attention op equals the separate ops, causal mask and all") {
   const Tensor q = randn({3, 9, 4}, 20), k = randn({3, 9, 4}, 21), v = randn({3, 9, 5}, 22);
   const Tensor fused = attention(q, k, v, tl::causal_mask(9));
   expect_close(fused, matmul(weights(q, k, tl::causal_mask(9)), v), 1e-12);
+}
+
+TEST_CASE("exercise 11.2: implement it — causal attention in query blocks, each reading only the keys it sees") {
+  const std::int64_t L = 12, block = 4;
+  const Tensor q = randn({2, L, 4}, 23), k = randn({2, L, 4}, 24), v = randn({2, L, 5}, 25);
+  std::vector<Tensor> rows;
+  for (std::int64_t b = 0; b < L / block; ++b) {
+    const std::int64_t first = b * block, seen = first + block;   // keys 0 … seen − 1
+    const Tensor mask = slice(slice(tl::causal_mask(L), -2, first, seen), -1, 0, seen);
+    rows.push_back(matmul(weights(slice(q, 1, first, seen), slice(k, 1, 0, seen), mask), slice(v, 1, 0, seen)));
+  }
+  expect_close(concatenate(rows, 1), attention(q, k, v, tl::causal_mask(L)), 1e-12);
 }
 
 // ---- Chapter 12: more than one machine ----
@@ -504,4 +616,32 @@ TEST_CASE("exercise 12.3: rows of weight 0 leave a weighted metric unchanged (co
     expect_close(second.rows[i].to(DType::float64), slice(padded[i], 0, 3, 6).to(DType::float64), 0);
   CHECK((*accuracy)(padded)[0].item() == doctest::Approx((*accuracy)(batch)[0].item()).epsilon(1e-12));
   CHECK((*loss)(padded)[0].item() == doctest::Approx((*loss)(batch)[0].item()).epsilon(1e-6));
+}
+
+TEST_CASE("exercise 12.4: implement it — two processes' gradients, weighted by their share and summed, are the batch's") {
+  auto model = tl::Serial(tl::Dense(5), tl::WeightedCategoryCrossEntropy());   // (x, targets, w) → loss
+  const Tensor x = randn({4, 3, 6}, 61);
+  const Tensor targets = tensor({0, 1, 2, 3, 4, 0, 1, 2, 3, 4, 0, 1}, {4, 3});
+  const Tensor w = tensor({1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0}, {4, 3});
+  const Stack batch{x, targets, w};
+  model->init(signature_of(batch));
+  const std::vector<Tensor> weights = model->all_weights();
+  const std::vector<Tensor> whole = grad((*model)(batch)[0], weights);
+  std::vector<Tensor> summed, mean;
+  for (const Tensor& t : weights) {
+    summed.push_back(Tensor::zeros(t.shape(), t.dtype()));
+    mean.push_back(Tensor::zeros(t.shape(), t.dtype()));
+  }
+  for (const auto& [a, b] : {std::pair<std::int64_t, std::int64_t>{0, 2}, {2, 4}}) {   // process 0, process 1
+    const Stack mine = rows_of(batch, a, b);
+    const double share = sum_of(mine[2]) / sum_of(w);                                   // 6/9, then 3/9
+    const std::vector<Tensor> g = grad((*model)(mine)[0], weights);
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      summed[i] = summed[i] + g[i] * share;
+      mean[i] = mean[i] + g[i] * 0.5;
+    }
+  }
+  for (std::size_t i = 0; i < whole.size(); ++i) expect_close(summed[i], whole[i], 1e-12);
+  const Tensor off = mean[0] - whole[0];
+  CHECK(sum_of(off * off) > 1e-8);   // the plain mean weighs the 3 tokens of process 1 as much as the 6 of process 0
 }
