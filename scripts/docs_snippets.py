@@ -6,7 +6,8 @@
     scripts/docs_snippets.py --pages ROOT           print the pages meson gives it (README, docs/)
     scripts/docs_snippets.py --check ROOT           the course's consistency (a test of scripts/test.sh):
         the Korean edition docs/ko/ has exactly the English chapters, each with the same ```cpp and
-        ```output blocks in the same order and as many fenced blocks in all; every exercise a
+        ```output blocks in the same order and as many fenced blocks in all — a program's // comments
+        aside, so each edition comments in its own language; every exercise a
         chapter names ("*exercise 4.1*") has its solution, TEST_CASE("exercise 4.1: …"), in
         tests/docs/test_exercises.cpp and every solution is named by a chapter; every image a page
         shows exists.
@@ -21,7 +22,8 @@ the block; a `return 0;` is added at its end, as main has implicitly) and adds a
                          so scripts/test.sh counts each program as a test case)
     test_docs NAME...    run only these (names as --list prints them: 03_transformer.md:2)
 
-Blocks of the Korean edition (docs/ko/) that equal a block of the English one are compiled once.
+Blocks of the Korean edition (docs/ko/) that equal a block of the English one but for their //
+comments are compiled once, as the English block (what the compiler sees of them is the same).
 """
 import re
 import sys
@@ -57,6 +59,32 @@ def blocks(path):
     return out
 
 
+def without_comments(code):
+    """The code as the compiler sees it, but for layout: each line without its // comment (outside
+    string and character literals) and trailing spaces. A comment ending in a backslash would
+    continue onto the next line and hide it: such a block is refused, not compared."""
+    out = []
+    for n, line in enumerate(code.splitlines(), 1):
+        quote, i, cut = None, 0, len(line)
+        while i < len(line):
+            c = line[i]
+            if quote:
+                if c == "\\":
+                    i += 1
+                elif c == quote:
+                    quote = None
+            elif c == '"' or (c == "'" and not (i > 0 and line[i - 1].isalnum())):   # not 1'000
+                quote = c
+            elif line.startswith("//", i):
+                cut = i
+                break
+            i += 1
+        if cut < len(line) and line.rstrip().endswith("\\"):
+            sys.exit(f"a // comment ends in a backslash (line {n} of the block): it would hide the next line")
+        out.append(line[:cut].rstrip())
+    return "\n".join(out) + "\n"
+
+
 def programs(paths):
     """(name, where, code, expected output or None) for every ```cpp block, duplicates once."""
     seen, out = set(), []
@@ -73,9 +101,9 @@ def programs(paths):
             expected = None
             if i + 1 < len(found) and found[i + 1][0] == "output":
                 expected = found[i + 1][2]
-            if (text, expected) in seen:
+            if (without_comments(text), expected) in seen:
                 continue
-            seen.add((text, expected))
+            seen.add((without_comments(text), expected))
             out.append((f"{Path(path).name}:{count}", where, text, expected))
     return out
 
@@ -197,13 +225,15 @@ def check(root):
                         else f"docs/ko/{name} has no English original docs/{name}")
     for name in sorted(set(english) & set(korean)):
         en, kr = blocks(docs / name), blocks(ko / name)
-        code_en = [(lang, text) for lang, _, text in en if lang in ("cpp", "output")]
-        code_kr = [(lang, text) for lang, _, text in kr if lang in ("cpp", "output")]
+        def code(found):
+            return [(lang, without_comments(text) if lang == "cpp" else text) for lang, _, text in found
+                    if lang in ("cpp", "output")]
+        code_en, code_kr = code(en), code(kr)
         if code_en != code_kr:
             for i, (a, b) in enumerate(zip(code_en + [None] * len(code_kr), code_kr + [None] * len(code_en))):
                 if a != b:
                     problems.append(f"docs/ko/{name}: ```cpp/```output block {i + 1} differs from docs/{name}'s "
-                                    "(the editions must show the same programs and outputs)")
+                                    "(the editions must show the same programs, comments aside, and outputs)")
                     break
         if len(en) != len(kr):
             problems.append(f"docs/ko/{name}: {len(kr)} fenced blocks, docs/{name} has {len(en)}")
