@@ -6,7 +6,8 @@
 Rows are the target pieces the decoder wrote (the last is EOS), columns the source pieces; a cell's
 darkness is the weight α that target piece gave that source piece (each row sums to 1), as in the
 figures of Bahdanau et al. (2015) and the attention notes. A Transformer's alignment has one map
-per head of its last cross-attention ("heads"): they are drawn side by side after their mean.
+per head of its last cross-attention ("heads"): their mean is drawn large, the heads beside it in
+two rows, all on one colour scale.
 Needs Debian's python3-matplotlib.
 """
 import argparse
@@ -27,21 +28,33 @@ def main():
     w, src, tgt = a["weights"], a["source"], a["target"]
     if not w or len(w) != len(tgt) or any(len(row) != len(src) for row in w):
         sys.exit(f"plot_alignment: {args.alignment}: weights must be {len(tgt)} rows of {len(src)}")
-    maps = [("mean of the heads" if a.get("heads") else "", w)]
-    maps += [(f"head {h + 1}", m) for h, m in enumerate(a.get("heads", []))]
-    width = 0.45 * len(src) + 2
-    fig, axes = plt.subplots(1, len(maps), figsize=(width * len(maps), 0.4 * len(tgt) + 1.5), squeeze=False)
-    for i, (title, m) in enumerate(maps):
-        ax = axes[0][i]
-        ax.imshow(m, cmap="Greys", vmin=0, vmax=1, aspect="auto")
-        ax.set_xticks(range(len(src)), src, rotation=60, ha="right")
-        ax.set_yticks(range(len(tgt)), tgt if i == 0 else [""] * len(tgt))
-        ax.set_xlabel("source pieces")
-        if i == 0:
-            ax.set_ylabel("target pieces")
-        ax.set_title(title, fontsize=9)
-    fig.suptitle(a.get("sentence", ""), fontsize=9)
-    fig.tight_layout()
+    heads = a.get("heads", [])
+    cell = 0.38   # inches per row or column of the large map
+    if heads:
+        # The mean of the heads large, the heads in two rows beside it at half its size.
+        cols = (len(heads) + 1) // 2
+        fig = plt.figure(figsize=(cell * len(src) * (1 + cols / 2) + 2.6, cell * len(tgt) + 2.2),
+                         layout="constrained")
+        grid = fig.add_gridspec(2, 1 + cols, width_ratios=[2] + [1] * cols)
+        panels = [(fig.add_subplot(grid[:, 0]), "mean of the heads", w, (True, True))]
+        panels += [(fig.add_subplot(grid[h // cols, 1 + h % cols]), f"head {h + 1}", m,
+                    (h // cols == 1 or h + cols >= len(heads), h % cols == 0))   # labels at the edges
+                   for h, m in enumerate(heads)]
+    else:
+        fig = plt.figure(figsize=(cell * len(src) + 3.2, cell * len(tgt) + 2.2), layout="constrained")
+        panels = [(fig.add_subplot(1, 1, 1), "", w, (True, True))]
+    for i, (ax, title, m, (x_labels, y_labels)) in enumerate(panels):
+        large = i == 0
+        image = ax.imshow(m, cmap="Greys", vmin=0, vmax=1, aspect="auto")
+        small = {} if large else {"fontsize": 7}
+        ax.set_xticks(range(len(src)), src if x_labels else [], rotation=60, ha="right", **small)
+        ax.set_yticks(range(len(tgt)), tgt if y_labels else [], **small)
+        if large:
+            ax.set_xlabel("source pieces")
+            ax.set_ylabel("target pieces (the last is EOS)")
+        ax.set_title(title, fontsize=10 if large else 8)
+    fig.colorbar(image, ax=[p[0] for p in panels], shrink=0.6, label="attention weight α (each row sums to 1)")
+    fig.suptitle(a.get("sentence", ""), fontsize=10)
     fig.savefig(args.out, dpi=110)
     print(f"wrote {args.out}")
 

@@ -2,8 +2,8 @@
 """Draws the training curves of a ctrax run: scripts/plot_metrics.py OUTPUT_DIR [--out FILE.png]
 
 Reads OUTPUT_DIR/metrics.jsonl (one {"step", "split", "name", "value"} record per line, written
-by the training Loop) and draws one panel per metric name, train and eval curves together.
-Learning rate, steps per second and norms get their own panels. Needs Debian's
+by the training Loop) and draws one panel per metric, titled in words, its curves on training
+batches and on held-out data together. Learning rate, speed and norms get their own panels. Needs Debian's
 python3-matplotlib (apt-get install -y python3-matplotlib); nothing else.
 """
 import argparse
@@ -11,6 +11,17 @@ import collections
 import json
 import os
 import sys
+
+# What a reader sees instead of the Loop's metric names (a name not listed is shown as it is).
+TITLES = {
+    "loss": "cross-entropy loss (nats)",
+    "accuracy": "accuracy (share predicted right)",
+    "learning_rate": "learning rate",
+    "steps_per_second": "training speed (steps per second)",
+    "gradients_l2": "gradient norm (L2, all weights)",
+    "weights_l2": "weight norm (L2, all weights)",
+}
+SPLITS = {"train": "training batches", "eval": "held-out data"}
 
 
 def main():
@@ -54,11 +65,15 @@ def main():
     for ax, name in zip(axes.flat, names):
         for split, points in sorted(curves[name].items()):
             points.sort()
-            ax.plot([p[0] for p in points], [p[1] for p in points], marker=".", label=split)
-        ax.set_title(name)
+            ax.plot([p[0] for p in points], [p[1] for p in points], marker=".", label=SPLITS.get(split, split))
+        title = TITLES.get(name, name)
+        if len(curves[name]) > 1:
+            ax.legend()
+        elif "eval" in curves[name]:
+            title += ", held-out data"
+        ax.set_title(title)
         ax.set_xlabel("step")
         ax.grid(alpha=0.3)
-        ax.legend()
     for ax in list(axes.flat)[len(names):]:
         ax.axis("off")
     fig.tight_layout()
