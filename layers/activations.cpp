@@ -1,7 +1,10 @@
 #include "layers/activations.hpp"
 
+#include <fmt/format.h>
+
 #include "core/layer/fn.hpp"
 #include "core/tensor/ops.hpp"
+#include "layers/initializers.hpp"
 
 namespace ctrax::layers {
 
@@ -14,6 +17,53 @@ LayerPtr Sigmoid(source_location c) {
   return Fn("Sigmoid", [](TensorArg x) { return sigmoid(x); }, 1, c);
 }
 LayerPtr Tanh(source_location c) { return Fn("Tanh", [](TensorArg x) { return tanh(x); }, 1, c); }
+namespace {
+Tensor number(double v, const Tensor& like) { return Tensor::scalar(v, like.dtype()); }
+// a·(eˣ − 1) for x ≤ 0, x elsewhere (Elu's, and Selu's before its λ).
+Tensor exponential_below_zero(const Tensor& x, double a) {
+  return where(greater(x, number(0, x)), x, expm1(minimum(x, number(0, x))) * a);
+}
+
+// max(x, τ) with τ a trainable scalar of the input's dtype, starting at 0.
+class ThresholdedLinearUnitLayer final : public Layer {
+ public:
+  explicit ThresholdedLinearUnitLayer(source_location created)
+      : Layer("ThresholdedLinearUnit", 1, 1, created) {}
+
+ protected:
+  void init_weights_and_state(const Signature& input) override {
+    if (!is_floating(input.at(0).dtype))
+      throw std::invalid_argument(fmt::format("ThresholdedLinearUnit needs a floating input, got {}",
+                                              ctrax::to_string(input)));
+    add_weight("threshold", {}, input.at(0).dtype, constant(0.0), rng());
+  }
+  Stack forward(const Stack& inputs) override { return {maximum(inputs[0], weights()[0])}; }
+};
+}  // namespace
+
+LayerPtr ParametricRelu(double a, source_location c) {
+  return Fn("ParametricRelu", [a](TensorArg x) { return maximum(x * a, number(0, x)); }, 1, c);
+}
+LayerPtr LeakyRelu(double a, source_location c) {
+  return Fn("LeakyRelu", [a](TensorArg x) { return where(less(x, number(0, x)), x * a, x); }, 1, c);
+}
+LayerPtr Elu(double a, source_location c) {
+  return Fn("Elu", [a](TensorArg x) { return exponential_below_zero(x, a); }, 1, c);
+}
+LayerPtr Selu(double alpha, double lmbda, source_location c) {
+  return Fn("Selu", [alpha, lmbda](TensorArg x) { return exponential_below_zero(x, alpha) * lmbda; }, 1, c);
+}
+LayerPtr HardSigmoid(source_location c) {
+  return Fn("HardSigmoid", [](TensorArg x) { return maximum(number(0, x), minimum(number(1, x), x + 1.0)); }, 1, c);
+}
+LayerPtr HardTanh(source_location c) {
+  return Fn("HardTanh", [](TensorArg x) { return maximum(number(-1, x), minimum(number(1, x), x)); }, 1, c);
+}
+LayerPtr Softplus(source_location c) { return Fn("Softplus", [](TensorArg x) { return softplus(x); }, 1, c); }
+LayerPtr Exp(source_location c) { return Fn("Exp", [](TensorArg x) { return exp(x); }, 1, c); }
+LayerPtr Log(source_location c) { return Fn("Log", [](TensorArg x) { return log(x); }, 1, c); }
+LayerPtr ThresholdedLinearUnit(source_location c) { return std::make_shared<ThresholdedLinearUnitLayer>(c); }
+
 LayerPtr Softmax(int axis, source_location c) {
   return Fn("Softmax", [axis](TensorArg x) { return softmax(x, axis); }, 1, c);
 }

@@ -11,6 +11,7 @@
 #include "layers/causal_attention.hpp"
 #include "layers/dense.hpp"
 #include "layers/dropout.hpp"
+#include "layers/elementwise.hpp"
 #include "layers/embedding.hpp"
 #include "layers/heads.hpp"
 #include "layers/layer_norm.hpp"

@@ -20,6 +20,14 @@ LayerPtr Max(int axis, bool keepdims, source_location c) {
   return Fn("Max", [=](TensorArg x) { return max(x, {axis}, keepdims); }, 1, c);
 }
 
+LayerPtr Min(int axis, bool keepdims, source_location c) {
+  return Fn("Min", [=](TensorArg x) { return min(x, {axis}, keepdims); }, 1, c);
+}
+
+LayerPtr LogSumExp(int axis, source_location c) {
+  return Fn("LogSumExp", [=](TensorArg x) { return logsumexp(x, {axis}, /*keepdims=*/true); }, 1, c);
+}
+
 LayerPtr ArgMax(int axis, source_location c) {
   return Fn("ArgMax", [=](TensorArg x) { return argmax(x, axis); }, 1, c);
 }

@@ -98,7 +98,11 @@ constexpr OpDef kMul{"mul", profile::Family::elementwise};
 constexpr OpDef kDiv{"div", profile::Family::elementwise};
 constexpr OpDef kPow{"pow", profile::Family::elementwise};
 constexpr OpDef kMaximum{"maximum", profile::Family::elementwise};
+constexpr OpDef kMinimum{"minimum", profile::Family::elementwise};
 constexpr OpDef kNeg{"neg", profile::Family::elementwise};
+constexpr OpDef kAbs{"abs", profile::Family::elementwise};
+constexpr OpDef kExpm1{"expm1", profile::Family::elementwise};
+constexpr OpDef kSoftplus{"softplus", profile::Family::elementwise};
 constexpr OpDef kExp{"exp", profile::Family::elementwise};
 constexpr OpDef kLog{"log", profile::Family::elementwise};
 constexpr OpDef kSqrt{"sqrt", profile::Family::elementwise};
@@ -187,6 +191,16 @@ Tensor maximum(const Tensor& a, const Tensor& b) {
   });
 }
 
+Tensor minimum(const Tensor& a, const Tensor& b) {
+  Tensor out = binary(kMinimum, a, b, [](auto x, auto y) { return x <= y ? x : y; });
+  return record(kMinimum, out, {a, b}, [a, b](const Tensor& g) {
+    const Tensor zero = Tensor::zeros({}, g.dtype());
+    const Tensor a_wins = expand(logical_not(greater(a, b)), g.shape());
+    return std::vector<Tensor>{sum_to(where(a_wins, g, zero), a.shape()),
+                               sum_to(where(a_wins, zero, g), b.shape())};
+  });
+}
+
 Tensor neg(const Tensor& x) {
   return unary(kNeg, x, [](auto v) { return -v; }, [](auto, auto, auto g) { return -g; });
 }
@@ -209,6 +223,19 @@ Tensor tanh(const Tensor& x) {
 Tensor sigmoid(const Tensor& x) {
   return unary(kSigmoid, x, [](auto v) { return 1 / (1 + std::exp(-v)); },
                [](auto, auto y, auto g) { return g * y * (1 - y); });
+}
+Tensor abs(const Tensor& x) {
+  return unary(kAbs, x, [](auto v) { return std::abs(v); },
+               [](auto v, auto, auto g) { return v > 0 ? g : v < 0 ? -g : decltype(g)(0); });
+}
+Tensor expm1(const Tensor& x) {
+  return unary(kExpm1, x, [](auto v) { return std::expm1(v); },
+               [](auto, auto y, auto g) { return g * (y + 1); });
+}
+Tensor softplus(const Tensor& x) {
+  return unary(
+      kSoftplus, x, [](auto v) { return std::max(v, decltype(v)(0)) + std::log1p(std::exp(-std::abs(v))); },
+      [](auto v, auto, auto g) { return g / (1 + std::exp(-v)); });
 }
 Tensor relu(const Tensor& x) {
   return unary(kRelu, x, [](auto v) { return v > 0 ? v : decltype(v)(0); },

@@ -11,7 +11,11 @@
 //   pow(a, p)      a^p                   g·p·a^(p−1)            (p a number)
 //   pow(a, b)      a^b                   g·b·a^(b−1), g·a^b·ln a
 //   maximum        max(a, b)             g where a ≥ b, g where b > a
+//   minimum        min(a, b)             g where a ≤ b, g where b < a
 //   neg, exp, log, sqrt, tanh, sigmoid   −g, g·y, g/x, g/(2y), g(1−y²), g·y(1−y)
+//   abs            |x|                   g·sign(x)              (0 at x = 0, as JAX's)
+//   expm1          eˣ − 1                g·(y + 1)              (exact near 0, where exp(x) − 1 is not)
+//   softplus       log(1 + eˣ)           g·sigmoid(x)           (as max(x, 0) + log1p(e^−|x|): no overflow)
 //   relu           max(x, 0)             g where x > 0
 //   gelu           x·Φ(x)                g·(Φ(x) + x·φ(x))              (exact, erf)
 //   gelu_tanh      ½x(1 + tanh(√(2/π)(x + 0.044715x³)))   its derivative  (Trax's FastGelu)
@@ -29,6 +33,7 @@ Tensor div(const Tensor& a, const Tensor& b);
 Tensor pow(const Tensor& a, const Tensor& b);
 Tensor pow(const Tensor& a, double p);
 Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
 
 Tensor neg(const Tensor& x);
 Tensor exp(const Tensor& x);
@@ -36,6 +41,9 @@ Tensor log(const Tensor& x);
 Tensor sqrt(const Tensor& x);
 Tensor tanh(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
+Tensor abs(const Tensor& x);
+Tensor expm1(const Tensor& x);
+Tensor softplus(const Tensor& x);
 Tensor relu(const Tensor& x);
 Tensor gelu(const Tensor& x);
 Tensor gelu_tanh(const Tensor& x);

@@ -132,6 +132,9 @@ Tensor max(const Tensor& x, const Axes& axes, bool keepdims) {
   return reduce(x, axes, keepdims, max_axis);
 }
 
+// min x = −max(−x): the gradient goes to the minimum, shared equally between ties, as max's.
+Tensor min(const Tensor& x, const Axes& axes, bool keepdims) { return neg(max(neg(x), axes, keepdims)); }
+
 Tensor mean(const Tensor& x, const Axes& axes, bool keepdims) {
   std::int64_t count = 1;
   for (int a : normalize_axes(axes, x.rank())) count *= x.shape()[a];

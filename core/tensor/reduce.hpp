@@ -6,6 +6,7 @@
 //   sum        Σ x                   d/dx = 1 (the gradient is broadcast back)
 //   mean       Σ x / n               d/dx = 1/n
 //   max        max x                 d/dx = 1 at the maximum (shared equally between ties)
+//   min        min x = −max(−x)      d/dx = 1 at the minimum (shared equally between ties)
 //   logsumexp  log Σ exp x           d/dx = softmax(x); computed as m + log Σ exp(x − m) with
 //                                    m = max x, so large inputs do not overflow
 //   argmax     index of the max      int32, not differentiable; first index among ties
@@ -22,6 +23,7 @@ using Axes = std::vector<int>;
 Tensor sum(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
 Tensor mean(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
 Tensor max(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
+Tensor min(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
 Tensor logsumexp(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
 Tensor argmax(const Tensor& x, int axis = -1);
 

@@ -23,6 +23,49 @@ TEST_CASE("activation layers compute Trax's formulas on literal values") {
   expect_tensor(init_and_run(FastGelu(), {x})[0], {3}, {fast(-1), fast(0.5), fast(2)}, 1e-6);
 }
 
+TEST_CASE("Trax's other activations on literal values, each side of its kinks") {
+  const Tensor x = v({-2, -0.5, 0, 0.5, 2});
+  expect_tensor(init_and_run(ParametricRelu(), {x})[0], {5}, {0, 0, 0, 0.5, 2});
+  expect_tensor(init_and_run(ParametricRelu(3), {x})[0], {5}, {0, 0, 0, 1.5, 6});
+  expect_tensor(init_and_run(LeakyRelu(), {x})[0], {5}, {-0.02, -0.005, 0, 0.5, 2});
+  expect_tensor(init_and_run(LeakyRelu(0.5), {x})[0], {5}, {-1, -0.25, 0, 0.5, 2});
+  expect_tensor(init_and_run(Elu(), {x})[0], {5}, {std::expm1(-2.0), std::expm1(-0.5), 0, 0.5, 2}, 1e-6);
+  expect_tensor(init_and_run(Elu(2), {x})[0], {5}, {2 * std::expm1(-2.0), 2 * std::expm1(-0.5), 0, 0.5, 2}, 1e-6);
+  const double a = 1.6732632423543772, l = 1.0507009873554805;
+  expect_tensor(init_and_run(Selu(), {x})[0], {5},
+                {l * a * std::expm1(-2.0), l * a * std::expm1(-0.5), 0, l * 0.5, l * 2}, 1e-6);
+  expect_tensor(init_and_run(HardSigmoid(), {x})[0], {5}, {0, 0.5, 1, 1, 1});   // Trax's max(0, min(1, 1 + x))
+  expect_tensor(init_and_run(HardTanh(), {x})[0], {5}, {-1, -0.5, 0, 0.5, 1});
+  expect_tensor(init_and_run(Softplus(), {x})[0], {5},
+                {std::log1p(std::exp(-2.0)), std::log1p(std::exp(-0.5)), std::log(2.0), std::log1p(std::exp(0.5)),
+                 std::log1p(std::exp(2.0))}, 1e-6);
+  expect_tensor(init_and_run(Exp(), {x})[0], {5}, {std::exp(-2.0), std::exp(-0.5), 1, std::exp(0.5), std::exp(2.0)}, 1e-6);
+  expect_tensor(init_and_run(Log(), {v({1, std::exp(2.0)})})[0], {2}, {0, 2}, 1e-6);
+}
+
+TEST_CASE("Elu and Selu stay finite, values and gradients, where eˣ overflows") {
+  Tensor x = tensor({-100.0, 800.0}, {2}).requires_grad_();
+  for (const LayerPtr& f : {Elu(), Selu()}) {
+    CAPTURE(f->name());
+    f->init(ShapeDtype{{2}, DType::float64});
+    const Tensor y = (*f)(Stack{x})[0];
+    for (const double value : y.to_doubles()) CHECK(std::isfinite(value));
+    for (const double d : grad(sum(y), {x})[0].to_doubles()) CHECK(std::isfinite(d));
+  }
+}
+
+TEST_CASE("ThresholdedLinearUnit: max(x, τ) with τ one trainable scalar, 0 at first") {
+  auto tlu = ThresholdedLinearUnit();
+  const Tensor x = v({-1, 0.25, 2});
+  expect_tensor(init_and_run(tlu, {x})[0], {3}, {0, 0.25, 2});
+  REQUIRE(tlu->weights().size() == 1);
+  CHECK(tlu->weights()[0].shape() == Shape{});
+  tlu->set_all_weights({Tensor::scalar(0.5, x.dtype())});
+  expect_tensor((*tlu)(Stack{x})[0], {3}, {0.5, 0.5, 2});
+  CHECK_THROWS_WITH_AS(ThresholdedLinearUnit()->init(ShapeDtype{{3}, DType::int32}),
+                       doctest::Contains("ThresholdedLinearUnit needs a floating input"), LayerError);
+}
+
 TEST_CASE("Softmax and LogSoftmax work along the chosen axis") {
   const Tensor x = tensor({0.f, std::log(3.f), 1.f, 1.f}, {2, 2});
   expect_tensor(init_and_run(Softmax(), {x})[0], {2, 2}, {0.25, 0.75, 0.5, 0.5});
@@ -37,12 +80,19 @@ TEST_CASE("activations print bare, without a Serial wrapper") {
   CHECK(Relu()->to_string() == "Relu");
   CHECK(FastGelu()->to_string() == "FastGelu");
   CHECK(LogSoftmax()->to_string() == "LogSoftmax");
+  CHECK(LeakyRelu(0.2)->to_string() == "LeakyRelu");
+  CHECK(ThresholdedLinearUnit()->to_string() == "ThresholdedLinearUnit");
 }
 
 TEST_CASE("every activation passes the gradient checker") {
-  for (const LayerPtr& f : {Relu(), Gelu(), FastGelu(), Sigmoid(), Tanh(), Softmax(), LogSoftmax()}) {
+  for (const LayerPtr& f : {Relu(), Gelu(), FastGelu(), Sigmoid(), Tanh(), Softmax(), LogSoftmax(), ParametricRelu(2),
+                             LeakyRelu(0.1), Elu(1.5), Selu(), HardSigmoid(), HardTanh(), Softplus(), Exp(),
+                             ThresholdedLinearUnit()}) {
     CAPTURE(f->name());
     f->init(ShapeDtype{{2, 5}, DType::float64});
     expect_layer_gradients(f, {randn({2, 5})});
   }
+  auto log = Log();   // on positive inputs
+  log->init(ShapeDtype{{2, 5}, DType::float64});
+  expect_layer_gradients(log, {exp(randn({2, 5}))});
 }

@@ -17,6 +17,7 @@ TEST_CASE("binary ops on literal values") {
   expect_tensor(pow(a, 2.0), {3}, {1, 4, 9});
   expect_tensor(pow(a, b), {3}, {1, 32, 729}, 1e-3);
   expect_tensor(maximum(a, tensor({2.f}, {1})), {3}, {2, 2, 3});
+  expect_tensor(minimum(a, tensor({2.f}, {1})), {3}, {1, 2, 2});
   expect_tensor(2.0 - a, {3}, {1, 0, -1});
 }
 
@@ -47,6 +48,18 @@ TEST_CASE("unary ops on literal values") {
   expect_tensor(gelu_tanh(x), {3}, {-0.15880800939172324, 0, 1.9545976940877772}, 1e-12);
   expect_tensor(log(tensor({1.0, std::exp(1.0)}, {2})), {2}, {0, 1}, 1e-12);
   expect_tensor(sqrt(tensor({4.0, 9.0}, {2})), {2}, {2, 3});
+  expect_tensor(abs(x), {3}, {1, 0, 2});
+  expect_tensor(expm1(x), {3}, {std::expm1(-1.0), 0, std::expm1(2.0)}, 1e-15);
+  expect_tensor(softplus(x), {3}, {std::log(1 + std::exp(-1.0)), std::log(2.0), std::log(1 + std::exp(2.0))}, 1e-15);
+}
+
+TEST_CASE("expm1 is exact near 0 and softplus does not overflow") {
+  // eˣ − 1 by exp loses everything below float64's epsilon; expm1 keeps x.
+  CHECK(expm1(tensor({1e-20}, {1})).to_doubles()[0] == 1e-20);
+  CHECK((exp(tensor({1e-20}, {1})) - 1.0).to_doubles()[0] == 0.0);
+  expect_tensor(softplus(tensor({1000.f, -1000.f, 30.f}, {3})), {3}, {1000, 0, 30}, 1e-6);
+  expect_tensor(softplus(tensor({-800.0}, {1})), {1}, {std::exp(-800.0)}, 1e-300);
+  for (const double v : softplus(tensor({1000.f, -1000.f}, {2})).to_doubles()) CHECK(std::isfinite(v));
 }
 
 TEST_CASE("comparisons give bool tensors") {
@@ -77,6 +90,8 @@ TEST_CASE("gradients of binary ops, with broadcasting") {
   expect_gradients([](const V& v) { return v[0] / v[1]; }, {x, c});
   expect_gradients([](const V& v) { return v[0] / v[1]; }, {x, y});
   expect_gradients([](const V& v) { return maximum(v[0], v[1]); }, {x, y});
+  expect_gradients([](const V& v) { return minimum(v[0], v[1]); }, {x, y});
+  expect_gradients([](const V& v) { return minimum(v[0], v[1]); }, {x, b});
   expect_gradients([](const V& v) { return pow(exp(v[0]), v[1]); }, {x, b});
   expect_gradients([](const V& v) { return v[0] * 3.0 - 1.0 / v[0]; }, {x});
 }
@@ -93,6 +108,9 @@ TEST_CASE("gradients of unary ops") {
   expect_gradients([](const V& v) { return relu(v[0]); }, {x});
   expect_gradients([](const V& v) { return gelu(v[0]); }, {x});
   expect_gradients([](const V& v) { return gelu_tanh(v[0]); }, {x});
+  expect_gradients([](const V& v) { return abs(v[0]); }, {x});
+  expect_gradients([](const V& v) { return expm1(v[0]); }, {x});
+  expect_gradients([](const V& v) { return softplus(v[0] * 10.0); }, {x});
 }
 
 TEST_CASE("stop_gradient blocks the gradient") {

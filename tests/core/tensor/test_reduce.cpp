@@ -38,6 +38,8 @@ TEST_CASE("gradients of reductions") {
   expect_gradients([](const V& v) { return mean(v[0], {-1}); }, {x});
   expect_gradients([](const V& v) { return max(v[0], {1}); }, {x});
   expect_gradients([](const V& v) { return max(v[0]); }, {x});
+  expect_gradients([](const V& v) { return min(v[0], {1}); }, {x});
+  expect_gradients([](const V& v) { return min(v[0], {0, 2}, true); }, {x});
   expect_gradients([](const V& v) { return logsumexp(v[0], {2}); }, {x});
   expect_gradients([](const V& v) { return logsumexp(v[0], {0, 1}, true); }, {x});
 }
@@ -45,4 +47,13 @@ TEST_CASE("gradients of reductions") {
 TEST_CASE("max splits the gradient between ties") {
   Tensor x = tensor({3.0, 3.0, 1.0}, {3}).requires_grad_();
   expect_tensor(grad(max(x), {x})[0], {3}, {0.5, 0.5, 0});
+}
+
+TEST_CASE("min on literal values, its gradient at the minimum and split between ties") {
+  const Tensor m = tensor({4.0, -1.0, 2.0, 0.5, 3.0, 0.5}, {2, 3});
+  expect_tensor(min(m), {}, {-1});
+  expect_tensor(min(m, {1}), {2}, {-1, 0.5});
+  expect_tensor(min(m, {0}, true), {1, 3}, {0.5, -1, 0.5});
+  Tensor x = tensor({1.0, 3.0, 1.0}, {3}).requires_grad_();
+  expect_tensor(grad(min(x), {x})[0], {3}, {0.5, 0, 0.5});
 }
