@@ -67,3 +67,17 @@ TEST_CASE("Serial(Dup(), Parallel(Dense-like Fn, Fn), Add()) builds, runs and di
   expect_close((*model)(x), matmul(x, W) + tanh(x), 1e-12);
   expect_gradients([model](const Stack& s) { return (*model)(s); }, {x});
 }
+
+TEST_CASE("SerialWithSideOutputs puts each layer's side output under the stack it works on") {
+  // F(a, b) = (a + b, 10·b): one main and one side output.
+  const auto f = [] { return Fn("F", [](TensorArg a, TensorArg b) { return Stack{a + b, b * 10.0}; }, 2); };
+  auto layer = SerialWithSideOutputs({f(), f()});
+  // (1, 2, 3) → F → (3, 20, 3) → side output down → (3, 3, 20) → F → (6, 30, 20) → (6, 20, 30)
+  const Stack out = init_and_run(layer, {v({1}), v({2}), v({3})});
+  CHECK(layer->n_in() == 3);
+  CHECK(layer->n_out() == 3);
+  REQUIRE(out.size() == 3);
+  expect_tensor(out[0], {1}, {6});
+  expect_tensor(out[1], {1}, {20});
+  expect_tensor(out[2], {1}, {30});
+}
