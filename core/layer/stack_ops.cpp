@@ -25,6 +25,9 @@ LayerPtr Multiply(source_location c) {
 LayerPtr SubtractTop(source_location c) {
   return Fn("SubtractTop", [](TensorArg a, TensorArg b) { return sub(b, a); }, 1, c);
 }
+LayerPtr Gate(source_location c) {
+  return Fn("Gate", [](TensorArg m, TensorArg g, TensorArg cand) { return g * m + (1.0 - g) * cand; }, 1, c);
+}
 LayerPtr Concatenate(int n_items, int axis, source_location c) {
   const std::string name = axis == -1 ? "Concatenate" : fmt::format("Concatenate_axis{}", axis);
   return FnStack(name, n_items, 1,

@@ -36,6 +36,7 @@ constexpr OpDef kReshape{"reshape", profile::Family::shape, Accepts::any};
 constexpr OpDef kTranspose{"transpose", profile::Family::shape, Accepts::any};
 constexpr OpDef kSlice{"slice", profile::Family::shape, Accepts::any};
 constexpr OpDef kConcatenate{"concatenate", profile::Family::shape, Accepts::any};
+constexpr OpDef kFlip{"flip", profile::Family::shape, Accepts::any};
 constexpr OpDef kExpand{"expand", profile::Family::shape, Accepts::any};
 constexpr OpDef kWriteSlice{"write_slice", profile::Family::shape, Accepts::any};
 
@@ -192,6 +193,16 @@ Tensor concatenate(const std::vector<Tensor>& xs, int axis) {
                             : Tensor());
       return grads;
     });
+  });
+}
+
+Tensor flip(const Tensor& x, int axis) {
+  const int a = normalize_axis(axis, x.rank());
+  return define_op(kFlip, {x}, x.shape(), x.dtype(), [&] {
+    Tensor out = Tensor::empty(x.shape(), x.dtype());
+    const std::int64_t n = x.shape()[a];
+    for (std::int64_t i = 0; i < n; ++i) copy_block(x, i, 1, out, n - 1 - i, a);
+    return record(kFlip, out, {x}, [a](const Tensor& g) { return std::vector<Tensor>{flip(g, a)}; });
   });
 }
 

@@ -7,6 +7,7 @@
 //   concatenate   along an axis          backward: slices of the gradient
 //   split         into equal parts       each part is a slice
 //   expand        broadcast to a shape   backward: sum_to the original shape
+//   flip          reverses one axis      backward: flip the gradient back
 // reshape accepts one -1 extent, inferred from the others. One op writes in place and is not
 // differentiable: write_slice, how decoding state (a KV cache) takes new rows.
 #pragma once
@@ -27,6 +28,7 @@ Tensor expand(const Tensor& x, const Shape& shape);
 Tensor expand_dims(const Tensor& x, int axis);     // inserts an extent-1 axis
 Tensor squeeze(const Tensor& x, int axis);         // removes an extent-1 axis
 Tensor stack(const std::vector<Tensor>& xs, int axis = 0);
+Tensor flip(const Tensor& x, int axis);            // x[..., n−1−i, ...] at i (jnp.flip)
 
 // buf[..., start:start + n, ...] = x along `axis` (n = x's extent there; every other extent equal),
 // in place. Never recorded: the target is state, not a value on the tape. A meta x or buf writes

@@ -81,3 +81,13 @@ TEST_CASE("SerialWithSideOutputs puts each layer's side output under the stack i
   expect_tensor(out[1], {1}, {20});
   expect_tensor(out[2], {1}, {30});
 }
+
+TEST_CASE("Gate: g·m + (1 − g)·c on (memory, gate, candidate)") {
+  auto gate = Gate();
+  const Stack out = init_and_run(gate, {v({1, 2}), v({0.25, 1}), v({5, 6})});
+  CHECK(gate->n_in() == 3);
+  expect_tensor(out[0], {2}, {0.25 * 1 + 0.75 * 5, 2});
+  gate->init(Signature{ShapeDtype{{2, 3}, DType::float64}, ShapeDtype{{2, 3}, DType::float64},
+                       ShapeDtype{{2, 3}, DType::float64}});
+  expect_layer_gradients(gate, {randn({2, 3}, 1), randn({2, 3}, 2), randn({2, 3}, 3)});
+}

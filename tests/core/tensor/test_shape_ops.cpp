@@ -113,3 +113,13 @@ TEST_CASE("every op returns a meta result for meta operands without running, and
   CHECK_THROWS_WITH_AS(softmax(Tensor::meta({3}, DType::int32)),
                        "softmax needs a float32 or float64 tensor, got int32", std::invalid_argument);
 }
+
+TEST_CASE("flip reverses one axis; its gradient flips back") {
+  const Tensor x = tensor({1.0, 2.0, 3.0, 4.0, 5.0, 6.0}, {2, 3});
+  expect_tensor(flip(x, 1), {2, 3}, {3, 2, 1, 6, 5, 4});
+  expect_tensor(flip(x, 0), {2, 3}, {4, 5, 6, 1, 2, 3});
+  expect_tensor(flip(x, -1), {2, 3}, {3, 2, 1, 6, 5, 4});
+  expect_tensor(flip(flip(x, 1), 1), {2, 3}, {1, 2, 3, 4, 5, 6});
+  expect_gradients([](const std::vector<Tensor>& v) { return flip(v[0], 1) * v[0]; }, {randn({2, 4, 3}, 3)});
+  expect_gradients([](const std::vector<Tensor>& v) { return flip(v[0], 0); }, {randn({3, 2}, 4)});
+}
