@@ -15,6 +15,17 @@ Initializer glorot_uniform() {
   };
 }
 
+Initializer glorot_normal(int out_dim, int in_dim) {
+  return [out_dim, in_dim](const Shape& shape, const Rng& rng, DType dtype) {
+    const int rank = static_cast<int>(shape.size());
+    const int o = out_dim < 0 ? out_dim + rank : out_dim, i = in_dim < 0 ? in_dim + rank : in_dim;
+    if (rank < 2 || o < 0 || o >= rank || i < 0 || i >= rank)
+      throw std::invalid_argument("glorot_normal: the in and out axes must be axes of the kernel");
+    const double gain = 2.0 / static_cast<double>(shape[i] + shape[o]);
+    return rng.normal(shape, 0.0, std::sqrt(gain), dtype);
+  };
+}
+
 Initializer random_normal(double stddev) {
   return [stddev](const Shape& shape, const Rng& rng, DType dtype) {
     return rng.normal(shape, 0.0, stddev, dtype);

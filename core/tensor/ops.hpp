@@ -3,6 +3,7 @@
 
 #include "core/tensor/attention.hpp"
 #include "core/tensor/autodiff.hpp"
+#include "core/tensor/convolution.hpp"
 #include "core/tensor/elementwise.hpp"
 #include "core/tensor/indexing.hpp"
 #include "core/tensor/matmul.hpp"

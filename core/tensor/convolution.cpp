@@ -1,0 +1,185 @@
+#include "core/tensor/convolution.hpp"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "core/engine/broadcast.hpp"
+#include "core/engine/parallel.hpp"
+#include "core/tensor/elementwise.hpp"
+#include "core/tensor/matmul.hpp"
+#include "core/tensor/op.hpp"
+#include "core/tensor/reduce.hpp"
+#include "core/tensor/shape_ops.hpp"
+
+namespace ctrax {
+
+namespace {
+
+constexpr OpDef kImagePatches{"image_patches", profile::Family::indexing};
+
+void check_positive(const char* what, std::array<std::int64_t, 2> v) {
+  if (v[0] < 1 || v[1] < 1)
+    throw std::invalid_argument(fmt::format("image_patches: {} must be >= 1, got ({}, {})", what, v[0], v[1]));
+}
+
+std::int64_t out_extent(std::int64_t n, std::int64_t k, std::int64_t stride, std::int64_t dilation,
+                        std::int64_t before, std::int64_t after) {
+  const std::int64_t e = (k - 1) * dilation + 1;
+  return (n + before + after - e) / stride + 1;
+}
+
+// Where the gathered row of window (p, q) reads from: for each (i, j), the input row and column,
+// or −1 for padding.
+struct Geometry {
+  std::int64_t B, H, W, C, OH, OW, kh, kw, sh, sw, dh, dw, top, left;
+  std::int64_t row(std::int64_t p, std::int64_t i) const {
+    const std::int64_t h = p * sh + i * dh - top;
+    return h >= 0 && h < H ? h : -1;
+  }
+  std::int64_t col(std::int64_t q, std::int64_t j) const {
+    const std::int64_t w = q * sw + j * dw - left;
+    return w >= 0 && w < W ? w : -1;
+  }
+};
+
+}  // namespace
+
+std::array<std::int64_t, 2> padding_of(Padding padding, std::int64_t n, std::int64_t k, std::int64_t stride,
+                                       std::int64_t dilation) {
+  const std::int64_t e = (k - 1) * dilation + 1;
+  if (padding == Padding::valid) {
+    if (n < e)
+      throw std::invalid_argument(fmt::format(
+          "a window of {} (kernel {}, dilation {}) does not fit in an extent of {} with VALID padding", e, k, dilation, n));
+    return {0, 0};
+  }
+  const std::int64_t out = (n + stride - 1) / stride;
+  const std::int64_t total = std::max<std::int64_t>((out - 1) * stride + e - n, 0);
+  return {total / 2, total - total / 2};
+}
+
+Tensor image_patches(const Tensor& x, std::array<std::int64_t, 2> kernel, std::array<std::int64_t, 2> strides,
+                     std::array<std::int64_t, 2> dilation, std::array<std::int64_t, 4> pads, double pad_value) {
+  if (x.rank() != 4)
+    throw std::invalid_argument(fmt::format("image_patches needs images (B, H, W, C), got {}", x.signature()));
+  check_positive("the kernel", kernel);
+  check_positive("the strides", strides);
+  check_positive("the dilation", dilation);
+  for (std::int64_t p : pads)
+    if (p < 0) throw std::invalid_argument("image_patches: padding must be >= 0");
+  const Geometry g{x.dim(0), x.dim(1), x.dim(2), x.dim(3),
+                   out_extent(x.dim(1), kernel[0], strides[0], dilation[0], pads[0], pads[1]),
+                   out_extent(x.dim(2), kernel[1], strides[1], dilation[1], pads[2], pads[3]),
+                   kernel[0], kernel[1], strides[0], strides[1], dilation[0], dilation[1], pads[0], pads[2]};
+  if (g.OH < 1 || g.OW < 1)
+    throw std::invalid_argument(fmt::format("image_patches: a {}×{} window (dilation {}×{}) does not fit in {}",
+                                            kernel[0], kernel[1], dilation[0], dilation[1], x.signature()));
+  const std::int64_t K = g.kh * g.kw * g.C;
+  const Shape shape{g.B, g.OH, g.OW, K};
+  return define_op(kImagePatches, {x}, shape, x.dtype(), [&] {
+    Tensor out = Tensor::empty(shape, x.dtype());
+    dispatch_float(x.dtype(), [&]<class T>(T) {
+      const T* px = x.data<T>();
+      T* po = out.data<T>();
+      const T fill = static_cast<T>(pad_value);
+      // One (b, p) image row of windows per unit of work: a copy, the same bits on any thread count.
+      parallel_chunks(g.B * g.OH, g.B * g.OH * g.OW * K >= kParallelElements, [&](std::int64_t r0, std::int64_t r1) {
+        for (std::int64_t r = r0; r < r1; ++r) {
+          const std::int64_t b = r / g.OH, p = r % g.OH;
+          for (std::int64_t q = 0; q < g.OW; ++q) {
+            T* row = po + ((b * g.OH + p) * g.OW + q) * K;
+            for (std::int64_t i = 0; i < g.kh; ++i) {
+              const std::int64_t h = g.row(p, i);
+              for (std::int64_t j = 0; j < g.kw; ++j, row += g.C) {
+                const std::int64_t w = g.col(q, j);
+                if (h < 0 || w < 0) {
+                  for (std::int64_t c = 0; c < g.C; ++c) row[c] = fill;
+                } else {
+                  const T* src = px + ((b * g.H + h) * g.W + w) * g.C;
+                  for (std::int64_t c = 0; c < g.C; ++c) row[c] = src[c];
+                }
+              }
+            }
+          }
+        }
+      });
+    });
+    return record(kImagePatches, out, {x}, [g, K, xs = x.shape()](const Tensor& grad) {
+      Tensor dx = Tensor::zeros(xs, grad.dtype());
+      dispatch_float(grad.dtype(), [&]<class T>(T) {
+        const T* pg = grad.data<T>();
+        T* pd = dx.data<T>();
+        // Each image's sums in one fixed order, whichever thread takes it: thread-independent bits.
+        parallel_chunks(g.B, g.B * g.OH * g.OW * K >= kParallelElements, [&](std::int64_t b0, std::int64_t b1) {
+          for (std::int64_t b = b0; b < b1; ++b)
+            for (std::int64_t p = 0; p < g.OH; ++p)
+              for (std::int64_t q = 0; q < g.OW; ++q) {
+                const T* row = pg + ((b * g.OH + p) * g.OW + q) * K;
+                for (std::int64_t i = 0; i < g.kh; ++i) {
+                  const std::int64_t h = g.row(p, i);
+                  for (std::int64_t j = 0; j < g.kw; ++j, row += g.C) {
+                    const std::int64_t w = g.col(q, j);
+                    if (h < 0 || w < 0) continue;
+                    T* dst = pd + ((b * g.H + h) * g.W + w) * g.C;
+                    for (std::int64_t c = 0; c < g.C; ++c) dst[c] += row[c];
+                  }
+                }
+              }
+        });
+      });
+      return std::vector<Tensor>{dx};
+    });
+  });
+}
+
+Tensor image_patches(const Tensor& x, std::array<std::int64_t, 2> kernel, const WindowOptions& o, double pad_value) {
+  if (x.rank() != 4)
+    throw std::invalid_argument(fmt::format("image_patches needs images (B, H, W, C), got {}", x.signature()));
+  check_positive("the kernel", kernel);
+  check_positive("the strides", o.strides);
+  check_positive("the dilation", o.dilation);
+  const auto rows = padding_of(o.padding, x.dim(1), kernel[0], o.strides[0], o.dilation[0]);
+  const auto cols = padding_of(o.padding, x.dim(2), kernel[1], o.strides[1], o.dilation[1]);
+  return image_patches(x, kernel, o.strides, o.dilation, {rows[0], rows[1], cols[0], cols[1]}, pad_value);
+}
+
+Tensor conv2d(const Tensor& x, const Tensor& w, const WindowOptions& o) {
+  if (w.rank() != 4)
+    throw std::invalid_argument(fmt::format("conv2d needs a kernel (kh, kw, C_in, C_out), got {}", w.signature()));
+  if (x.rank() != 4 || x.dim(3) != w.dim(2))
+    throw std::invalid_argument(fmt::format("conv2d: images {} (B, H, W, C_in) and kernel {} (kh, kw, C_in, C_out) "
+                                            "do not fit", x.signature(), w.signature()));
+  const Tensor p = image_patches(x, {w.dim(0), w.dim(1)}, o);
+  const Tensor y = matmul(reshape(p, {-1, p.dim(3)}), reshape(w, {-1, w.dim(3)}));
+  return reshape(y, {p.dim(0), p.dim(1), p.dim(2), w.dim(3)});
+}
+
+Tensor conv1d(const Tensor& x, const Tensor& w, std::int64_t stride, Padding padding, std::int64_t dilation) {
+  if (x.rank() != 3 || w.rank() != 3 || x.dim(2) != w.dim(1))
+    throw std::invalid_argument(fmt::format("conv1d: sequences {} (B, L, C_in) and kernel {} (k, C_in, C_out) "
+                                            "do not fit", x.signature(), w.signature()));
+  const Tensor y = conv2d(reshape(x, {x.dim(0), 1, x.dim(1), x.dim(2)}), reshape(w, {1, w.dim(0), w.dim(1), w.dim(2)}),
+                          {.strides = {1, stride}, .dilation = {1, dilation}, .padding = padding});
+  return reshape(y, {y.dim(0), y.dim(2), y.dim(3)});
+}
+
+namespace {
+// (B, OH, OW, kh·kw·C) → (B, OH, OW, kh·kw, C): the window's values of each channel on one axis.
+Tensor windows(const Tensor& x, std::array<std::int64_t, 2> pool, const WindowOptions& o, double pad_value) {
+  const Tensor p = image_patches(x, pool, o, pad_value);
+  return reshape(p, {p.dim(0), p.dim(1), p.dim(2), pool[0] * pool[1], x.dim(3)});
+}
+}  // namespace
+
+Tensor max_pool(const Tensor& x, std::array<std::int64_t, 2> pool, const WindowOptions& o) {
+  return max(windows(x, pool, o, -std::numeric_limits<double>::infinity()), {3});
+}
+Tensor sum_pool(const Tensor& x, std::array<std::int64_t, 2> pool, const WindowOptions& o) {
+  return sum(windows(x, pool, o, 0.0), {3});
+}
+Tensor avg_pool(const Tensor& x, std::array<std::int64_t, 2> pool, const WindowOptions& o) {
+  return sum_pool(x, pool, o) * (1.0 / static_cast<double>(pool[0] * pool[1]));
+}
+
+}  // namespace ctrax

@@ -1,0 +1,111 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "tests/helpers.hpp"
+
+using namespace ctrax;
+using namespace ctrax::testing;
+using V = std::vector<Tensor>;
+
+namespace {
+// y[b, p, q, o] = Σ_{i, j, c} x̃[b, p·sh + i·dh, q·sw + j·dw, c] · w[i, j, c, o], x̃ = x padded with
+// zeros (top, left) before: the definition, element by element.
+std::vector<double> direct_conv(const Tensor& x, const Tensor& w, std::array<std::int64_t, 2> s,
+                                std::array<std::int64_t, 2> d, std::array<std::int64_t, 2> pad_before,
+                                std::int64_t OH, std::int64_t OW) {
+  const auto px = x.to_doubles(), pw = w.to_doubles();
+  const std::int64_t B = x.dim(0), H = x.dim(1), W = x.dim(2), C = x.dim(3);
+  const std::int64_t kh = w.dim(0), kw = w.dim(1), O = w.dim(3);
+  std::vector<double> y(static_cast<std::size_t>(B * OH * OW * O), 0.0);
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t p = 0; p < OH; ++p)
+      for (std::int64_t q = 0; q < OW; ++q)
+        for (std::int64_t o = 0; o < O; ++o) {
+          double acc = 0;
+          for (std::int64_t i = 0; i < kh; ++i)
+            for (std::int64_t j = 0; j < kw; ++j) {
+              const std::int64_t h = p * s[0] + i * d[0] - pad_before[0], c0 = q * s[1] + j * d[1] - pad_before[1];
+              if (h < 0 || h >= H || c0 < 0 || c0 >= W) continue;
+              for (std::int64_t c = 0; c < C; ++c)
+                acc += px[static_cast<std::size_t>(((b * H + h) * W + c0) * C + c)] *
+                       pw[static_cast<std::size_t>(((i * kw + j) * C + c) * O + o)];
+            }
+          y[static_cast<std::size_t>(((b * OH + p) * OW + q) * O + o)] = acc;
+        }
+  return y;
+}
+}  // namespace
+
+TEST_CASE("image_patches gathers each window into a row, channels last") {
+  const Tensor x = tensor({1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0}, {1, 3, 3, 1});
+  expect_tensor(image_patches(x, {2, 2}), {1, 2, 2, 4}, {1, 2, 4, 5, 2, 3, 5, 6, 4, 5, 7, 8, 5, 6, 8, 9});
+  // SAME with stride 2: out 2×2, one row and column of padding after (TensorFlow's rule).
+  expect_tensor(image_patches(x, {2, 2}, {.strides = {2, 2}, .padding = Padding::same}, -1.0), {1, 2, 2, 4},
+                {1, 2, 4, 5, 3, -1, 6, -1, 7, 8, -1, -1, 9, -1, -1, -1});
+  // Dilation 2: the corners of the 3×3 image.
+  expect_tensor(image_patches(x, {2, 2}, {.dilation = {2, 2}}), {1, 1, 1, 4}, {1, 3, 7, 9});
+}
+
+TEST_CASE("SAME and VALID padding as TensorFlow and JAX compute them") {
+  using A = std::array<std::int64_t, 2>;
+  CHECK(padding_of(Padding::same, 5, 3, 2, 1) == A{1, 1});
+  CHECK(padding_of(Padding::same, 4, 2, 2, 1) == A{0, 0});
+  CHECK(padding_of(Padding::same, 5, 4, 1, 1) == A{1, 2});   // the odd one after
+  CHECK(padding_of(Padding::same, 28, 3, 1, 1) == A{1, 1});
+  CHECK(padding_of(Padding::valid, 5, 3, 1, 1) == A{0, 0});
+  CHECK_THROWS_WITH_AS(padding_of(Padding::valid, 2, 3, 1, 1), doctest::Contains("does not fit"), std::invalid_argument);
+}
+
+TEST_CASE("conv2d equals the direct sum, with strides, SAME padding and dilation") {
+  const Tensor x = randn({2, 7, 6, 3}, 11), w = randn({3, 2, 3, 4}, 12);
+  // VALID, stride 1: out (5, 5).
+  const auto valid = conv2d(x, w).to_doubles(), valid_ref = direct_conv(x, w, {1, 1}, {1, 1}, {0, 0}, 5, 5);
+  REQUIRE(valid.size() == valid_ref.size());
+  for (std::size_t i = 0; i < valid.size(); ++i) CHECK(valid[i] == doctest::Approx(valid_ref[i]).epsilon(1e-12));
+  // SAME, strides (2, 1), dilation (1, 2): out (⌈7/2⌉, 6) = (4, 6).
+  const WindowOptions o{.strides = {2, 1}, .dilation = {1, 2}, .padding = Padding::same};
+  const auto rows = padding_of(Padding::same, 7, 3, 2, 1), cols = padding_of(Padding::same, 6, 2, 1, 2);
+  const Tensor y = conv2d(x, w, o);
+  CHECK(y.shape() == Shape{2, 4, 6, 4});
+  const auto ref = direct_conv(x, w, {2, 1}, {1, 2}, {rows[0], cols[0]}, 4, 6), got = y.to_doubles();
+  for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(ref[i]).epsilon(1e-12));
+  CHECK_THROWS_WITH_AS(conv2d(x, randn({3, 3, 2, 4}, 1)), doctest::Contains("do not fit"), std::invalid_argument);
+}
+
+TEST_CASE("conv1d is conv2d on one image row") {
+  const Tensor x = randn({2, 9, 3}, 13), w = randn({4, 3, 5}, 14);
+  const Tensor y = conv1d(x, w, 2, Padding::same);
+  CHECK(y.shape() == Shape{2, 5, 5});
+  const auto pad = padding_of(Padding::same, 9, 4, 2, 1);
+  const auto ref = direct_conv(reshape(x, {2, 1, 9, 3}), reshape(w, {1, 4, 3, 5}), {1, 2}, {1, 1}, {0, pad[0]}, 1, 5);
+  const auto got = y.to_doubles();
+  for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(ref[i]).epsilon(1e-12));
+}
+
+TEST_CASE("pools on literal values; max pooling never picks the padding") {
+  std::vector<double> v(16);
+  for (int i = 0; i < 16; ++i) v[static_cast<std::size_t>(i)] = i + 1;
+  const Tensor x = Tensor::from_doubles(v, {1, 4, 4, 1}, DType::float64);
+  const WindowOptions side_by_side{.strides = {2, 2}};
+  expect_tensor(max_pool(x, {2, 2}, side_by_side), {1, 2, 2, 1}, {6, 8, 14, 16});
+  expect_tensor(avg_pool(x, {2, 2}, side_by_side), {1, 2, 2, 1}, {3.5, 5.5, 11.5, 13.5});
+  expect_tensor(sum_pool(x, {2, 2}, side_by_side), {1, 2, 2, 1}, {14, 22, 46, 54});
+  const Tensor negative = tensor({-1.0, -2.0, -3.0, -4.0, -5.0, -6.0, -7.0, -8.0, -9.0}, {1, 3, 3, 1});
+  const WindowOptions same{.strides = {2, 2}, .padding = Padding::same};
+  expect_tensor(max_pool(negative, {2, 2}, same), {1, 2, 2, 1}, {-1, -3, -7, -9});
+  expect_tensor(avg_pool(negative, {2, 2}, same), {1, 2, 2, 1}, {-3, -9.0 / 4, -15.0 / 4, -9.0 / 4});
+}
+
+TEST_CASE("gradients of image_patches, conv2d, conv1d and the pools") {
+  const Tensor x = randn({2, 5, 4, 3}, 15), w = randn({3, 2, 3, 2}, 16);
+  expect_gradients([](const V& t) { return image_patches(t[0], {2, 3}, {.strides = {2, 1}, .padding = Padding::same}); }, {x});
+  expect_gradients([](const V& t) { return conv2d(t[0], t[1]); }, {x, w});
+  expect_gradients([](const V& t) { return conv2d(t[0], t[1], {.strides = {2, 2}, .dilation = {1, 2}, .padding = Padding::same}); },
+                   {x, w});
+  expect_gradients([](const V& t) { return conv1d(t[0], t[1], 1, Padding::same); }, {randn({2, 6, 3}, 17), randn({3, 3, 2}, 18)});
+  const WindowOptions o{.strides = {2, 2}, .padding = Padding::same};
+  expect_gradients([&](const V& t) { return max_pool(t[0], {2, 2}, o); }, {x});
+  expect_gradients([&](const V& t) { return avg_pool(t[0], {3, 3}, {.padding = Padding::same}); }, {x});
+  expect_gradients([&](const V& t) { return sum_pool(t[0], {2, 2}, {}); }, {x});
+}
