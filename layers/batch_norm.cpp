@@ -1,0 +1,86 @@
+#include "layers/batch_norm.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/tensor/ops.hpp"
+#include "layers/initializers.hpp"
+
+namespace ctrax::layers {
+
+namespace {
+
+class BatchNormLayer final : public Layer {
+ public:
+  BatchNormLayer(BatchNormOptions o, std::source_location created) : Layer("BatchNorm", 1, 1, created), o_(std::move(o)) {
+    if (o_.axis.empty()) throw std::invalid_argument("BatchNorm: give at least one axis to normalise over");
+    if (!(o_.epsilon > 0)) throw std::invalid_argument(fmt::format("BatchNorm: epsilon must be > 0, got {}", o_.epsilon));
+    if (!(o_.momentum >= 0 && o_.momentum <= 1))
+      throw std::invalid_argument(fmt::format("BatchNorm: momentum must be in [0, 1], got {}", o_.momentum));
+  }
+
+ protected:
+  void init_weights_and_state(const Signature& input) override {
+    const ShapeDtype& x = input.at(0);
+    if (!is_floating(x.dtype)) throw std::invalid_argument(fmt::format("BatchNorm needs floating inputs, got {}", ctrax::to_string(input)));
+    const int rank = static_cast<int>(x.shape.size());
+    axes_.clear();
+    for (int a : o_.axis) axes_.push_back(normalize_axis(a, rank, "BatchNorm axis"));
+    std::sort(axes_.begin(), axes_.end());
+    if (std::adjacent_find(axes_.begin(), axes_.end()) != axes_.end())
+      throw std::invalid_argument("BatchNorm: an axis is given twice");
+    Shape kept, stats;
+    for (int i = 0; i < rank; ++i) {
+      const bool reduced = std::find(axes_.begin(), axes_.end(), i) != axes_.end();
+      if (!reduced) kept.push_back(x.shape[static_cast<std::size_t>(i)]);
+      stats.push_back(reduced ? 1 : x.shape[static_cast<std::size_t>(i)]);
+    }
+    stats_shape_ = stats;
+    if (o_.center) add_weight("beta", kept, x.dtype, constant(0.0), rng());
+    if (o_.scale) add_weight("gamma", kept, x.dtype, constant(1.0), rng());
+    state() = {Tensor::zeros(stats, x.dtype), Tensor::full(stats, 1.0, x.dtype), Tensor::scalar(0, DType::int32)};
+  }
+
+  Stack forward(const Stack& inputs) override {
+    const Tensor& x = inputs[0];
+    if (x.shape().size() != stats_shape_.size())
+      throw std::invalid_argument(fmt::format("BatchNorm was initialised for rank {}, got {}", stats_shape_.size(), x.signature()));
+    Tensor mu, var;
+    if (mode() == Mode::train) {
+      mu = mean(x, axes_, true);
+      var = mean(x * x, axes_, true) - mu * mu;
+      if (!x.is_meta()) {
+        NoGrad no_grad;
+        const double m = o_.momentum;
+        state()[0] = state()[0] * m + mu.detach() * (1 - m);
+        state()[1] = state()[1] * m + var.detach() * (1 - m);
+        state()[2] = Tensor::scalar(state()[2].item() + 1, DType::int32);
+      }
+    } else {
+      mu = state()[0];
+      var = state()[1];
+    }
+    Tensor y = (x - mu) / sqrt(var + o_.epsilon);
+    std::size_t w = 0;
+    const Tensor* beta = o_.center ? &weights()[w++] : nullptr;
+    const Tensor* gamma = o_.scale ? &weights()[w++] : nullptr;
+    if (gamma) y = y * reshape(*gamma, stats_shape_);
+    if (beta) y = y + reshape(*beta, stats_shape_);
+    return {y};
+  }
+
+ private:
+  BatchNormOptions o_;
+  std::vector<int> axes_;
+  Shape stats_shape_;
+};
+
+}  // namespace
+
+LayerPtr BatchNorm(BatchNormOptions options, std::source_location created) {
+  const Mode mode = options.mode;
+  return with_mode(std::make_shared<BatchNormLayer>(std::move(options), created), mode);
+}
+
+}  // namespace ctrax::layers
