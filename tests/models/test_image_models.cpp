@@ -1,0 +1,116 @@
+// Trax's image models: MLP, WideResnet and Resnet50 — trees, hand-counted parameters, training.
+#include <doctest/doctest.h>
+
+#include <sstream>
+
+#include "core/train/adam.hpp"
+#include "core/train/loop.hpp"
+#include "layers/metrics.hpp"
+#include "models/mlp.hpp"
+#include "models/resnet.hpp"
+#include "tests/helpers.hpp"
+
+using namespace ctrax;
+using namespace ctrax::models;
+
+namespace {
+// Parameters of a k×k Conv from c_in to c_out channels (kernel and bias), a BatchNorm over c
+// channels (β and γ), a Dense from n to m.
+std::int64_t conv(std::int64_t k, std::int64_t c_in, std::int64_t c_out) { return k * k * c_in * c_out + c_out; }
+std::int64_t bn(std::int64_t c) { return 2 * c; }
+std::int64_t dense(std::int64_t n, std::int64_t m) { return n * m + m; }
+}  // namespace
+
+TEST_CASE("MLP: Trax's layers, the last width the output, no activation after it") {
+  auto mlp = MLP({.layer_widths = {512, 512, 10}});
+  CHECK(mlp->init(ShapeDtype{{2, 28, 28}})[0].shape == Shape{2, 10});
+  CHECK(mlp->to_string() == "Serial[\n  Flatten_keep1\n  Dense_512\n  Relu\n  Dense_512\n  Relu\n  Dense_10\n]");
+  CHECK(mlp->n_params() == dense(784, 512) + dense(512, 512) + dense(512, 10));   // 669,706
+  CHECK(mlp->n_params() == 669706);
+  auto with_out = MLP({.layer_widths = {8}, .out_activation = true, .flatten = false});
+  CHECK(with_out->to_string() == "Serial[\n  Dense_8\n  Relu\n]");
+  CHECK_THROWS_WITH_AS(MLP({.layer_widths = {}}), doctest::Contains("at least one layer width"), std::invalid_argument);
+}
+
+TEST_CASE("WideResnet: 32×32 images to logits, its parameters counted by hand") {
+  // One block per group: the stem, three groups (block + shortcut conv), the final BatchNorm, Dense.
+  const std::int64_t group1 = bn(16) + conv(3, 16, 16) + bn(16) + conv(3, 16, 16) + conv(3, 16, 16);
+  const std::int64_t group2 = bn(16) + conv(3, 16, 32) + bn(32) + conv(3, 32, 32) + conv(3, 16, 32);
+  const std::int64_t group3 = bn(32) + conv(3, 32, 64) + bn(64) + conv(3, 64, 64) + conv(3, 32, 64);
+  const std::int64_t one = conv(3, 1, 16) + group1 + group2 + group3 + bn(64) + dense(64, 10);
+  auto wrn1 = WideResnet({.n_blocks = 1});
+  CHECK(wrn1->init(ShapeDtype{{2, 32, 32, 1}})[0].shape == Shape{2, 10});
+  CHECK(wrn1->n_params() == one);
+  CHECK(one == 100698);
+  // Each further block of a group adds BatchNorm, Conv, BatchNorm, Conv at the group's width.
+  const std::int64_t extra = [&] {
+    std::int64_t s = 0;
+    for (std::int64_t c : {16, 32, 64}) s += 2 * (bn(c) + conv(3, c, c));
+    return s;
+  }();
+  auto wrn2 = WideResnet({.n_blocks = 2, .widen_factor = 1});
+  wrn2->init(ShapeDtype{{1, 32, 32, 1}});
+  CHECK(wrn2->n_params() == one + extra);
+  auto wide = WideResnet({.n_blocks = 1, .widen_factor = 2});
+  CHECK(wide->init(ShapeDtype{{1, 32, 32, 3}})[0].shape == Shape{1, 10});
+  // The tree: Trax's top-level layers in order.
+  const std::string tree = wrn1->to_string();
+  CHECK(tree.rfind("Serial[\n  ToFloat\n  Conv\n", 0) == 0);
+  CHECK(tree.find("AvgPool\n  Flatten_keep1\n  Dense_10\n]") != std::string::npos);
+  // 28×28 images leave 7×7 maps, which AvgPool(8×8) cannot take: the error names the layer.
+  CHECK_THROWS_WITH_AS(WideResnet()->init(ShapeDtype{{1, 28, 28, 1}}), doctest::Contains("AvgPool"), LayerError);
+}
+
+TEST_CASE("Resnet50: Trax's layers have torchvision's parameters plus a bias per convolution") {
+  auto resnet = Resnet50();
+  CHECK(resnet->init(ShapeDtype{{1, 224, 224, 3}})[0].shape == Shape{1, 1001});
+  // torchvision's resnet50 has 25,557,032 parameters for 1000 classes and no convolution biases.
+  // The 1001st class adds 2048 + 1; Trax's Conv has a bias: the output channels of all 53 convolutions.
+  std::int64_t biases = 64;   // the stem
+  for (const auto& [d, identity_blocks] : std::vector<std::pair<std::int64_t, int>>{{64, 2}, {128, 3}, {256, 5}, {512, 2}})
+    biases += (d + d + 4 * d + 4 * d) + identity_blocks * (d + d + 4 * d);   // ConvBlock (with its shortcut), IdentityBlocks
+  CHECK(biases == 26560);
+  CHECK(resnet->n_params() == 25557032 + 2049 + biases);
+}
+
+TEST_CASE("image models: the same seed draws the same weights") {
+  auto a = WideResnet({.n_blocks = 1}), b = WideResnet({.n_blocks = 1});
+  a->init(ShapeDtype{{1, 32, 32, 1}}, Rng(5));
+  b->init(ShapeDtype{{1, 32, 32, 1}}, Rng(5));
+  const auto wa = a->all_weights(), wb = b->all_weights();
+  REQUIRE(wa.size() == wb.size());
+  for (std::size_t i = 0; i < wa.size(); ++i) CHECK(wa[i].to_doubles() == wb[i].to_doubles());
+}
+
+TEST_CASE("WideResnet learns to tell a square from a bar, wherever they are, through the Loop") {
+  constexpr std::int64_t B = 8;
+  // (images (B, 32, 32, 1), labels, weights): on a noisy background, a bright 6×6 square (class 1)
+  // or a 2×18 bar of the same brightness in all (class 0), each at a random place. (The global
+  // average pool before the classifier sees what is there, not where: a task of shapes.)
+  const auto squares = [](std::int64_t i) {
+    const Rng rng = Rng(21).fold_in(static_cast<std::uint64_t>(i));
+    Tensor x = rng.normal({B, 32, 32, 1}, 0.0, 0.3);
+    const Tensor where = rng.fold_in(1).randint({B, 3}, 0, 12);
+    Tensor y = Tensor::zeros({B}, DType::int32);
+    for (std::int64_t b = 0; b < B; ++b) {
+      const std::int32_t* w = where.data<std::int32_t>() + b * 3;
+      const bool square = w[0] % 2 == 1;
+      const std::int64_t height = square ? 6 : 2, width = square ? 6 : 18, row = 2 + w[1] * 2, col = 2 + w[2];
+      y.data<std::int32_t>()[b] = square;
+      for (std::int64_t r = row; r < row + height; ++r)
+        for (std::int64_t c = col; c < col + width; ++c) x.data<float>()[(b * 32 + r) * 32 + c] += 1.0f;
+    }
+    return Stack{x, y, Tensor::ones({B})};
+  };
+  std::ostringstream out;
+  train::Loop loop(WideResnet({.n_blocks = 1, .n_output_classes = 2}),
+                   {{.labeled_data = squares, .loss_layer = layers::WeightedCategoryCrossEntropy(),
+                     .optimizer = train::Adam({.learning_rate = 0.003}), .n_steps_per_checkpoint = 40}},
+                   {.eval_tasks = {{.labeled_data = [&](std::int64_t i) { return squares(1000 + i); },
+                                    .metrics = {layers::WeightedCategoryAccuracy()}, .n_eval_batches = 4}},
+                    .out = &out});
+  loop.run(40);
+  const double acc = loop.last_value("eval", "WeightedCategoryAccuracy");
+  MESSAGE("WideResnet held-out accuracy after 40 steps: " << acc);
+  CHECK(acc > 0.9);   // evaluated in eval mode: BatchNorm's running statistics
+}
