@@ -21,6 +21,7 @@ done
 packages=(g++ meson ninja-build cmake pkg-config libopenblas-dev libxtensor-dev
           libxtensor-blas-dev libxsimd-dev doctest-dev libfmt-dev libcli11-dev
           nlohmann-json3-dev zlib1g-dev libsentencepiece-dev fortunes python3-matplotlib
+          dataset-fashion-mnist                                     # images: core/data/idx.hpp
           libopenmpi-dev openmpi-bin
           mkdocs mkdocs-material python3-pymdownx libjs-katex chromium)   # the course site and its browser test
 source scripts/packages.sh
