@@ -7,17 +7,21 @@
 
 #include "layers/heads.hpp"
 #include "layers/rnn.hpp"
+#include "models/mlp.hpp"
+#include "models/resnet.hpp"
 #include "models/rnn.hpp"
 
 namespace ctrax::models {
 
 const std::vector<std::string>& model_names() {
   static const std::vector<std::string> names = {"TransformerEncoder", "TransformerLM", "Transformer",
-                                                 "RNNLM", "GRULM", "LSTMSeq2SeqAttn"};
+                                                 "RNNLM", "GRULM", "LSTMSeq2SeqAttn", "MLP", "WideResnet"};
   return names;
 }
 
 namespace {
+
+bool is_image_model(const std::string& name) { return name == "MLP" || name == "WideResnet"; }
 
 bool is_transformer(const std::string& name) {
   return name == "TransformerEncoder" || name == "TransformerLM" || name == "Transformer";
@@ -33,6 +37,17 @@ void check(const ModelSpec& s) {
   const auto& names = model_names();
   if (std::find(names.begin(), names.end(), s.name) == names.end())
     throw std::invalid_argument(fmt::format("no model named '{}': expected one of {}", s.name, fmt::join(names, ", ")));
+  if (is_image_model(s.name)) {   // images in, n_classes logits out: no vocabulary, no Transformer sizes
+    at_least("n_classes", s.n_classes, 2, s.name);
+    if (s.name == "MLP") {
+      if (s.layer_widths.empty()) throw std::invalid_argument("MLP: give at least one hidden layer width");
+      for (std::int64_t w : s.layer_widths) at_least("each layer width", w, 1, s.name);
+    } else {
+      at_least("n_blocks", s.n_blocks, 1, s.name);
+      at_least("widen_factor", s.widen_factor, 1, s.name);
+    }
+    return;
+  }
   const TransformerConfig& c = s.config;
   at_least("vocab_size", s.vocab_size, 2, s.name);
   if (s.output_vocab_size) at_least("output_vocab_size", *s.output_vocab_size, 2, s.name);
@@ -66,6 +81,13 @@ LayerPtr build(const ModelSpec& s, Mode mode) {
   if (s.name == "TransformerEncoder") return TransformerEncoder(s.vocab_size, s.n_classes, c);
   if (s.name == "TransformerLM") return TransformerLM(s.vocab_size, c);
   if (s.name == "Transformer") return Transformer(s.vocab_size, s.output_vocab_size, c);
+  if (s.name == "MLP") {
+    std::vector<std::int64_t> widths = s.layer_widths;
+    widths.push_back(s.n_classes);
+    return MLP({.layer_widths = widths});
+  }
+  if (s.name == "WideResnet")
+    return WideResnet({.n_blocks = s.n_blocks, .widen_factor = s.widen_factor, .n_output_classes = s.n_classes, .mode = mode});
   if (s.name == "GRULM") return GRULM(s.vocab_size, {.d_model = c.d_model, .n_layers = c.n_layers, .mode = mode});
   if (s.name == "RNNLM") {
     RNNLMConfig r{.d_model = c.d_model, .n_layers = c.n_layers, .dropout = c.dropout, .mode = mode};

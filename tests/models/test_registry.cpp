@@ -1,7 +1,9 @@
 #include <doctest/doctest.h>
 
 #include "layers/rnn.hpp"
+#include "models/mlp.hpp"
 #include "models/registry.hpp"
+#include "models/resnet.hpp"
 #include "models/rnn.hpp"
 #include "tests/helpers.hpp"
 
@@ -59,7 +61,12 @@ TEST_CASE("registry: each name builds the model its own function builds, with th
                                              .score = layers::Score::additive, .max_len = 12,
                                              .return_attention_weights = true}),
                     pair);
-  CHECK(model_names().size() == 6);
+  // The image models: the hidden widths then the classes; WideResnet's blocks and widening.
+  expect_same_model(build({.name = "MLP", .n_classes = 10, .layer_widths = {32, 16}}, Mode::eval),
+                    MLP({.layer_widths = {32, 16, 10}}), {ShapeDtype{{2, 28, 28, 1}}});
+  expect_same_model(build({.name = "WideResnet", .n_classes = 10, .n_blocks = 1, .widen_factor = 2}, Mode::eval),
+                    WideResnet({.n_blocks = 1, .widen_factor = 2, .mode = Mode::eval}), {ShapeDtype{{2, 32, 32, 1}}});
+  CHECK(model_names().size() == 8);
 }
 
 TEST_CASE("registry: check refuses, naming the model and the setting, before any layer is made") {
@@ -78,6 +85,9 @@ TEST_CASE("registry: check refuses, naming the model and the setting, before any
   CHECK(error({.name = "TransformerLM", .config = odd}) ==
         "TransformerLM: Dimensionality of feature embedding (8) is not a multiple of the requested number of attention "
         "heads (3).");
+  CHECK(error({.name = "MLP", .n_classes = 10, .layer_widths = {}}) == "MLP: give at least one hidden layer width");
+  CHECK(error({.name = "WideResnet", .n_classes = 10, .n_blocks = 0}) == "WideResnet: n_blocks must be at least 1, got 0");
+  CHECK(error({.name = "WideResnet", .n_classes = 1}) == "WideResnet: n_classes must be at least 2, got 1");
   // A score attends with one head: the heads are not read.
   CHECK(error({.name = "LSTMSeq2SeqAttn", .config = odd, .score = layers::Score::dot}) == "no error");
   CHECK(error({.name = "LSTMSeq2SeqAttn", .config = odd}).find("attention heads (3)") != std::string::npos);
