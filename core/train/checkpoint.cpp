@@ -145,10 +145,30 @@ CheckpointInfo restore(const std::string& path, Layer& model,
     if (is_floating(t.dtype()) && !std::isfinite(sum_of_squares({found.at(name)})))
       throw std::runtime_error(fmt::format("{}: '{}' holds NaN or infinite values (saved by a run that "
                                            "diverged?); use an earlier checkpoint", path, name));
+  // With the weights, the state the trained model kept (BatchNorm's running statistics).
+  std::vector<std::pair<Tensor, Tensor>> state_copies;
+  if (weights_only) {
+    std::map<std::string, Tensor> model_state;
+    for (const auto& [name, t] : model.named_state()) model_state.emplace(name, t);
+    std::vector<std::string> unplaced;
+    for (const auto& [name, t] : file.tensors) {
+      if (name.rfind("state/", 0) != 0) continue;
+      const auto it = model_state.find(name.substr(6));
+      if (it == model_state.end() || it->second.shape() != t.shape() || it->second.dtype() != t.dtype())
+        unplaced.push_back(fmt::format("{} ({})", name, it == model_state.end() ? "the model keeps no such state"
+                                                                                 : "model " + it->second.signature()));
+      else
+        state_copies.emplace_back(it->second, t);
+    }
+    if (!unplaced.empty())
+      throw std::runtime_error(fmt::format("{}: state the trained model kept has no place in {}:{}", path,
+                                           model.display_name(), list(unplaced)));
+  }
   for (const auto& [name, t] : expected) {
     Tensor target = t;
     target.copy_from(found.at(name));
   }
+  for (auto& [target, value] : state_copies) target.copy_from(value);
   return info;
 }
 

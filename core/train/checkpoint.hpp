@@ -52,8 +52,11 @@ void save_checkpoint(const std::string& path, const Layer& model,
 CheckpointInfo load_checkpoint(const std::string& path, Layer& model,
                                const std::vector<OptimizerPtr>& optimizers);
 
-// Restores weights only (no state, no slots): for an eval- or predict-mode model built to use a
-// trained one. Predict-mode models name their weights as train-mode ones (Cache is transparent).
+// Restores the weights and the state training kept (no slots): for an eval- or predict-mode model
+// built to use a trained one. Predict-mode models name their weights as train-mode ones (Cache is
+// transparent). The state a trained model keeps is what it learned about its data — BatchNorm's
+// running statistics — and each of the file's state tensors must find the model's of that name and
+// shape; the model's other state (a predict-mode model's caches and counters) is left as it is.
 // When the file holds an average for every weight (opt/<path>/ema), those are loaded instead —
 // they are what training evaluated and chose best.safetensors by — and info.averaged_weights says so.
 CheckpointInfo load_weights(const std::string& path, Layer& model);

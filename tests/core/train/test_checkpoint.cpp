@@ -3,6 +3,8 @@
 #include "core/train/adam.hpp"
 #include "core/train/checkpoint.hpp"
 #include "layers/activations.hpp"
+#include "layers/batch_norm.hpp"
+#include "core/layer/combinators.hpp"
 #include "layers/dense.hpp"
 #include "tests/core/train/temp_dir.hpp"
 #include "tests/helpers.hpp"
@@ -193,4 +195,29 @@ TEST_CASE("corrupted metadata names the file and the field") {
                          (path + ": corrupted checkpoint metadata: " + key + " is '" + value + "'").c_str(),
                          std::runtime_error);
   }
+}
+
+TEST_CASE("load_weights brings the state training kept: BatchNorm's running statistics") {
+  TempDir dir;
+  auto trained = Serial(Dense(3), BatchNorm({.axis = {0}}));
+  const Tensor x = testing::randn({8, 4}, 3);
+  trained->init(ShapeDtype{{8, 4}, DType::float64});
+  for (int i = 0; i < 5; ++i) (*trained)(Stack{x});   // five training batches move the statistics
+  save_checkpoint(dir / "model.safetensors", *trained, {}, {});
+  auto evaluator = Serial(Dense(3), BatchNorm({.axis = {0}, .mode = Mode::eval}));
+  evaluator->init(ShapeDtype{{8, 4}, DType::float64});
+  load_weights(dir / "model.safetensors", *evaluator);
+  trained->set_mode(Mode::eval);
+  testing::expect_close((*evaluator)(Stack{x})[0], (*trained)(Stack{x})[0], 0);   // the same statistics, the same output
+  // A model with the weights but no place for the file's state is refused, naming the state
+  // (a BatchNorm without β and γ: its statistics are all it keeps).
+  auto stats_only = Serial(Dense(3), BatchNorm({.axis = {0}, .center = false, .scale = false}));
+  stats_only->init(ShapeDtype{{8, 4}, DType::float64});
+  save_checkpoint(dir / "stats.safetensors", *stats_only, {}, {});
+  auto without = Serial(Dense(3), Fn("Identity", [](const Tensor& t) { return t; }));
+  without->init(ShapeDtype{{8, 4}, DType::float64});
+  CHECK_THROWS_WITH_AS(load_weights(dir / "stats.safetensors", *without),
+                       doctest::Contains("state the trained model kept has no place in Serial:\n    state/Serial/BatchNorm[1]/state0 "
+                                         "(the model keeps no such state)"),
+                       std::runtime_error);
 }
