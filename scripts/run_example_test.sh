@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Smoke tests of the real-data examples at tiny sizes: train a few steps, resume, use the model,
-# and fail clearly on bad input. Usage: run_example_test.sh lm|sentiment|translate EXECUTABLE
+# and fail clearly on bad input. Usage: run_example_test.sh lm|sentiment|translate|chatbot|image EXECUTABLE
 # Datasets come from ../shared/data beside the project root; when it is absent the dataset part
 # is skipped with a message (the lm example still runs on the fortunes corpus).
 set -euo pipefail
@@ -22,9 +22,11 @@ have_data() {
   return 1
 }
 
-# --help documents every shared flag with its default.
+# --help documents every shared flag with its default (the image program has no Transformer flags).
 "$exe" train --help >"$tmp/help"
-for flag in --d-model --d-ff --n-layers --n-heads --max-len --dropout --batch-size --steps --lr --seed --threads --out; do
+flags=(--batch-size --steps --lr --seed --threads --out)
+[ "$which" = image ] && flags+=(--model --widths --n-blocks --widen-factor) || flags+=(--d-model --d-ff --n-layers --n-heads --max-len --dropout)
+for flag in "${flags[@]}"; do
   expect "$flag [A-Z].*=" "$tmp/help"   # CLI11 shows the default as --flag TYPE=value
 done
 expect "--data" "$tmp/help"
@@ -230,6 +232,30 @@ chatbot)
   fi
   "$exe" train --data "$tmp/nowhere.csv" --out "$tmp/x" >"$tmp/log" 2>&1 && fail "train on a missing file succeeded"
   expect "nowhere.csv" "$tmp/log"
+  ;;
+image)
+  "$exe" train --data "$tmp/nowhere" --out "$tmp/x" >"$tmp/log" 2>&1 && fail "train on a missing directory succeeded"
+  expect "nowhere: no such file or directory" "$tmp/log"
+  "$exe" train --out "$tmp/x" --n-blocks 2 >"$tmp/log" 2>&1 && fail "--n-blocks with --model mlp was accepted"
+  expect "n-blocks applies to --model wideresnet only" "$tmp/log"
+  fashion=/usr/share/datasets/fashion-mnist
+  if [ -d "$fashion" ]; then
+    run=$tmp/fashion
+    "$exe" train --out "$run" --widths 32 --steps 40 --eval-every 20 --batch-size 32 --threads 1 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "train"; }
+    expect "55000 training images (5000 held out)" "$tmp/log"
+    expect "eval  accuracy" "$tmp/log"
+    "$exe" train --out "$run" --steps 42 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "resume"; }
+    expect "Ran 2 train steps" "$tmp/log"
+    "$exe" eval --out "$run" --json "$tmp/c.json" --threads 1 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "eval"; }
+    expect "Ankle boot" "$tmp/log"
+    expect "test accuracy 0\.[4-9][0-9]* (.* of 10000 images)" "$tmp/log"
+    python3 -c "import json; j = json.load(open('$tmp/c.json')); assert sum(map(sum, j['confusion'])) == 10000" || fail "confusion matrix"
+    # WideResnet: a step with augmentation, then a resume.
+    "$exe" train --out "$tmp/wrn" --model wideresnet --augment --steps 1 --eval-every 1 --batch-size 4 --threads 1 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "wideresnet"; }
+    expect "32×32 pixels; WideResnet, augmented" "$tmp/log"
+  else
+    echo "SKIP (image): $fashion not found (apt-get install dataset-fashion-mnist); dataset part skipped"
+  fi
   ;;
 *) fail "unknown example $which" ;;
 esac

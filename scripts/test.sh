@@ -24,7 +24,7 @@ for exe in build/tests/test_*; do
   [ -x "$exe" ] && [ -f "$exe" ] && run_suite "$exe"
 done
 # Scripted tests (examples' smoke tests, faults) run through meson.
-for t in demo inspect lm_example sentiment_example translate_example chatbot_example faults load docs_check install; do
+for t in demo inspect lm_example sentiment_example translate_example chatbot_example image_example faults load docs_check install; do
   run_meson_test build "$t"
 done
 # The MPI communicator across two processes, when this build has MPI.
