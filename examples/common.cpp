@@ -120,6 +120,7 @@ std::string config_json(const ModelFlags& m, const TrainFlags& t, const std::str
   j["model"] = m.model;
   j["score"] = m.score;
   j["decoder_layers"] = m.decoder_layers;
+  j["n_filters"] = m.n_filters;
   j["flags"] = json::parse(t.run_flags);
   j["planned_steps"] = *t.planned_steps;
   j["task"] = t.task;

@@ -43,17 +43,19 @@ struct ModelFlags {
   // models::transformer_config_from_json (models/config.hpp), whose ranges the flags check.
   models::TransformerConfig arch = {};
   // Which model: "transformer", or Trax's recurrent ones (models/rnn.hpp): "rnnlm" / "grulm" for
-  // lm, "lstm" (LSTMSeq2SeqAttn) for translate and chatbot; `score` picks its attention ("": Trax's).
+  // lm, "lstm" (LSTMSeq2SeqAttn) for translate and chatbot; `score` picks its attention ("": Trax's);
+  // "cnn" (models/sentence_cnn.hpp) for sentiment.
   std::string model = "transformer";
   std::string score = "";
   int decoder_layers = -1;                // lstm: LSTMs after the attention (-1: as many as n_layers)
+  std::int64_t n_filters = 100;           // cnn (SentenceCNN, Kim 2014): filters of each width, 3, 4 and 5 tokens
   // arch in `mode`, with n_layers blocks in each stack.
   models::TransformerConfig config(Mode mode) const;
   // The model registry's description (models/registry.hpp) of model `name` with these flags.
   models::ModelSpec spec(const std::string& name, std::int64_t vocab_size) const;
   // Built through the registry, in `mode`: the language model (TransformerLM, RNNLM, GRULM), the
   // encoder–decoder (Transformer, LSTMSeq2SeqAttn; attention_weights: LSTMSeq2SeqAttn's α as a
-  // third output, which needs a score) or the classifier (TransformerEncoder) these flags describe.
+  // third output, which needs a score) or the classifier (TransformerEncoder, SentenceCNN) these flags describe.
   LayerPtr language_model(std::int64_t vocab_size, Mode mode) const;
   LayerPtr seq2seq_model(std::int64_t vocab_size, Mode mode, bool attention_weights = false) const;
   LayerPtr classifier(std::int64_t vocab_size, std::int64_t n_classes, Mode mode) const;

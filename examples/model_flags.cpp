@@ -23,7 +23,7 @@ models::TransformerConfig ModelFlags::config(Mode mode) const {
 models::ModelSpec ModelFlags::spec(const std::string& name, std::int64_t vocab_size) const {
   return {.name = name, .vocab_size = vocab_size, .config = config(Mode::train),
           .score = score.empty() ? std::nullopt : std::optional(layers::parse_score(score)),
-          .decoder_layers = decoder_layers};
+          .decoder_layers = decoder_layers, .n_filters = n_filters};
 }
 
 LayerPtr ModelFlags::language_model(std::int64_t vocab_size, Mode mode) const {
@@ -37,7 +37,7 @@ LayerPtr ModelFlags::seq2seq_model(std::int64_t vocab_size, Mode mode, bool atte
 }
 
 LayerPtr ModelFlags::classifier(std::int64_t vocab_size, std::int64_t n_classes, Mode mode) const {
-  models::ModelSpec s = spec("TransformerEncoder", vocab_size);
+  models::ModelSpec s = spec(model == "cnn" ? "SentenceCNN" : "TransformerEncoder", vocab_size);
   s.n_classes = n_classes;
   return models::build(s, mode);
 }
@@ -81,8 +81,9 @@ void add_model_flags(CLI::App& app, ModelFlags& m) {
 void add_model_choice(CLI::App& app, ModelFlags& m, const std::vector<std::string>& models, std::vector<FlagRule> more) {
   m.model = models.front();
   app.add_option("--model", m.model,
-                 "transformer, or one of Trax's recurrent models (rnnlm: LSTM cells, grulm; lstm: LSTMSeq2SeqAttn); "
-                 "--d-ff, --positions and --norm are the Transformer's alone (--scale-embeddings: Transformer and lstm)")
+                 "transformer, one of Trax's recurrent models (rnnlm: LSTM cells, grulm; lstm: LSTMSeq2SeqAttn), "
+                 "or cnn (Kim 2014's convolutional classifier); --d-ff, --positions and --norm are the Transformer's "
+                 "alone (--scale-embeddings: Transformer and lstm)")
       ->capture_default_str()->check(CLI::IsMember(models));
   if (std::find(models.begin(), models.end(), "lstm") != models.end())
     app.add_option("--score", m.score,
@@ -94,6 +95,9 @@ void add_model_choice(CLI::App& app, ModelFlags& m, const std::vector<std::strin
                    "--model lstm: LSTMs after the attention (Trax: 2; 0: predict from the attentional state, "
                    "as Luong et al.; default: --n-layers)")
         ->check(CLI::Range(0, 64));
+  if (std::find(models.begin(), models.end(), "cnn") != models.end())
+    app.add_option("--n-filters", m.n_filters, "--model cnn: filters of each width (3, 4 and 5 tokens)")
+        ->capture_default_str()->check(CLI::Range(1, 100000));
   // A flag the chosen model does not read would otherwise be stored and silently ignored.
   static const std::map<std::string, std::set<std::string>> reads = {
       {"transformer", {"--d-model", "--d-ff", "--n-layers", "--n-heads", "--max-len", "--dropout", "--positions", "--norm",
@@ -101,7 +105,8 @@ void add_model_choice(CLI::App& app, ModelFlags& m, const std::vector<std::strin
       {"rnnlm", {"--d-model", "--n-layers", "--max-len", "--dropout"}},
       {"grulm", {"--d-model", "--n-layers", "--max-len"}},
       {"lstm", {"--d-model", "--n-layers", "--n-heads", "--max-len", "--dropout", "--scale-embeddings", "--score",
-                "--decoder-layers"}}};
+                "--decoder-layers"}},
+      {"cnn", {"--d-model", "--max-len", "--dropout", "--n-filters"}}};
   std::set<std::string> model_flags;
   for (const auto& [model, flags] : reads) model_flags.insert(flags.begin(), flags.end());
   for (const std::string& flag : model_flags) {
@@ -130,12 +135,16 @@ ModelFlags model_flags_from(const train::StoredConfig& c) {
   m.model = c.has("model") ? c.string("model") : "transformer";
   m.score = c.has("score") ? c.string("score") : "";
   const std::int64_t decoder_layers = c.integer("decoder_layers", -1);
-  const std::set<std::string> kinds = {"transformer", "rnnlm", "grulm", "lstm"},
+  const std::set<std::string> kinds = {"transformer", "rnnlm", "grulm", "lstm", "cnn"},
                               scores = {"", "dot", "scaled_dot", "general", "additive", "location"};
   if (decoder_layers < -1 || decoder_layers > 64)   // --decoder-layers' range, or -1: as many as n_layers
     throw std::runtime_error(fmt::format("{}: config's \"decoder_layers\": expected -1 or a number from 0 to 64, got {}",
                                          c.file(), decoder_layers));
   m.decoder_layers = static_cast<int>(decoder_layers);
+  m.n_filters = c.integer("n_filters", 100);
+  if (m.n_filters < 1 || m.n_filters > 100000)   // --n-filters' range
+    throw std::runtime_error(fmt::format("{}: config's \"n_filters\": expected a number from 1 to 100000, got {}",
+                                         c.file(), m.n_filters));
   if (!kinds.count(m.model) || !scores.count(m.score))
     throw std::runtime_error(fmt::format("{}: config's model \"{}\" / score \"{}\" is not one ctrax makes", c.file(),
                                          m.model, m.score));

@@ -137,6 +137,7 @@ int main(int argc, char** argv) {
   std::int64_t vocab_size = 16000, head = -1;
   auto* train = app.add_subcommand("train", "train (or resume) the classifier");
   examples::add_model_flags(*train, m);
+  examples::add_model_choice(*train, m, {"transformer", "cnn"});
   examples::add_train_flags(*train, t, true);
   train->add_option("--vocab-size", vocab_size, "SentencePiece vocabulary size")->capture_default_str()
       ->check(examples::number_in(8, 1e6));

@@ -10,12 +10,14 @@
 #include "models/mlp.hpp"
 #include "models/resnet.hpp"
 #include "models/rnn.hpp"
+#include "models/sentence_cnn.hpp"
 
 namespace ctrax::models {
 
 const std::vector<std::string>& model_names() {
   static const std::vector<std::string> names = {"TransformerEncoder", "TransformerLM", "Transformer",
-                                                 "RNNLM", "GRULM", "LSTMSeq2SeqAttn", "MLP", "WideResnet"};
+                                                 "RNNLM", "GRULM", "LSTMSeq2SeqAttn", "SentenceCNN", "MLP",
+                                                 "WideResnet"};
   return names;
 }
 
@@ -51,7 +53,12 @@ void check(const ModelSpec& s) {
   const TransformerConfig& c = s.config;
   at_least("vocab_size", s.vocab_size, 2, s.name);
   if (s.output_vocab_size) at_least("output_vocab_size", *s.output_vocab_size, 2, s.name);
-  if (s.name == "TransformerEncoder") at_least("n_classes", s.n_classes, 2, s.name);
+  if (s.name == "TransformerEncoder" || s.name == "SentenceCNN") at_least("n_classes", s.n_classes, 2, s.name);
+  if (s.name == "SentenceCNN") {
+    at_least("n_filters", s.n_filters, 1, s.name);
+    if (s.conv_widths.empty()) throw std::invalid_argument("SentenceCNN: give at least one filter width");
+    for (std::int64_t w : s.conv_widths) at_least("each filter width", w, 1, s.name);
+  }
   at_least("d_model", c.d_model, 1, s.name);
   at_least("n_layers", c.n_layers, 1, s.name);
   const bool heads = is_transformer(s.name) || (s.name == "LSTMSeq2SeqAttn" && !s.score);   // a score reads one head
@@ -81,6 +88,10 @@ LayerPtr build(const ModelSpec& s, Mode mode) {
   if (s.name == "TransformerEncoder") return TransformerEncoder(s.vocab_size, s.n_classes, c);
   if (s.name == "TransformerLM") return TransformerLM(s.vocab_size, c);
   if (s.name == "Transformer") return Transformer(s.vocab_size, s.output_vocab_size, c);
+  if (s.name == "SentenceCNN")
+    return SentenceCNN(s.vocab_size, s.n_classes,
+                       {.d_model = c.d_model, .widths = s.conv_widths, .n_filters = s.n_filters, .dropout = c.dropout,
+                        .mode = mode});
   if (s.name == "MLP") {
     std::vector<std::int64_t> widths = s.layer_widths;
     widths.push_back(s.n_classes);

@@ -22,6 +22,8 @@
 //   LSTMSeq2SeqAttn     vocab_size, output_vocab_size, config.d_model, n_layers (encoder),
 //                       decoder_layers, n_heads, dropout (attention's), max_len, scale_embeddings;
 //                       score, attention_weights
+//   SentenceCNN         vocab_size, n_classes, config.d_model (embeddings), config.dropout,
+//                       conv_widths, n_filters                                        (Kim 2014)
 //   MLP                 layer_widths (the hidden ones), n_classes (the last Dense)    (images)
 //   WideResnet          n_blocks, widen_factor, n_classes                              (images)
 #pragma once
@@ -48,11 +50,14 @@ struct ModelSpec {
   std::optional<layers::Score> score = std::nullopt;   // LSTMSeq2SeqAttn: the notes' score (none: Trax's AttentionQKV)
   int decoder_layers = -1;                         // LSTMSeq2SeqAttn: LSTMs after the attention (-1: n_layers)
   bool attention_weights = false;                  // LSTMSeq2SeqAttn: α as a third output (needs a score)
+  std::vector<std::int64_t> conv_widths = {3, 4, 5};     // SentenceCNN: filter widths
+  std::int64_t n_filters = 100;                    // SentenceCNN: filters per width
   std::vector<std::int64_t> layer_widths = {512, 512};   // MLP: the hidden Dense widths
   int n_blocks = 3, widen_factor = 1;              // WideResnet: blocks per group, widening
 };
 
-// TransformerEncoder, TransformerLM, Transformer, RNNLM, GRULM, LSTMSeq2SeqAttn, MLP, WideResnet.
+// TransformerEncoder, TransformerLM, Transformer, RNNLM, GRULM, LSTMSeq2SeqAttn, SentenceCNN, MLP,
+// WideResnet.
 const std::vector<std::string>& model_names();
 
 // Throws std::invalid_argument naming the setting, what was expected and what came, for what the

@@ -8,6 +8,7 @@
 #include "layers/metrics.hpp"
 #include "models/mlp.hpp"
 #include "models/resnet.hpp"
+#include "models/sentence_cnn.hpp"
 #include "tests/helpers.hpp"
 
 using namespace ctrax;
@@ -113,4 +114,25 @@ TEST_CASE("WideResnet learns to tell a square from a bar, wherever they are, thr
   const double acc = loop.last_value("eval", "WeightedCategoryAccuracy");
   MESSAGE("WideResnet held-out accuracy after 40 steps: " << acc);
   CHECK(acc > 0.9);   // evaluated in eval mode: BatchNorm's running statistics
+}
+
+TEST_CASE("SentenceCNN (Kim 2014): filters of widths 3, 4, 5 over the embeddings, max over time, its parameters by hand") {
+  auto cnn = SentenceCNN(1000, 2, {.d_model = 32, .n_filters = 10});
+  CHECK(cnn->init(ShapeDtype{{4, 16}, DType::int32})[0].shape == Shape{4, 2});
+  // Embedding 1000·32; per width w a Conv1d of w·32·10 + 10; the Dense from 3·10 to 2.
+  CHECK(cnn->n_params() == 1000 * 32 + (3 + 4 + 5) * 32 * 10 + 3 * 10 + dense(30, 2));
+  const std::string tree = cnn->to_string();
+  CHECK(tree.find("Embedding_1000_32") != std::string::npos);
+  CHECK(tree.find("Concatenate_in3") != std::string::npos);
+  // A filter fires wherever its phrase stands: moving the tokens along (padding after) keeps the logits.
+  auto eval = SentenceCNN(20, 2, {.d_model = 8, .n_filters = 4, .mode = Mode::eval});
+  const Tensor a = tensor({3, 5, 7, 9, 0, 0, 0, 0}, {1, 8}), b = tensor({0, 0, 3, 5, 7, 9, 0, 0}, {1, 8});
+  eval->init(ShapeDtype{{1, 8}, DType::int32}, Rng(2));
+  const auto la = (*eval)(Stack{a})[0].to_doubles(), lb = (*eval)(Stack{b})[0].to_doubles();
+  CHECK(la[0] != lb[0]);   // the padding's own windows differ, so not exactly equal ...
+  auto shift = SentenceCNN(20, 2, {.d_model = 8, .widths = {2}, .n_filters = 4, .mode = Mode::eval});
+  shift->init(ShapeDtype{{1, 8}, DType::int32}, Rng(2));
+  const Tensor c = tensor({3, 5, 3, 5, 3, 5, 3, 5}, {1, 8}), d = tensor({5, 3, 5, 3, 5, 3, 5, 3}, {1, 8});
+  // ... but a text made of one repeated pair reads the same windows wherever it starts.
+  testing::expect_close((*shift)(Stack{c})[0], (*shift)(Stack{d})[0], 1e-6);
 }

@@ -5,6 +5,7 @@
 #include "models/registry.hpp"
 #include "models/resnet.hpp"
 #include "models/rnn.hpp"
+#include "models/sentence_cnn.hpp"
 #include "tests/helpers.hpp"
 
 using namespace ctrax;
@@ -66,7 +67,9 @@ TEST_CASE("registry: each name builds the model its own function builds, with th
                     MLP({.layer_widths = {32, 16, 10}}), {ShapeDtype{{2, 28, 28, 1}}});
   expect_same_model(build({.name = "WideResnet", .n_classes = 10, .n_blocks = 1, .widen_factor = 2}, Mode::eval),
                     WideResnet({.n_blocks = 1, .widen_factor = 2, .mode = Mode::eval}), {ShapeDtype{{2, 32, 32, 1}}});
-  CHECK(model_names().size() == 8);
+  expect_same_model(build({.name = "SentenceCNN", .vocab_size = 11, .n_classes = 3, .config = kSmall, .n_filters = 4}, Mode::eval),
+                    SentenceCNN(11, 3, {.d_model = 8, .n_filters = 4, .dropout = 0.1, .mode = Mode::eval}), lm_in);
+  CHECK(model_names().size() == 9);
 }
 
 TEST_CASE("registry: check refuses, naming the model and the setting, before any layer is made") {
