@@ -14,6 +14,7 @@ bench=$build/bench/bench_train
 engine=$build/bench/bench_engine
 chatbot=$build/examples/chatbot
 inspect=$build/examples/inspect
+image=$build/examples/image
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
@@ -333,6 +334,41 @@ bad lm-eval-length        "--length 64 exceeds the model's --max-len 16" "$lm" e
 bad chatbot-held-out-tiny "--held-out 1e-09 holds out 0 of the 120 pairs" "$chatbot" train --data qa.csv --out cnew --held-out 0.000000001 "${tiny[@]}"
 bad inspect-vocab-0       "--vocab-size: expected a number from 2 to 1000000, got 0" "$inspect" TransformerLM --vocab-size 0
 bad inspect-classes-negative "--n-classes: expected a number from 2 to 1000000, got -1" "$inspect" TransformerEncoder --n-classes -1
+
+# --- the image program: IDX files (core/data/idx.hpp) and its flags --------------------------
+python3 - <<'PY'
+import os, struct
+def idx(path, dims, values, cut=0, kind=0x08):
+    b = bytes([0, 0, kind, len(dims)]) + b"".join(struct.pack(">I", d) for d in dims) + bytes(values)
+    open(path, "wb").write(b[:len(b) - cut])
+def fashion(d, n=10, rows=4, labels=None, images_kind=0x08, images_cut=0, n_labels=None):
+    os.makedirs(d, exist_ok=True)
+    idx(f"{d}/train-images-idx3-ubyte", [n, rows, rows], [7] * (n * rows * rows), images_cut, images_kind)
+    labels = labels if labels is not None else [i % 10 for i in range(n if n_labels is None else n_labels)]
+    idx(f"{d}/train-labels-idx1-ubyte", [len(labels)], labels)
+fashion("fm_few")
+fashion("fm_magic", images_kind=0x0D)
+fashion("fm_cut", images_cut=7)
+fashion("fm_label", labels=[1, 2, 3, 4, 5, 6, 7, 8, 9, 12])
+fashion("fm_count", n_labels=9)
+os.makedirs("fm_empty", exist_ok=True)
+PY
+bad image-no-files        "fm_empty: no train-" "$image" train --data fm_empty --out i1
+bad image-wrong-magic     "fm_magic/train-images-idx3-ubyte: not an unsigned-byte IDX file of 3 dimensions: its magic number is 0x00000D03" "$image" train --data fm_magic --out i2
+bad image-truncated       "fm_cut/train-images-idx3-ubyte: the header promises 160 values (10 × 4 × 4), the file holds 153: truncated" "$image" train --data fm_cut --out i3
+bad image-label-range     "fm_label/train-labels-idx1-ubyte: item 9 has label 12, outside the 10 classes 0 … 9" "$image" train --data fm_label --out i4
+bad image-count-mismatch  "holds 10 images but" "$image" train --data fm_count --out i5
+bad image-too-few         "fm_few: 10 training images are too few" "$image" train --data fm_few --out i6
+bad image-widths-with-wrn "--widths applies to --model mlp only (this run: --model wideresnet)" "$image" train --data fm_few --out i7 --model wideresnet --widths 8
+bad image-blocks-with-mlp "--n-blocks applies to --model wideresnet only (this run: --model mlp)" "$image" train --data fm_few --out i8 --n-blocks 2
+bad image-model-unknown   "--model: vgg not in {mlp,wideresnet}" "$image" train --data fm_few --out i9 --model vgg
+bad image-widths-zero     "--widths: expected a number from 1 to 1048576, got 0" "$image" train --data fm_few --out i10 --widths 64,0
+bad image-widen-zero      "--widen-factor: expected a number from 1 to 16, got 0" "$image" train --data fm_few --out i11 --model wideresnet --widen-factor 0
+bad image-eval-no-run     "i12" "$image" eval --out i12
+bad image-eval-lm-run     "lmrun/model.safetensors was trained by \`lm\`; this is \`image\`" "$image" eval --out lmrun
+bad sentiment-cnn-heads   "--n-heads: applies to --model transformer only (here: --model cnn)" "$sentiment" train --out snew --data imdb --model cnn --n-heads 4
+bad sentiment-filters-transformer "--n-filters: applies to --model cnn only (here: --model transformer)" "${ST[@]}" --data imdb --n-filters 4
+bad sentiment-filters-zero "--n-filters: Value 0 not in range 1 to 100000" "${ST[@]}" --data imdb --model cnn --n-filters 0
 
 echo "$passed passed, $failed failed (bad-input catalogue)"
 [ "$failed" -eq 0 ]
