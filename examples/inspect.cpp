@@ -8,7 +8,9 @@
 // Trax's defaults for them (2 layers; GRULM 1; 1 attention head) unless --n-layers/--n-heads say. The output is the model tree in
 // Trax's format, a table of the weights of each layer ending in `total parameters: N`, and with
 // --trace every layer in execution order with the stack before and after it, for a random batch
-// of 2 sequences (the encoder's second sequence ends in padding).
+// of 2 sequences (the encoder's second sequence ends in padding). SentenceCNN (--n-filters) reads
+// tokens too; the image models read a batch of 2 grey images: MLP (--widths, 28×28) and
+// WideResnet (--n-blocks, --widen-factor, 32×32), --n-classes logits.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -46,14 +48,15 @@ int main(int argc, char** argv) {
   bool trace = false;
   bool blas_info = false;
   app.add_option("MODEL", model_name,
-                 "TransformerEncoder, TransformerLM, Transformer, RNNLM, GRULM or LSTMSeq2SeqAttn (required unless --blas)")
-      ->check(CLI::IsMember({"TransformerEncoder", "TransformerLM", "Transformer", "RNNLM", "GRULM", "LSTMSeq2SeqAttn"}));
+                 "TransformerEncoder, TransformerLM, Transformer, RNNLM, GRULM, LSTMSeq2SeqAttn, SentenceCNN, MLP or "
+                 "WideResnet (required unless --blas)")
+      ->check(CLI::IsMember(models::model_names()));
   app.add_option("--vocab-size", vocab_size, "vocabulary size (Transformer: the input's)")
       ->capture_default_str()->check(examples::number_in(2, 1e6));
   app.add_option("--output-vocab-size", output_vocab_size,
                  "Transformer only: target vocabulary (default: shared with the input)")
       ->check(examples::number_in(2, 1e6));
-  app.add_option("--n-classes", n_classes, "TransformerEncoder only: classes")->capture_default_str()
+  app.add_option("--n-classes", n_classes, "TransformerEncoder, SentenceCNN, MLP, WideResnet: classes")->capture_default_str()
       ->check(examples::number_in(2, 1e6));
   examples::add_model_flags(app, m);
   app.add_option("--mode", mode, "train, eval or predict")
@@ -64,6 +67,15 @@ int main(int argc, char** argv) {
   app.add_option("--score", score, "LSTMSeq2SeqAttn only: dot, scaled_dot, general, additive or location "
                  "(default: Trax's AttentionQKV)")
       ->check(CLI::IsMember({"dot", "scaled_dot", "general", "additive", "location"}));
+  models::ModelSpec image;   // the registry's defaults for SentenceCNN and the image models
+  app.add_option("--n-filters", image.n_filters, "SentenceCNN only: filters of each width (3, 4, 5)")->capture_default_str()
+      ->check(examples::number_in(1, 1e5));
+  app.add_option("--widths", image.layer_widths, "MLP only: the hidden layers' widths")->delimiter(',')->capture_default_str()
+      ->check(examples::number_in(1, 1 << 20));
+  app.add_option("--n-blocks", image.n_blocks, "WideResnet only: blocks per group")->capture_default_str()
+      ->check(examples::number_in(1, 100));
+  app.add_option("--widen-factor", image.widen_factor, "WideResnet only: widening factor")->capture_default_str()
+      ->check(examples::number_in(1, 16));
   app.add_flag("--trace", trace, "run a tiny random batch and print the stack around every layer");
   app.add_flag("--blas", blas_info,
                "print which OpenBLAS kernels run and whether they fit this CPU (core/tensor/blas_kernels.hpp)");
@@ -77,8 +89,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (model_name.empty()) {
-    fmt::print(stderr, "MODEL is required (TransformerEncoder, TransformerLM, Transformer, RNNLM, GRULM or "
-               "LSTMSeq2SeqAttn)\nRun with --help for more information.\n");
+    fmt::print(stderr, "MODEL is required ({})\nRun with --help for more information.\n",
+               fmt::join(models::model_names(), ", "));
     return 106;
   }
 
@@ -101,11 +113,20 @@ int main(int argc, char** argv) {
     if (recurrent && !app.count("--n-layers")) spec.config.n_layers = model_name == "GRULM" ? 1 : 2;
     if (model_name == "LSTMSeq2SeqAttn" && !app.count("--n-heads")) spec.config.n_heads = 1;
     if (model_name == "LSTMSeq2SeqAttn") spec.config.dropout = 0;   // Trax's attention_dropout
+    spec.n_filters = image.n_filters;
+    spec.layer_widths = image.layer_widths;
+    spec.n_blocks = image.n_blocks;
+    spec.widen_factor = image.widen_factor;
+    if (model_name == "SentenceCNN" && !app.count("--d-model")) spec.config.d_model = 128;   // its embeddings
+    if (model_name == "SentenceCNN" && !app.count("--dropout")) spec.config.dropout = 0.5;   // Kim's
     const LayerPtr model = models::build(spec, c.mode);
     const bool two_inputs = model_name == "Transformer" || model_name == "LSTMSeq2SeqAttn";
     const bool padded = two_inputs || model_name == "TransformerEncoder";   // the encoder's 2nd row ends in padding
     const std::int64_t L_in = model_name == "TransformerEncoder" || two_inputs ? L : predict ? 1 : L;
-    Stack batch = {random_tokens(B, L_in, vocab_size, padded ? L / 4 : 0, 1)};
+    const bool images = model_name == "MLP" || model_name == "WideResnet";
+    const std::int64_t side = model_name == "WideResnet" ? 32 : 28;
+    Stack batch = {images ? Rng(1).normal({B, side, side, 1})
+                          : random_tokens(B, model_name == "SentenceCNN" ? 16 : L_in, vocab_size, padded ? L / 4 : 0, 1)};
     if (two_inputs) batch.push_back(random_tokens(B, L_dec, out_vocab, 0, 2));
     model->init(signature_of(batch), Rng(0));
     std::cout << model->to_string() << "\n\n" << summary(*model);

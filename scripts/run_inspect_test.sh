@@ -30,5 +30,13 @@ total() { "$inspect" "$@" | sed -n 's/^total parameters: //p'; }
 out=$("$inspect" LSTMSeq2SeqAttn "${small[@]}" --mode predict --trace)
 grep -q '^  LSTM_8 ' <<<"$out" || { echo "LSTMSeq2SeqAttn predict: no trace"; exit 1; }
 
+# Kim's CNN: embeddings 1000·32, Conv1d (3 + 4 + 5)·32·10 + 3·10, Dense 30·2 + 2
+[ "$(total SentenceCNN --vocab-size 1000 --n-classes 2 --d-model 32 --n-filters 10)" = 35932 ] || { echo "SentenceCNN: wrong total"; exit 1; }
+# The image models (tests/models/test_image_models.cpp counts them layer by layer)
+[ "$(total MLP --widths 512,512)" = 669706 ] || { echo "MLP: wrong total"; exit 1; }
+[ "$(total WideResnet --n-blocks 1)" = 100698 ] || { echo "WideResnet: wrong total"; exit 1; }
+out=$("$inspect" WideResnet --n-blocks 1 --trace)
+grep -q '^  AvgPool ' <<<"$out" || { echo "WideResnet: no trace"; exit 1; }
+
 if "$inspect" Nonsense >/dev/null 2>&1; then echo "an unknown model was accepted"; exit 1; fi
 echo "inspect ok"
