@@ -105,4 +105,66 @@ LayerPtr CrossEntropyLoss(source_location c) {
 
 LayerPtr Accuracy(source_location c) { return weighted_accuracy("Accuracy", c); }
 
+LayerPtr CrossEntropyLossWithLogSoftmax(source_location c) {
+  return weighted_cross_entropy("CrossEntropyLossWithLogSoftmax", 0.0, 0.0, c);
+}
+
+LayerPtr SequenceAccuracy(source_location c) {
+  return Fn("SequenceAccuracy", [](TensorArg output, TensorArg targets, TensorArg weights) {
+    // Trax's: a row is wrong if any weighted position is wrong (weights taken as 0 or 1).
+    const Tensor wrong = (1.0 - correct(output, targets)) * weights.to(output.dtype());
+    Axes rows;
+    for (int a = 1; a < wrong.rank(); ++a) rows.push_back(a);
+    const Tensor n_wrong = rows.empty() ? wrong : sum(wrong, rows);
+    return mean(1.0 - minimum(n_wrong, Tensor::scalar(1.0, n_wrong.dtype())));
+  }, 1, c);
+}
+
+namespace {
+void same_shape(const char* layer, const Tensor& a, const Tensor& b, const char* what) {
+  if (a.shape() != b.shape())
+    throw std::invalid_argument(fmt::format("{}: model output {} and {} {} differ in shape", layer, a.signature(), what,
+                                            b.signature()));
+}
+}  // namespace
+
+LayerPtr BinaryCrossEntropy(source_location c) {
+  return Fn("BinaryCrossEntropy", [](TensorArg output, TensorArg targets) {
+    same_shape("BinaryCrossEntropy", output, targets, "targets");
+    const Tensor t = targets.to(output.dtype());
+    return mean(softplus(output) - t * output);   // −[t log σ(x) + (1 − t) log(1 − σ(x))]
+  }, 1, c);
+}
+
+LayerPtr BinaryCrossEntropyLoss(source_location c) {
+  return Fn("BinaryCrossEntropyLoss", [](TensorArg p, TensorArg targets, TensorArg) {
+    same_shape("BinaryCrossEntropyLoss", p, targets, "targets");
+    const Tensor t = targets.to(p.dtype());
+    return mean(-(t * log(p) + (1.0 - t) * log(1.0 - p)));
+  }, 1, c);
+}
+
+LayerPtr L2Loss(source_location c) {
+  return Fn("L2Loss", [](TensorArg output, TensorArg targets, TensorArg weights) {
+    same_shape("L2Loss", output, targets, "targets");
+    same_shape("L2Loss", output, weights, "weights");
+    const Tensor d = output - targets;
+    return weighted_mean(d * d, weights);
+  }, 1, c);
+}
+
+LayerPtr SmoothL1Loss(source_location c) {
+  return Fn("SmoothL1Loss", [](TensorArg output, TensorArg targets, TensorArg weights) {
+    same_shape("SmoothL1Loss", output, targets, "targets");
+    same_shape("SmoothL1Loss", output, weights, "weights");
+    const Tensor d = abs(output - targets);
+    const Tensor huber = where(less(d, Tensor::scalar(1.0, d.dtype())), d * d * 0.5, d - 0.5);
+    return weighted_mean(huber, weights);
+  }, 1, c);
+}
+
+LayerPtr WeightedSum(source_location c) {
+  return Fn("WeightedSum", [](TensorArg values, TensorArg weights) { return sum(values * weights); }, 1, c);
+}
+
 }  // namespace ctrax::layers

@@ -11,7 +11,16 @@
 //   CategoryAccuracy()                     2      mean [argmax = t]
 //   MaskedSequenceAccuracy()               3      fraction of rows whose every w ≠ 0 position is right
 //   CrossEntropyLoss()        (legacy)     3      = WeightedCategoryCrossEntropy()
+//   CrossEntropyLossWithLogSoftmax() (legacy) 3   the same (Trax puts a LogSoftmax first; log_softmax is idempotent)
 //   Accuracy()                (legacy)     3      = WeightedCategoryAccuracy()
+//   SequenceAccuracy()        (legacy)     3      mean over rows of [every position with w ≠ 0 right]
+//   BinaryCrossEntropy()                   2      mean of −[t·log σ(x) + (1 − t)·log(1 − σ(x))], x a logit,
+//                                                 t ∈ {0, 1}; computed as softplus(x) − t·x (no log of 0)
+//   BinaryCrossEntropyLoss()  (legacy)     3      mean of −[t·log p + (1 − t)·log(1 − p)], p a probability; the
+//                                                 weights are read but, as in Trax, weigh nothing
+//   L2Loss()                               3      Σ w·(y − t)² / Σ w            (regression; shapes equal)
+//   SmoothL1Loss()                         3      Σ w·huber(y − t) / Σ w,  huber(d) = d²/2 if |d| < 1, else |d| − ½
+//   WeightedSum()                          2      Σ values·weights
 //
 // with, per position, logits z (…, C), integer target t (…), and
 //   ce = −Σ_c p_c · log_softmax(z)_c,   p = (1 − ε)·one_hot(t) + ε/C   (label smoothing ε ∈ [0, 1])
@@ -47,5 +56,12 @@ LayerPtr CategoryAccuracy(source_location created = source_location::current());
 LayerPtr MaskedSequenceAccuracy(source_location created = source_location::current());
 LayerPtr CrossEntropyLoss(source_location created = source_location::current());
 LayerPtr Accuracy(source_location created = source_location::current());
+LayerPtr CrossEntropyLossWithLogSoftmax(source_location created = source_location::current());
+LayerPtr SequenceAccuracy(source_location created = source_location::current());
+LayerPtr BinaryCrossEntropy(source_location created = source_location::current());
+LayerPtr BinaryCrossEntropyLoss(source_location created = source_location::current());
+LayerPtr L2Loss(source_location created = source_location::current());
+LayerPtr SmoothL1Loss(source_location created = source_location::current());
+LayerPtr WeightedSum(source_location created = source_location::current());
 
 }  // namespace ctrax::layers

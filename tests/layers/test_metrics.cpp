@@ -95,3 +95,42 @@ TEST_CASE("the cross-entropy losses pass the gradient checker") {
   ce->init(signature_of(Stack{z, t}));
   expect_layer_gradients(ce, {z, t});
 }
+
+TEST_CASE("Trax's other metrics on literal values: BinaryCrossEntropy, L2Loss, SmoothL1Loss, WeightedSum, SequenceAccuracy") {
+  // BinaryCrossEntropy of logits: −[t log σ(x) + (1 − t) log(1 − σ(x))], averaged; stable at ±1000.
+  const auto sigma = [](double x) { return 1 / (1 + std::exp(-x)); };
+  const Tensor x = tensor({0.0, 2.0, -1.0}, {3}), t = tensor({1.0, 0.0, 0.0}, {3});
+  const double bce = (-std::log(sigma(0)) - std::log(1 - sigma(2)) - std::log(1 - sigma(-1))) / 3;
+  expect_tensor(init_and_run(BinaryCrossEntropy(), {x, t})[0], {}, {bce}, 1e-12);
+  expect_tensor(init_and_run(BinaryCrossEntropy(), {tensor({1000.0, -1000.0}, {2}), tensor({1.0, 0.0}, {2})})[0], {}, {0}, 1e-12);
+  // The legacy one takes probabilities, and its weights weigh nothing (Trax's).
+  const Tensor p = tensor({0.5, 0.25}, {2}), pt = tensor({1.0, 0.0}, {2});
+  expect_tensor(init_and_run(BinaryCrossEntropyLoss(), {p, pt, tensor({1.0, 0.0}, {2})})[0], {},
+                {(-std::log(0.5) - std::log(0.75)) / 2}, 1e-12);
+  // Regression losses: weighted means of (y − t)² and of Huber's d²/2 | |d| − ½.
+  const Tensor y = tensor({1.0, 2.0, 5.0}, {3}), target = tensor({1.5, 0.0, 5.0}, {3}), w = tensor({1.0, 1.0, 2.0}, {3});
+  expect_tensor(init_and_run(L2Loss(), {y, target, w})[0], {}, {(0.25 + 4.0 + 0.0) / 4}, 1e-12);
+  expect_tensor(init_and_run(SmoothL1Loss(), {y, target, w})[0], {}, {(0.125 + 1.5 + 0.0) / 4}, 1e-12);
+  expect_tensor(init_and_run(WeightedSum(), {y, w})[0], {}, {1 + 2 + 10}, 1e-12);
+  CHECK_THROWS_WITH_AS(init_and_run(L2Loss(), {y, tensor({1.0, 2.0}, {2}), w}), doctest::Contains("and targets f64[2]? differ in shape"),
+                       LayerError);
+  // SequenceAccuracy: a row is right when every weighted position is.
+  const Tensor out = tensor({1.f, 0.f, 0.f, 1.f, 1.f, 0.f, 1.f, 0.f}, {2, 2, 2});  // argmax 0 1 / 0 0
+  const Tensor ts = tensor({0, 1, 0, 1}, {2, 2});
+  expect_tensor(init_and_run(SequenceAccuracy(), {out, ts, tensor({1.f, 1.f, 1.f, 1.f}, {2, 2})})[0], {}, {0.5});
+  expect_tensor(init_and_run(SequenceAccuracy(), {out, ts, tensor({1.f, 1.f, 1.f, 0.f}, {2, 2})})[0], {}, {1.0});
+  expect_tensor(init_and_run(CrossEntropyLossWithLogSoftmax(), {logits, targets, v({1, 1})})[0], {}, {(ce0 + ce1) / 2}, 1e-6);
+}
+
+TEST_CASE("the binary and regression losses pass the gradient checker") {
+  const Tensor x = randn({2, 3}, 4), t = tensor({1.0, 0.0, 1.0, 0.0, 0.0, 1.0}, {2, 3}), w = tensor({1.0, 0.5, 2.0, 1.0, 1.0, 0.0}, {2, 3});
+  auto bce = BinaryCrossEntropy();
+  bce->init(signature_of(Stack{x, t}));
+  expect_layer_gradients(bce, {x, t});
+  const Tensor y = randn({2, 3}, 5) * 2.0;
+  for (const LayerPtr& loss : {L2Loss(), SmoothL1Loss()}) {
+    CAPTURE(loss->name());
+    loss->init(signature_of(Stack{y, x, w}));
+    expect_layer_gradients(loss, {y, x, w});
+  }
+}
