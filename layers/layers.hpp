@@ -27,3 +27,4 @@
 #include "layers/rotary.hpp"
 #include "layers/score_attention.hpp"
 #include "layers/shift_right.hpp"
+#include "layers/weights_layer.hpp"

@@ -1,6 +1,11 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
+
+#include "core/layer/combinators.hpp"
 #include "layers/elementwise.hpp"
+#include "layers/weights_layer.hpp"
 #include "tests/helpers.hpp"
 
 using namespace ctrax;
@@ -33,4 +38,28 @@ TEST_CASE("Negate passes the gradient checker; StopGradient passes none") {
   stop->init(ShapeDtype{{2, 3}, DType::float64});
   const Tensor y = (*stop)(Stack{x})[0] * 2.0 + x;   // only the second term reaches x
   expect_tensor(grad(sum(y), {x})[0], {2, 3}, {1, 1, 1, 1, 1, 1});
+}
+
+TEST_CASE("Weights and RandomUniform push a tensor without taking one") {
+  auto w = Weights(constant(0.5), {2, 3});
+  CHECK(w->n_in() == 0);
+  CHECK(w->to_string() == "Weights_(2, 3)_in0");   // Trax prints a layer of no inputs so too
+  CHECK(Weights(constant(1), {4})->to_string() == "Weights_(4,)_in0");
+  w->init(Signature{});
+  expect_tensor((*w)(Stack{})[0], {2, 3}, {0.5, 0.5, 0.5, 0.5, 0.5, 0.5});
+  // In a Serial it pushes its tensor onto the stack: a learned bias for the Add below it.
+  auto both = Serial(Weights(constant(2), {1}), Add());
+  expect_tensor(init_and_run(both, {v({3})})[0], {1}, {5});
+  CHECK(both->all_weights().size() == 1);
+  auto r = RandomUniform(-1, 1, {1000});
+  r->init(Signature{}, Rng(3));
+  const auto a = (*r)(Stack{})[0].to_doubles();
+  double lo = 1, hi = -1, mean = 0;
+  for (double x : a) lo = std::min(lo, x), hi = std::max(hi, x), mean += x / 1000;
+  CHECK(lo >= -1);
+  CHECK(hi < 1);
+  CHECK(std::abs(mean) < 0.1);
+  r->set_rng(Rng(4));
+  CHECK((*r)(Stack{})[0].to_doubles() != a);   // another key, another draw
+  CHECK_THROWS_WITH_AS(RandomUniform(1, 1), doctest::Contains("must be below max_val"), std::invalid_argument);
 }
