@@ -12,10 +12,11 @@ namespace {
 
 class EmbeddingLayer final : public Layer {
  public:
-  EmbeddingLayer(std::int64_t vocab_size, std::int64_t d_feature, std::source_location created)
+  EmbeddingLayer(std::int64_t vocab_size, std::int64_t d_feature, Initializer initializer, std::source_location created)
       : Layer(fmt::format("Embedding_{}_{}", vocab_size, d_feature), 1, 1, created),
         vocab_size_(vocab_size),
-        d_feature_(d_feature) {
+        d_feature_(d_feature),
+        initializer_(std::move(initializer)) {
     if (vocab_size <= 0 || d_feature <= 0)
       throw std::invalid_argument(fmt::format(
           "Embedding needs vocab_size > 0 and d_feature > 0, got {} and {}", vocab_size,
@@ -24,8 +25,7 @@ class EmbeddingLayer final : public Layer {
 
  protected:
   void init_weights_and_state(const Signature& input) override {
-    add_weight("table", {vocab_size_, d_feature_}, weight_dtype(input.at(0).dtype),
-               scaled_uniform(1.0), rng());
+    add_weight("table", {vocab_size_, d_feature_}, weight_dtype(input.at(0).dtype), initializer_, rng());
   }
 
   Stack forward(const Stack& inputs) override {
@@ -37,12 +37,14 @@ class EmbeddingLayer final : public Layer {
 
  private:
   std::int64_t vocab_size_, d_feature_;
+  Initializer initializer_;
 };
 
 }  // namespace
 
-LayerPtr Embedding(std::int64_t vocab_size, std::int64_t d_feature, std::source_location created) {
-  return std::make_shared<EmbeddingLayer>(vocab_size, d_feature, created);
+LayerPtr Embedding(std::int64_t vocab_size, std::int64_t d_feature, EmbeddingOptions options, std::source_location created) {
+  if (!options.kernel_initializer) throw std::invalid_argument("Embedding: the kernel_initializer is empty");
+  return std::make_shared<EmbeddingLayer>(vocab_size, d_feature, std::move(options.kernel_initializer), created);
 }
 
 LayerPtr ScaleBy(double factor, std::source_location created) {

@@ -17,10 +17,16 @@
 #include <source_location>
 
 #include "core/layer/layer.hpp"
+#include "layers/initializers.hpp"
 
 namespace ctrax::layers {
 
-LayerPtr Embedding(std::int64_t vocab_size, std::int64_t d_feature,
+// Trax's kernel_initializer keyword, by name: Embedding(V, d, {.kernel_initializer = random_normal(0.02)}).
+struct EmbeddingOptions {
+  Initializer kernel_initializer = scaled_uniform(1.0);   // Trax's default: variance 1/d
+};
+
+LayerPtr Embedding(std::int64_t vocab_size, std::int64_t d_feature, EmbeddingOptions options = {},
                    std::source_location created = std::source_location::current());
 
 // ScaleBy(√d) — x → x·√d, the paper's scaling of embeddings (Vaswani et al. 2017, §3.4). With

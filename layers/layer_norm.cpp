@@ -11,8 +11,10 @@ namespace {
 
 class LayerNormLayer final : public Layer {
  public:
-  LayerNormLayer(double epsilon, std::source_location created)
-      : Layer("LayerNorm", 1, 1, created), epsilon_(epsilon) {}
+  LayerNormLayer(LayerNormOptions o, std::source_location created)
+      : Layer("LayerNorm", 1, 1, created), center_(o.center), epsilon_(o.epsilon) {
+    if (!(o.epsilon > 0)) throw std::invalid_argument(fmt::format("LayerNorm: epsilon must be > 0, got {}", o.epsilon));
+  }
 
  protected:
   void init_weights_and_state(const Signature& input) override {
@@ -25,17 +27,20 @@ class LayerNormLayer final : public Layer {
   }
 
   Stack forward(const Stack& inputs) override {
-    return {layer_norm(inputs[0], weights()[0], weights()[1], epsilon_)};
+    if (center_) return {layer_norm(inputs[0], weights()[0], weights()[1], epsilon_)};
+    const Tensor& x = inputs[0];   // no centring: Trax's center=False (its bias is kept, unused)
+    return {x / sqrt(mean(x * x, {-1}, true) + epsilon_) * weights()[0]};
   }
 
  private:
+  bool center_;
   double epsilon_;
 };
 
 }  // namespace
 
-LayerPtr LayerNorm(double epsilon, std::source_location created) {
-  return std::make_shared<LayerNormLayer>(epsilon, created);
+LayerPtr LayerNorm(LayerNormOptions options, std::source_location created) {
+  return std::make_shared<LayerNormLayer>(options, created);
 }
 
 }  // namespace ctrax::layers

@@ -6,7 +6,8 @@
 // scale (init 1) and bias (init 0) — the `LayerNorm` that opens every pre-norm Transformer block
 // and closes every Transformer stack. ε = 1e-6 as in Trax (PyTorch's default is 1e-5).
 // Weights "scale" and "bias", each (d,). Fused forward and backward (nn_ops.hpp). Printed
-// `LayerNorm`.
+// `LayerNorm`. Trax's keywords by name: LayerNorm({.center = false}) skips the mean (x / √(mean x² + ε)
+// ⊙ scale, RMSNorm's formula) and, as Trax, keeps the bias weight but does not add it.
 #pragma once
 
 #include <source_location>
@@ -15,7 +16,12 @@
 
 namespace ctrax::layers {
 
-LayerPtr LayerNorm(double epsilon = 1e-6,
+struct LayerNormOptions {
+  bool center = true;
+  double epsilon = 1e-6;
+};
+
+LayerPtr LayerNorm(LayerNormOptions options = {},
                    std::source_location created = std::source_location::current());
 
 }  // namespace ctrax::layers

@@ -61,3 +61,8 @@ TEST_CASE("Embedding passes the gradient checker for its table, including repeat
   e->init(ShapeDtype{{2, 3}, DType::int32});
   expect_layer_gradients(e, {ids({1, 3, 1, 0, 1, 2}, {2, 3})});
 }
+
+TEST_CASE("Embedding takes Trax's kernel_initializer by name") {
+  auto e = Embedding(5, 3, {.kernel_initializer = constant(0.25)});
+  expect_tensor(init_and_run(e, {tensor({4, 0}, {2})})[0], {2, 3}, {0.25, 0.25, 0.25, 0.25, 0.25, 0.25});
+}

@@ -36,3 +36,19 @@ TEST_CASE("LayerNorm rejects integer input with its name in the error") {
   CHECK_THROWS_WITH_AS(LayerNorm()->init(ShapeDtype{{2, 3}, DType::int32}),
                        doctest::Contains("LayerNorm needs floating inputs"), LayerError);
 }
+
+TEST_CASE("LayerNorm({.center = false}): x / √(mean x² + ε), Trax's center=False (the bias kept, not added)") {
+  auto ln = LayerNorm({.center = false});
+  const Tensor x = tensor({3.0, 4.0}, {1, 2});
+  const double r = 1 / std::sqrt(12.5 + 1e-6);
+  expect_tensor(init_and_run(ln, {x})[0], {1, 2}, {3 * r, 4 * r}, 1e-12);
+  REQUIRE(ln->weights().size() == 2);   // scale and bias, as Trax creates them
+  ln->set_all_weights({tensor({2.0, 2.0}, {2}), tensor({5.0, 5.0}, {2})});
+  expect_tensor((*ln)(Stack{x})[0], {1, 2}, {6 * r, 8 * r}, 1e-12);   // the bias is not added
+  auto eps = LayerNorm({.epsilon = 1e-3});
+  expect_tensor(init_and_run(eps, {tensor({1.0, 3.0}, {1, 2})})[0], {1, 2}, {-1 / std::sqrt(1 + 1e-3), 1 / std::sqrt(1 + 1e-3)}, 1e-12);
+  auto g = LayerNorm({.center = false});
+  g->init(ShapeDtype{{2, 5}, DType::float64});
+  expect_layer_gradients(g, {randn({2, 5})});
+  CHECK_THROWS_WITH_AS(LayerNorm({.epsilon = 0}), doctest::Contains("epsilon must be > 0"), std::invalid_argument);
+}
