@@ -39,9 +39,21 @@ std::int64_t side_for(const std::string& model) { return model == "wideresnet" ?
 models::ModelSpec model_spec(const train::StoredConfig& config) {
   const json j = json::parse(config.text());
   const std::string model = config.string("model");
+  if (model != "mlp" && model != "wideresnet")
+    throw std::runtime_error(fmt::format("{}: config's \"model\": expected mlp or wideresnet, got \"{}\"", config.file(), model));
   models::ModelSpec spec{.name = model == "wideresnet" ? "WideResnet" : "MLP",
-                         .n_classes = config.integer("n_classes")};
-  if (model == "mlp") spec.layer_widths = j.at("layer_widths").get<std::vector<std::int64_t>>();
+                         .n_classes = config.integer("n_classes"), .layer_widths = {}};
+  if (model == "mlp") {
+    if (!j.contains("layer_widths") || !j["layer_widths"].is_array())
+      throw std::runtime_error(fmt::format("{}: config's \"layer_widths\": expected the MLP's widths, a list of numbers",
+                                           config.file()));
+    for (const auto& w : j["layer_widths"]) {
+      if (!w.is_number_integer() || w.get<std::int64_t>() < 1)
+        throw std::runtime_error(fmt::format("{}: config's \"layer_widths\": expected widths >= 1, got {}", config.file(),
+                                             w.dump()));
+      spec.layer_widths.push_back(w.get<std::int64_t>());
+    }
+  }
   spec.n_blocks = static_cast<int>(config.integer("n_blocks", 3));
   spec.widen_factor = static_cast<int>(config.integer("widen_factor", 1));
   return spec;
