@@ -17,16 +17,16 @@ using namespace ctrax::models;
 namespace {
 // Parameters of a k×k Conv from c_in to c_out channels (kernel and bias), a BatchNorm over c
 // channels (β and γ), a Dense from n to m.
-std::int64_t conv(std::int64_t k, std::int64_t c_in, std::int64_t c_out) { return k * k * c_in * c_out + c_out; }
-std::int64_t bn(std::int64_t c) { return 2 * c; }
-std::int64_t dense(std::int64_t n, std::int64_t m) { return n * m + m; }
+std::int64_t conv_params(std::int64_t k, std::int64_t c_in, std::int64_t c_out) { return k * k * c_in * c_out + c_out; }
+std::int64_t bn_params(std::int64_t c) { return 2 * c; }
+std::int64_t dense_params(std::int64_t n, std::int64_t m) { return n * m + m; }
 }  // namespace
 
 TEST_CASE("MLP: Trax's layers, the last width the output, no activation after it") {
   auto mlp = MLP({.layer_widths = {512, 512, 10}});
   CHECK(mlp->init(ShapeDtype{{2, 28, 28}})[0].shape == Shape{2, 10});
   CHECK(mlp->to_string() == "Serial[\n  Flatten_keep1\n  Dense_512\n  Relu\n  Dense_512\n  Relu\n  Dense_10\n]");
-  CHECK(mlp->n_params() == dense(784, 512) + dense(512, 512) + dense(512, 10));   // 669,706
+  CHECK(mlp->n_params() == dense_params(784, 512) + dense_params(512, 512) + dense_params(512, 10));   // 669,706
   CHECK(mlp->n_params() == 669706);
   auto with_out = MLP({.layer_widths = {8}, .out_activation = true, .flatten = false});
   CHECK(with_out->to_string() == "Serial[\n  Dense_8\n  Relu\n]");
@@ -35,10 +35,10 @@ TEST_CASE("MLP: Trax's layers, the last width the output, no activation after it
 
 TEST_CASE("WideResnet: 32×32 images to logits, its parameters counted by hand") {
   // One block per group: the stem, three groups (block + shortcut conv), the final BatchNorm, Dense.
-  const std::int64_t group1 = bn(16) + conv(3, 16, 16) + bn(16) + conv(3, 16, 16) + conv(3, 16, 16);
-  const std::int64_t group2 = bn(16) + conv(3, 16, 32) + bn(32) + conv(3, 32, 32) + conv(3, 16, 32);
-  const std::int64_t group3 = bn(32) + conv(3, 32, 64) + bn(64) + conv(3, 64, 64) + conv(3, 32, 64);
-  const std::int64_t one = conv(3, 1, 16) + group1 + group2 + group3 + bn(64) + dense(64, 10);
+  const std::int64_t group1 = bn_params(16) + conv_params(3, 16, 16) + bn_params(16) + conv_params(3, 16, 16) + conv_params(3, 16, 16);
+  const std::int64_t group2 = bn_params(16) + conv_params(3, 16, 32) + bn_params(32) + conv_params(3, 32, 32) + conv_params(3, 16, 32);
+  const std::int64_t group3 = bn_params(32) + conv_params(3, 32, 64) + bn_params(64) + conv_params(3, 64, 64) + conv_params(3, 32, 64);
+  const std::int64_t one = conv_params(3, 1, 16) + group1 + group2 + group3 + bn_params(64) + dense_params(64, 10);
   auto wrn1 = WideResnet({.n_blocks = 1});
   CHECK(wrn1->init(ShapeDtype{{2, 32, 32, 1}})[0].shape == Shape{2, 10});
   CHECK(wrn1->n_params() == one);
@@ -46,7 +46,7 @@ TEST_CASE("WideResnet: 32×32 images to logits, its parameters counted by hand")
   // Each further block of a group adds BatchNorm, Conv, BatchNorm, Conv at the group's width.
   const std::int64_t extra = [&] {
     std::int64_t s = 0;
-    for (std::int64_t c : {16, 32, 64}) s += 2 * (bn(c) + conv(3, c, c));
+    for (std::int64_t c : {16, 32, 64}) s += 2 * (bn_params(c) + conv_params(3, c, c));
     return s;
   }();
   auto wrn2 = WideResnet({.n_blocks = 2, .widen_factor = 1});
@@ -120,7 +120,7 @@ TEST_CASE("SentenceCNN (Kim 2014): filters of widths 3, 4, 5 over the embeddings
   auto cnn = SentenceCNN(1000, 2, {.d_model = 32, .n_filters = 10});
   CHECK(cnn->init(ShapeDtype{{4, 16}, DType::int32})[0].shape == Shape{4, 2});
   // Embedding 1000·32; per width w a Conv1d of w·32·10 + 10; the Dense from 3·10 to 2.
-  CHECK(cnn->n_params() == 1000 * 32 + (3 + 4 + 5) * 32 * 10 + 3 * 10 + dense(30, 2));
+  CHECK(cnn->n_params() == 1000 * 32 + (3 + 4 + 5) * 32 * 10 + 3 * 10 + dense_params(30, 2));
   const std::string tree = cnn->to_string();
   CHECK(tree.find("Embedding_1000_32") != std::string::npos);
   CHECK(tree.find("Concatenate_in3") != std::string::npos);
