@@ -12,6 +12,7 @@
 #include <omp.h>
 #endif
 
+#include "core/engine/flush_denormals.hpp"
 #include "core/tensor/runtime.hpp"
 
 namespace ctrax {
@@ -34,20 +35,29 @@ using TeamBody = void (*)(void* body, int t, int n);
 bool run_on_open_team(TeamBody call, void* body);
 }  // namespace detail
 
+//
+// SUBNORMALS ARE ZERO. Every body, on whichever thread and however many there are, runs under
+// FlushDenormals (flush_denormals.hpp): a kernel's numbers below 2^-126 are 0, and the thread's
+// floating-point flags are back as they were when the body returns. Kernels with loops of their
+// own, outside these helpers, open one themselves.
 template <class F>
 void parallel_team(F&& body) {
   using Body = std::remove_reference_t<F>;
-  const detail::TeamBody call = [](void* b, int t, int n) { (*static_cast<Body*>(b))(t, n); };
+  const detail::TeamBody call = [](void* b, int t, int n) {
+    const FlushDenormals flush;
+    (*static_cast<Body*>(b))(t, n);
+  };
+  void* const erased = const_cast<void*>(static_cast<const void*>(&body));
   if (num_threads() < 2) {
-    body(0, 1);
+    call(erased, 0, 1);
     return;
   }
-  if (detail::run_on_open_team(call, const_cast<void*>(static_cast<const void*>(&body)))) return;
+  if (detail::run_on_open_team(call, erased)) return;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(num_threads())
-  body(omp_get_thread_num(), omp_get_num_threads());
+  call(erased, omp_get_thread_num(), omp_get_num_threads());
 #else
-  body(0, 1);
+  call(erased, 0, 1);
 #endif
 }
 
@@ -76,6 +86,7 @@ void in_one_region(F&& work) {
 template <class F>
 void parallel_chunks(std::int64_t n, bool worth_it, F&& body) {
   if (!worth_it || num_threads() < 2 || n < 2) {
+    const FlushDenormals flush;
     if (n > 0) body(std::int64_t{0}, n);
     return;
   }
@@ -92,6 +103,7 @@ void parallel_chunks(std::int64_t n, bool worth_it, F&& body) {
 template <class F>
 void parallel_parts(std::int64_t n_parts, F&& body) {
   if (num_threads() < 2 || n_parts < 2) {
+    const FlushDenormals flush;
     for (std::int64_t p = 0; p < n_parts; ++p) body(p);
     return;
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/engine/flush_denormals.hpp"
 #include "core/tensor/dispatch.hpp"
 
 namespace ctrax::train {
@@ -33,6 +34,7 @@ class AdafactorOptimizer : public Optimizer {
 
   void update_weight(std::int64_t step, double lr, Tensor& weight, const Tensor& g,
                      double g_scale, std::vector<Slot>& slots) const override {
+    const FlushDenormals flush;   // the decaying second moments pass through the subnormals
     dispatch_float(weight.dtype(), [&]<class T>(T) { update<T>(step, lr, weight, g, g_scale, slots); },
                    "Adafactor");
   }

@@ -1,5 +1,6 @@
 #include "core/train/momentum.hpp"
 
+#include "core/engine/flush_denormals.hpp"
 #include "core/tensor/dispatch.hpp"
 
 namespace ctrax::train {
@@ -17,6 +18,7 @@ class MomentumOptimizer : public Optimizer {
   void update_weight(std::int64_t, double lr, Tensor& weight, const Tensor& g, double g_scale,
                      std::vector<Slot>& slots) const override {
     dispatch_float(weight.dtype(), [&]<class T>(T) {
+      const FlushDenormals flush;   // the velocity of a weight without gradient decays through the subnormals
       T* w = weight.data<T>();
       T* v = slots[0].value.data<T>();
       const T* gp = g.data<T>();

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <cfloat>
 #include <cstdlib>
 #include <string>
 #include <stdexcept>
@@ -73,6 +74,36 @@ TEST_CASE("parallel_chunks covers [0, n) exactly once, inside one region or not"
     in_one_region([&] { inside = cover(); });
     CHECK(inside == std::vector<int>(static_cast<std::size_t>(n), 1));
   }
+}
+
+TEST_CASE("kernels read and write subnormals as zero, and leave the thread's floating-point flags as they were") {
+  // 1e-20 · 1e-20 = 1e-40 is below FLT_MIN ≈ 1.2e-38: a subnormal in IEEE arithmetic, 0 in ctrax's
+  // kernels (flush_denormals.hpp) — whether the product runs on one thread, on a team, or in one region.
+  volatile float tiny = 1e-20f;
+  REQUIRE(tiny * tiny > 0.0f);   // this thread computes IEEE before and after
+  for (int threads : {1, 2}) {
+    CAPTURE(threads);
+    Threads set(threads);
+    const Tensor a = Tensor::full({4096}, 1e-20), b = Tensor::full({4096}, 1e-20);
+    const auto all_zero = [](const Tensor& t) {
+      for (std::int64_t i = 0; i < t.numel(); ++i)
+        if (t.data<float>()[i] != 0.0f) return false;
+      return true;
+    };
+    CHECK(all_zero(a * b));
+    Tensor inside;
+    in_one_region([&] { inside = a * b; });
+    CHECK(all_zero(inside));
+    // A subnormal input is read as 0: FLT_MIN / 4 + 1 is exactly 1, and FLT_MIN / 4 · 2 is 0.
+    const Tensor sub = Tensor::full({4096}, FLT_MIN / 4);
+    CHECK(all_zero(sub * 2.0));
+    CHECK(tiny * tiny > 0.0f);
+  }
+#ifdef CTRAX_HAS_MXCSR
+  const unsigned before = _mm_getcsr();
+  (void)(Tensor::full({4096}, 1.0) * 2.0);
+  CHECK(_mm_getcsr() == before);
+#endif
 }
 
 TEST_CASE("a team nested in a team's body runs on its own thread alone") {

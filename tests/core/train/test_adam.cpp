@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <cfloat>
+
 #include "core/train/adam.hpp"
 #include "tests/helpers.hpp"
 
@@ -48,4 +50,22 @@ TEST_CASE("Adam's defaults are Trax's") {
   CHECK(c.eps == 1e-5);
   CHECK(c.weight_decay_rate == 1e-5);
   CHECK(Adam()->learning_rate() == 1e-4);
+}
+
+TEST_CASE("Adam's moments of a weight without gradient decay to exactly 0, never through the subnormals") {
+  // m = 0.9ᵏ · 0.1 and v = 0.999ᵏ · 0.001 with g = 0 from step 2 on. In IEEE float m would spend
+  // ~150 steps below FLT_MIN (each operation on it a microcode assist); flushed, it is 0 from the
+  // first step it would be subnormal.
+  Tensor w = Tensor::full({1}, 1.0);
+  auto opt = Adam({.learning_rate = 1e-3, .weight_decay_rate = 0.0});
+  opt->update(1, 1e-3, {w}, {Tensor::full({1}, 1.0)});
+  int first_zero = 0;
+  for (int step = 2; step < 1200 && first_zero == 0; ++step) {
+    opt->update(step, 1e-3, {w}, {Tensor::zeros({1})});
+    const float m = opt->slots()[0][0].value.data<float>()[0];
+    CHECK((m == 0.0f || m >= FLT_MIN));
+    if (m == 0.0f) first_zero = step;
+  }
+  CHECK(first_zero >= 800);   // 0.1 · 0.9ᵏ < FLT_MIN from k ≈ 808 on (float rounding moves it a step or two)
+  CHECK(first_zero <= 812);
 }
