@@ -5,6 +5,7 @@
 //   env -u OPENBLAS_CORETYPE build/bench/bench_train --model lm --config M --generate 256
 //   CTRAX_PROFILE=1 build/bench/bench_train --model encoder --config S     # where the time goes
 //   build/bench/bench_train --model lstm --config M      # against bench/pytorch_lstm_lm.py (nn.LSTM)
+//   build/bench/bench_train --model wideresnet --config S   # against bench/pytorch_wrn.py (nn.Conv2d)
 //
 // THE SAME WORK as the reference: Trax-style pre-norm TransformerLM / TransformerEncoder (2
 // classes), dropout 0.1 (attention probabilities included), cross-entropy, Adam (lr 1e-3), random
@@ -20,6 +21,10 @@
 // bench/pytorch_lstm_lm.py's model, no dropout; FLOPs 6·B·L·(layers·8d² + d·V). With d_ff = 4d a
 // Transformer block has 12d² weights and an LSTM layer 8d², so `--model lstm --config M --layers 6`
 // has the M TransformerLM's parameters (docs/02_attention_before_transformers.md).
+// --model wideresnet: Trax's WideResnet (models/resnet.cpp) on random 32×32×1 images, 10 classes,
+// batch 128: S is WRN-10-1 (n 1, k 1), M WRN-16-2, L WRN-16-4 (--n-blocks, --widen-factor change
+// them); bench/pytorch_wrn.py's model. Its GFLOP/s count the convolutions alone (the rest is
+// memory-bound): 6 · H·W·9·C_in·C_out per 3×3 convolution per image, as the reference counts them.
 // Reported after --warmup steps: median ms/step, tokens/s (batch·seq / median), GFLOP/s by the
 // references' formula 6·N_mm·B·L + 12·layers·L²·d·B with N_mm = layers·(4d² + 2d·d_ff) + d·V_out,
 // and peak RSS. --generate N: greedy decoding of N tokens, batch 1, with the KV cache (predict
@@ -78,6 +83,62 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
+// Convolution FLOPs of one training step of WRN-(6n+4)-k on 32×32 images (bench/pytorch_wrn.py's formula).
+double wideresnet_conv_flops(int n, int k, std::int64_t batch) {
+  double side = 32, total = side * side * 9 * 1 * 16, c_in = 16;
+  for (const auto& [c, stride] : {std::pair<double, int>{16.0 * k, 1}, {32.0 * k, 2}, {64.0 * k, 2}}) {
+    side /= stride;
+    total += 2 * side * side * 9 * c_in * c + side * side * 9 * c * c + (n - 1) * 2 * side * side * 9 * c * c;
+    c_in = c;
+  }
+  return 6 * total * static_cast<double>(batch);
+}
+
+// The training Loop's step of Trax's WideResnet, timed as the Transformers' below.
+int train_wideresnet(int n, int k, int steps, int warmup, bool json, const std::string& tag) {
+  const std::int64_t batch = 128, side = 32;
+  auto model = models::build({.name = "WideResnet", .n_classes = 10, .n_blocks = n, .widen_factor = k}, Mode::train);
+  std::vector<Stack> batches;
+  for (std::int64_t i = 0; i < warmup + steps; ++i) {
+    const Rng r = Rng(1).fold_in(static_cast<std::uint64_t>(i));
+    batches.push_back({r.normal({batch, side, side, 1}), r.fold_in(1).randint({batch}, 0, 10), Tensor::ones({batch})});
+  }
+  std::vector<double> ms;
+  double loss_first = 0, loss_last = 0;
+  std::ostream quiet(nullptr);
+  train::Loop loop(model,
+                   {{.labeled_data = [&batches](std::int64_t i) { return batches.at(static_cast<std::size_t>(i)); },
+                     .loss_layer = layers::WeightedCategoryCrossEntropy(),
+                     .optimizer = train::Adam({.learning_rate = 1e-3}), .n_steps_per_checkpoint = warmup + steps}},
+                   {.random_seed = 2, .checkpoint_at = [](std::int64_t) { return false; }, .out = &quiet,
+                    .progress = train::Progress::off,
+                    .on_step = [&](const train::StepTime& t) {
+                      if (t.step == 1) loss_first = t.loss;
+                      loss_last = t.loss;
+                      if (t.step == warmup) profile::reset();
+                      if (t.step > warmup) ms.push_back(t.seconds * 1e3);
+                    }});
+  if (warmup == 0) profile::reset();
+  loop.run(warmup + steps);
+  std::vector<double> sorted = ms;
+  std::sort(sorted.begin(), sorted.end());
+  const double med = sorted[sorted.size() / 2], flops = wideresnet_conv_flops(n, k, batch);
+  double mean = 0;
+  for (double t : ms) mean += t / static_cast<double>(ms.size());
+  fmt::print("train: {:.0f} images/s | {:.1f} ms/step median ({:.1f} mean, {} steps after {} warm-up) | convolutions "
+             "{:.2f} GFLOP/step -> {:.1f} GFLOP/s | params {:.3f}M | peak RSS {:.0f} MB | loss {:.3f}->{:.3f} | "
+             "threads={} (WRN-{}-{})\n",
+             static_cast<double>(batch) / med * 1e3, med, mean, steps, warmup, flops / 1e9, flops / med / 1e6,
+             static_cast<double>(model->n_params()) / 1e6, peak_rss_mb(), loss_first, loss_last, num_threads(),
+             6 * n + 4, k);
+  if (profile::enabled()) std::cout << profile::report(steps, mean);
+  if (json)
+    fmt::print("JSON {{\"tag\": \"{}\", \"script\": \"ctrax_wideresnet\", \"ms_per_step_median\": {}, "
+               "\"images_per_s\": {}, \"gflops_achieved\": {}, \"peak_rss_mb\": {}}}\n",
+               tag, med, static_cast<double>(batch) / med * 1e3, flops / med / 1e6, peak_rss_mb());
+  return 0;
+}
+
 }  // namespace
 
 // A bad flag combination is an error message and status 1, never an uncaught exception's abort.
@@ -88,7 +149,12 @@ int main(int argc, char** argv) try {
   std::int64_t generate = 0, gen_batch = 1, beams = 0, prompt_len = 0;
   bool json = false, sgemm = false, bandwidth = false, no_overlap = false;
   double bandwidth_mb = 512;
-  app.add_option("--model", model_name, "lm, encoder or lstm")->check(CLI::IsMember({"lm", "encoder", "lstm"}))->capture_default_str();
+  int n_blocks = 0, widen_factor = 0;
+  app.add_option("--model", model_name, "lm, encoder, lstm or wideresnet")
+      ->check(CLI::IsMember({"lm", "encoder", "lstm", "wideresnet"}))->capture_default_str();
+  app.add_option("--n-blocks", n_blocks, "wideresnet: blocks per group instead of the config's")->check(number_in(1, 100));
+  app.add_option("--widen-factor", widen_factor, "wideresnet: widening factor instead of the config's")
+      ->check(number_in(1, 16));
   app.add_option("--config", config_name, "S, M or L (RESULTS.md)")->check(CLI::IsMember({"S", "M", "L"}))->capture_default_str();
   app.add_option("--steps", steps, "timed steps (default: S 20, M 8, L 5, as the reference)")->check(number_in(1, 1e6));
   app.add_option("--layers", layers, "blocks / LSTM layers instead of the config's (e.g. --model lstm --config M "
@@ -165,6 +231,15 @@ int main(int argc, char** argv) try {
     if (json) fmt::print("JSON {{\"tag\": \"{}\", \"script\": \"bandwidth\", \"gb_per_s\": {}}}\n", tag, gbs[gbs.size() / 2]);
     return 0;
   }
+  if (model_name == "wideresnet") {
+    if (generate > 0 || layers > 0 || d_model > 0)
+      throw std::invalid_argument("--model wideresnet takes --n-blocks and --widen-factor, not --generate, --layers or --d-model");
+    const std::map<std::string, std::pair<int, int>> wrn{{"S", {1, 1}}, {"M", {2, 2}}, {"L", {2, 4}}};
+    return train_wideresnet(n_blocks > 0 ? n_blocks : wrn.at(config_name).first,
+                            widen_factor > 0 ? widen_factor : wrn.at(config_name).second, steps > 0 ? steps : 10, warmup,
+                            json, tag);
+  }
+  if (n_blocks > 0 || widen_factor > 0) throw std::invalid_argument("--n-blocks and --widen-factor need --model wideresnet");
   Config k = kConfigs.at(config_name);
   if (layers > 0) k.layers = layers;
   if (d_model > 0) {   // the config's heads must divide it (models::check, below)
