@@ -5,6 +5,7 @@
 #include "core/tensor/autodiff.hpp"
 #include "core/tensor/convolution.hpp"
 #include "core/tensor/elementwise.hpp"
+#include "core/tensor/gather.hpp"
 #include "core/tensor/indexing.hpp"
 #include "core/tensor/matmul.hpp"
 #include "core/tensor/nn_ops.hpp"
