@@ -112,4 +112,16 @@ LayerPtr Attention(std::int64_t d_feature, AttentionOptions o, std::source_locat
   return at_caller(Serial(Select({0, 0, 0}, -1), AttentionQKV(d_feature, o)), created);
 }
 
+LayerPtr ConfigurableAttention(LayerPtr q_layer, LayerPtr k_layer, LayerPtr v_layer, LayerPtr final_layer,
+                               LayerPtr qkv_attention_layer, int n_heads, std::source_location created) {
+  if (!q_layer || !k_layer || !v_layer || !final_layer || !qkv_attention_layer)
+    throw std::invalid_argument("ConfigurableAttention: give all five layers (q, k, v, final, qkv attention)");
+  if (n_heads < 1) throw std::invalid_argument(fmt::format("ConfigurableAttention: n_heads must be >= 1, got {}", n_heads));
+  return at_caller(Serial(Branch(Serial(std::move(q_layer), SplitIntoHeads(n_heads)),
+                                 Serial(std::move(k_layer), SplitIntoHeads(n_heads)),
+                                 Serial(std::move(v_layer), SplitIntoHeads(n_heads))),
+                          std::move(qkv_attention_layer), MergeHeads(n_heads), std::move(final_layer)),
+                   created);
+}
+
 }  // namespace ctrax::layers

@@ -29,6 +29,11 @@
 //   Attention(d_feature, n_heads, dropout, mode)
 //       = Serial(Select({0,0,0}), AttentionQKV)     (x, mask) → (y, mask)    2 → 2
 //       self-attention: queries, keys and values all come from x. The encoder's attention.
+//   ConfigurableAttention(q_layer, k_layer, v_layer, final_layer, qkv_attention_layer, n_heads)
+//       = Serial(Branch([q_layer, SplitIntoHeads], [k_layer, SplitIntoHeads],
+//                       [v_layer, SplitIntoHeads]), qkv_attention_layer, MergeHeads, final_layer)
+//       attention with every part given: CausalAttention is this with Dense layers and
+//       DotProductCausalAttention (causal_attention.hpp). Inputs (B, L, d) for each projection.
 //
 // Masking uses −1e9, not −inf, as Trax does: a row with every key masked then gets a uniform
 // softmax instead of NaN. The causal (decoder) variant is in causal_attention.hpp.
@@ -63,5 +68,8 @@ LayerPtr AttentionQKV(std::int64_t d_feature, AttentionOptions options = {},
                       std::source_location created = std::source_location::current());
 LayerPtr Attention(std::int64_t d_feature, AttentionOptions options = {},
                    std::source_location created = std::source_location::current());
+LayerPtr ConfigurableAttention(LayerPtr q_layer, LayerPtr k_layer, LayerPtr v_layer, LayerPtr final_layer,
+                               LayerPtr qkv_attention_layer, int n_heads = 1,
+                               std::source_location created = std::source_location::current());
 
 }  // namespace ctrax::layers

@@ -12,12 +12,16 @@ namespace {
 // inputs; `causal` pads the sequence on the left.
 class ConvLayer final : public Layer {
  public:
-  ConvLayer(std::string name, std::int64_t filters, std::vector<std::int64_t> kernel, std::array<std::int64_t, 2> strides,
-            Padding padding, Initializer kernel_init, Initializer bias_init, bool use_bias, bool causal,
-            std::source_location created)
-      : Layer(std::move(name), 1, 1, created), filters_(filters), kernel_(std::move(kernel)), strides_(strides),
-        padding_(padding), kernel_init_(kernel_init ? std::move(kernel_init) : glorot_normal(-1, -2)),
-        bias_init_(std::move(bias_init)), use_bias_(use_bias), causal_(causal) {}
+  // What the layer computes: Trax's Conv, CausalConv or ConvTranspose.
+  enum class Kind { conv, causal, transpose };
+
+  ConvLayer(std::string name, Kind kind, std::int64_t filters, std::vector<std::int64_t> kernel,
+            std::array<std::int64_t, 2> strides, Padding padding, Initializer kernel_init, Initializer bias_init,
+            bool use_bias, std::source_location created, std::array<std::int64_t, 2> dilation = {1, 1})
+      : Layer(std::move(name), 1, 1, created), kind_(kind), filters_(filters), kernel_(std::move(kernel)),
+        strides_(strides), dilation_(dilation), padding_(padding),
+        kernel_init_(kernel_init ? std::move(kernel_init) : glorot_normal(-1, -2)), bias_init_(std::move(bias_init)),
+        use_bias_(use_bias) {}
 
  protected:
   void init_weights_and_state(const Signature& input) override {
@@ -48,10 +52,12 @@ class ConvLayer final : public Layer {
     batched.insert(batched.end(), x.shape().end() - spatial - 1, x.shape().end());
     x = reshape(x, batched);
     Tensor y;
-    if (spatial == 2) {
+    if (kind_ == Kind::transpose) {
+      y = conv_transpose2d(x, w, {.strides = strides_, .dilation = dilation_, .padding = padding_});
+    } else if (spatial == 2) {
       y = conv2d(x, w, {.strides = strides_, .padding = padding_});
     } else {
-      if (causal_)   // k − 1 zeros before the first position
+      if (kind_ == Kind::causal)   // k − 1 zeros before the first position
         x = concatenate({Tensor::zeros({x.dim(0), kernel_[0] - 1, x.dim(2)}, x.dtype()), x}, 1);
       y = conv1d(x, w, strides_[1], padding_);
     }
@@ -62,12 +68,13 @@ class ConvLayer final : public Layer {
   }
 
  private:
+  Kind kind_;
   std::int64_t filters_;
   std::vector<std::int64_t> kernel_;
-  std::array<std::int64_t, 2> strides_;
+  std::array<std::int64_t, 2> strides_, dilation_;
   Padding padding_;
   Initializer kernel_init_, bias_init_;
-  bool use_bias_, causal_;
+  bool use_bias_;
 };
 
 void check_sizes(const char* layer, std::int64_t filters, std::initializer_list<std::int64_t> sizes,
@@ -77,7 +84,7 @@ void check_sizes(const char* layer, std::int64_t filters, std::initializer_list<
                                             location_string(created), filters));
   for (std::int64_t s : sizes)
     if (s < 1)
-      throw std::invalid_argument(fmt::format("{} (created at {}): kernel sizes and strides must be >= 1, got {}",
+      throw std::invalid_argument(fmt::format("{} (created at {}): kernel sizes, strides and dilations must be >= 1, got {}",
                                               layer, location_string(created), s));
 }
 
@@ -85,25 +92,36 @@ void check_sizes(const char* layer, std::int64_t filters, std::initializer_list<
 
 LayerPtr Conv(std::int64_t filters, std::array<std::int64_t, 2> kernel_size, ConvOptions o, std::source_location created) {
   check_sizes("Conv", filters, {kernel_size[0], kernel_size[1], o.strides[0], o.strides[1]}, created);
-  return std::make_shared<ConvLayer>("Conv", filters, std::vector<std::int64_t>{kernel_size[0], kernel_size[1]},
-                                     o.strides, o.padding, std::move(o.kernel_initializer),
-                                     std::move(o.bias_initializer), o.use_bias, false, created);
+  return std::make_shared<ConvLayer>("Conv", ConvLayer::Kind::conv, filters,
+                                     std::vector<std::int64_t>{kernel_size[0], kernel_size[1]}, o.strides, o.padding,
+                                     std::move(o.kernel_initializer), std::move(o.bias_initializer), o.use_bias,
+                                     created);
 }
 
 LayerPtr Conv1d(std::int64_t filters, std::int64_t kernel_size, Conv1dOptions o, std::source_location created) {
   check_sizes("Conv1d", filters, {kernel_size, o.stride}, created);
-  return std::make_shared<ConvLayer>("Conv", filters, std::vector<std::int64_t>{kernel_size},
+  return std::make_shared<ConvLayer>("Conv", ConvLayer::Kind::conv, filters, std::vector<std::int64_t>{kernel_size},
                                      std::array<std::int64_t, 2>{1, o.stride}, o.padding,
                                      std::move(o.kernel_initializer), std::move(o.bias_initializer), o.use_bias,
-                                     false, created);
+                                     created);
 }
 
 LayerPtr CausalConv(std::int64_t filters, std::int64_t kernel_width, CausalConvOptions o, std::source_location created) {
   check_sizes("CausalConv", filters, {kernel_width}, created);
-  return std::make_shared<ConvLayer>("CausalConv", filters, std::vector<std::int64_t>{kernel_width},
-                                     std::array<std::int64_t, 2>{1, 1}, Padding::valid,
-                                     std::move(o.kernel_initializer), std::move(o.bias_initializer), true, true,
-                                     created);
+  return std::make_shared<ConvLayer>("CausalConv", ConvLayer::Kind::causal, filters,
+                                     std::vector<std::int64_t>{kernel_width}, std::array<std::int64_t, 2>{1, 1},
+                                     Padding::valid, std::move(o.kernel_initializer), std::move(o.bias_initializer),
+                                     true, created);
+}
+
+LayerPtr ConvTranspose(std::int64_t filters, std::array<std::int64_t, 2> kernel_size, ConvTransposeOptions o,
+                       std::source_location created) {
+  check_sizes("ConvTranspose", filters,
+              {kernel_size[0], kernel_size[1], o.strides[0], o.strides[1], o.rhs_dilation[0], o.rhs_dilation[1]}, created);
+  return std::make_shared<ConvLayer>("ConvTranspose", ConvLayer::Kind::transpose, filters,
+                                     std::vector<std::int64_t>{kernel_size[0], kernel_size[1]}, o.strides, o.padding,
+                                     std::move(o.kernel_initializer), std::move(o.bias_initializer), true, created,
+                                     o.rhs_dilation);
 }
 
 }  // namespace ctrax::layers

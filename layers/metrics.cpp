@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/layer/fn.hpp"
+#include "core/layer/layer_error.hpp"
 #include "core/tensor/ops.hpp"
 
 namespace ctrax::layers {
@@ -165,6 +168,75 @@ LayerPtr SmoothL1Loss(source_location c) {
 
 LayerPtr WeightedSum(source_location c) {
   return Fn("WeightedSum", [](TensorArg values, TensorArg weights) { return sum(values * weights); }, 1, c);
+}
+
+namespace {
+
+// F_β of each class k₀ … C − 1 from argmax predictions, and each class's true count.
+struct FScores {
+  std::vector<double> f, n_true;
+};
+
+FScores f_scores(const char* layer, const Tensor& output, const Tensor& targets, double beta, std::int64_t k0) {
+  if (output.rank() < 1 || targets.dtype() != DType::int32 ||
+      Shape(output.shape().begin(), output.shape().end() - 1) != targets.shape())
+    throw std::invalid_argument(fmt::format("{}: expected model output (…, C) and int32 targets (…), got {} and {}", layer,
+                                            output.signature(), targets.signature()));
+  const std::int64_t C = output.dim(-1);
+  if (k0 < 0 || k0 >= C)
+    throw std::invalid_argument(fmt::format("{}: initial_category_index {} is outside [0, {})", layer, k0, C));
+  const std::vector<double> z = output.to_doubles();
+  const std::int32_t* t = targets.data<std::int32_t>();
+  std::vector<double> hits(static_cast<std::size_t>(C)), predicted(hits), n_true(hits);
+  for (std::int64_t i = 0, n = targets.numel(); i < n; ++i) {
+    if (t[i] < 0 || t[i] >= C)
+      throw std::out_of_range(fmt::format("{}: target {} at position {} is outside [0, {})", layer, t[i], i, C));
+    const auto row = z.begin() + i * C;
+    const auto p = static_cast<std::size_t>(std::max_element(row, row + C) - row);
+    predicted[p] += 1;
+    n_true[static_cast<std::size_t>(t[i])] += 1;
+    if (p == static_cast<std::size_t>(t[i])) hits[p] += 1;
+  }
+  FScores out;
+  const double b2 = beta * beta;
+  for (auto k = static_cast<std::size_t>(k0); k < static_cast<std::size_t>(C); ++k) {
+    const double precision = predicted[k] > 0 ? hits[k] / predicted[k] : 0, recall = n_true[k] > 0 ? hits[k] / n_true[k] : 0;
+    out.f.push_back(precision + recall > 0 ? (1 + b2) * precision * recall / (b2 * precision + recall) : 0.0);
+    out.n_true.push_back(n_true[k]);
+  }
+  return out;
+}
+
+void check_beta(const char* layer, double beta, source_location c) {
+  if (!(beta > 0))
+    throw std::invalid_argument(fmt::format("{} (created at {}): beta must be > 0, got {}", layer, location_string(c), beta));
+}
+
+}  // namespace
+
+LayerPtr MacroAveragedFScore(double beta, std::int64_t k0, source_location c) {
+  check_beta("MacroAveragedFScore", beta, c);
+  return Fn("MacroAveragedFScore", [beta, k0](TensorArg output, TensorArg targets) {
+    if (output.is_meta() || targets.is_meta()) return Tensor::meta({}, output.dtype());   // shape inference
+    const FScores s = f_scores("MacroAveragedFScore", output, targets, beta, k0);
+    double total = 0;
+    for (double f : s.f) total += f;
+    return Tensor::scalar(total / static_cast<double>(s.f.size()), output.dtype());
+  }, 1, c);
+}
+
+LayerPtr WeightedFScore(double beta, std::int64_t k0, source_location c) {
+  check_beta("WeightedFScore", beta, c);
+  return Fn("WeightedFScore", [beta, k0](TensorArg output, TensorArg targets) {
+    if (output.is_meta() || targets.is_meta()) return Tensor::meta({}, output.dtype());   // shape inference
+    const FScores s = f_scores("WeightedFScore", output, targets, beta, k0);
+    double total = 0, n = 0;
+    for (std::size_t k = 0; k < s.f.size(); ++k) {
+      total += s.n_true[k] * s.f[k];
+      n += s.n_true[k];
+    }
+    return Tensor::scalar(n > 0 ? total / n : 0.0, output.dtype());
+  }, 1, c);
 }
 
 }  // namespace ctrax::layers

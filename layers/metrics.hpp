@@ -21,6 +21,12 @@
 //   L2Loss()                               3      Σ w·(y − t)² / Σ w            (regression; shapes equal)
 //   SmoothL1Loss()                         3      Σ w·huber(y − t) / Σ w,  huber(d) = d²/2 if |d| < 1, else |d| − ½
 //   WeightedSum()                          2      Σ values·weights
+//   MacroAveragedFScore(β, k₀)             2      mean over classes k ≥ k₀ of F_β(k)          (argmax predictions)
+//   WeightedFScore(β, k₀)                  2      Σ_k n_k·F_β(k) / Σ_k n_k, n_k = true count of class k ≥ k₀
+//         F_β(k) = (1 + β²)·P·R / (β²·P + R),  P = hits/predicted k,  R = hits/true k; a class with
+//         P + R = 0 (never predicted right, or absent and never predicted) scores 0 (scikit-learn's
+//         zero_division=0). k₀ leaves out leading classes (a padding id 0). Not differentiable:
+//         an evaluation metric, for imbalanced classes where accuracy flatters.
 //
 // with, per position, logits z (…, C), integer target t (…), and
 //   ce = −Σ_c p_c · log_softmax(z)_c,   p = (1 − ε)·one_hot(t) + ε/C   (label smoothing ε ∈ [0, 1])
@@ -63,5 +69,9 @@ LayerPtr BinaryCrossEntropyLoss(source_location created = source_location::curre
 LayerPtr L2Loss(source_location created = source_location::current());
 LayerPtr SmoothL1Loss(source_location created = source_location::current());
 LayerPtr WeightedSum(source_location created = source_location::current());
+LayerPtr MacroAveragedFScore(double beta = 1.0, std::int64_t initial_category_index = 0,
+                             source_location created = source_location::current());
+LayerPtr WeightedFScore(double beta = 1.0, std::int64_t initial_category_index = 0,
+                        source_location created = source_location::current());
 
 }  // namespace ctrax::layers

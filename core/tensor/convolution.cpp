@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "core/engine/broadcast.hpp"
@@ -162,6 +163,47 @@ Tensor conv1d(const Tensor& x, const Tensor& w, std::int64_t stride, Padding pad
   const Tensor y = conv2d(reshape(x, {x.dim(0), 1, x.dim(1), x.dim(2)}), reshape(w, {1, w.dim(0), w.dim(1), w.dim(2)}),
                           {.strides = {1, stride}, .dilation = {1, dilation}, .padding = padding});
   return reshape(y, {y.dim(0), y.dim(2), y.dim(3)});
+}
+
+namespace {
+
+// x with s − 1 zeros between neighbours along `axis`: (…, n, …) → (…, (n − 1)·s + 1, …).
+Tensor dilate_axis(const Tensor& x, int axis, std::int64_t s) {
+  if (s == 1) return x;
+  std::vector<Tensor> parts{x};
+  for (std::int64_t i = 1; i < s; ++i) parts.push_back(Tensor::zeros(x.shape(), x.dtype()));
+  Shape shape = x.shape();
+  shape[static_cast<std::size_t>(axis)] *= s;
+  return slice(reshape(stack(parts, axis + 1), shape), axis, 0, (x.dim(axis) - 1) * s + 1);
+}
+
+// JAX's padding of a transposed convolution along one axis (effective kernel e, stride s).
+std::array<std::int64_t, 2> transpose_padding(Padding padding, std::int64_t e, std::int64_t s) {
+  if (padding == Padding::same) {
+    const std::int64_t total = e + s - 2, before = s > e - 1 ? e - 1 : (total + 1) / 2;
+    return {before, total - before};
+  }
+  return {e - 1, s - 1 + std::max<std::int64_t>(e - s, 0)};
+}
+
+}  // namespace
+
+Tensor conv_transpose2d(const Tensor& x, const Tensor& w, const WindowOptions& o) {
+  if (w.rank() != 4)
+    throw std::invalid_argument(fmt::format("conv_transpose2d needs a kernel (kh, kw, C_in, C_out), got {}", w.signature()));
+  if (x.rank() != 4 || x.dim(3) != w.dim(2))
+    throw std::invalid_argument(fmt::format("conv_transpose2d: images {} (B, H, W, C_in) and kernel {} (kh, kw, C_in, "
+                                            "C_out) do not fit", x.signature(), w.signature()));
+  for (int a = 0; a < 2; ++a)
+    if (o.strides[a] < 1 || o.dilation[a] < 1)
+      throw std::invalid_argument(fmt::format("conv_transpose2d: strides and dilation must be >= 1, got ({}, {}) and "
+                                              "({}, {})", o.strides[0], o.strides[1], o.dilation[0], o.dilation[1]));
+  const std::int64_t eh = (w.dim(0) - 1) * o.dilation[0] + 1, ew = (w.dim(1) - 1) * o.dilation[1] + 1;
+  const auto ph = transpose_padding(o.padding, eh, o.strides[0]), pw = transpose_padding(o.padding, ew, o.strides[1]);
+  const Tensor dilated = dilate_axis(dilate_axis(x, 1, o.strides[0]), 2, o.strides[1]);
+  const Tensor p = image_patches(dilated, {w.dim(0), w.dim(1)}, {1, 1}, o.dilation, {ph[0], ph[1], pw[0], pw[1]});
+  const Tensor y = matmul(reshape(p, {-1, p.dim(3)}), reshape(w, {-1, w.dim(3)}));
+  return reshape(y, {p.dim(0), p.dim(1), p.dim(2), w.dim(3)});
 }
 
 namespace {

@@ -11,6 +11,13 @@
 //   conv2d(x, w)    patches (B·OH·OW, kh·kw·C_in) × w (kh·kw·C_in, C_out): one matrix product
 //                   (the GEMM every fast CPU convolution uses); → (B, OH, OW, C_out)
 //   conv1d(x, w)    x (B, L, C), w (k, C_in, C_out): conv2d on one image row
+//   conv_transpose2d(x, w)   lax.conv_transpose, under Trax's ConvTranspose: x dilated by the
+//                   strides (s − 1 zeros between neighbours), padded as JAX pads a transposed
+//                   convolution, then convolved at stride 1 with w as given (HWIO, not flipped:
+//                   JAX's transpose_kernel=False). Out per axis: n·s (SAME), n·s + max(e − s, 0)
+//                   (VALID), e = (k − 1)·dilation + 1 — the size a stride-s convolution came from.
+//                   Padding (before, after): VALID (e − 1, s − 1 + max(e − s, 0)); SAME a total of
+//                   e + s − 2, e − 1 of it before when s > e − 1, else ⌈total / 2⌉
 //   max_pool        max over each window's kh·kw values, padding −∞ (never chosen)
 //   sum_pool        their sum, padding 0;  avg_pool  sum_pool / (kh·kw): padded zeros count, as
 //                   Trax's avg_pool divides by the window's size
@@ -51,6 +58,7 @@ Tensor image_patches(const Tensor& x, std::array<std::int64_t, 2> kernel, const 
 Tensor conv2d(const Tensor& x, const Tensor& w, const WindowOptions& o = {});   // NHWC, HWIO
 Tensor conv1d(const Tensor& x, const Tensor& w, std::int64_t stride = 1, Padding padding = Padding::valid,
               std::int64_t dilation = 1);                                     // NWC, WIO
+Tensor conv_transpose2d(const Tensor& x, const Tensor& w, const WindowOptions& o = {});   // NHWC, HWIO
 
 Tensor max_pool(const Tensor& x, std::array<std::int64_t, 2> pool, const WindowOptions& o);
 Tensor sum_pool(const Tensor& x, std::array<std::int64_t, 2> pool, const WindowOptions& o);

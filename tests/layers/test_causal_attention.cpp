@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 
+#include "layers/attention.hpp"
 #include "layers/causal_attention.hpp"
+#include "layers/dense.hpp"
 #include "tests/helpers.hpp"
 
 using namespace ctrax;
@@ -82,4 +84,18 @@ TEST_CASE("CausalAttention passes the gradient checker") {
   auto att = CausalAttention(4, {.n_heads = 2});
   att->init(ShapeDtype{{2, 3, 4}, DType::float64});
   expect_layer_gradients(att, {randn({2, 3, 4})});
+}
+
+TEST_CASE("ConfigurableAttention with Dense projections and DotProductCausalAttention is CausalAttention") {
+  auto configurable = ConfigurableAttention(Dense(8), Dense(8), Dense(8), Dense(8), DotProductCausalAttention(), 2);
+  auto causal = CausalAttention(8, {.n_heads = 2});
+  CHECK(configurable->to_string() == causal->to_string());
+  const Tensor x = randn({2, 5, 8}, 51);
+  const Tensor y = init_and_run(causal, {x}, 52)[0];
+  init_and_run(configurable, {x});
+  configurable->set_all_weights(causal->all_weights());
+  expect_close((*configurable)(x), y, 1e-13);
+  expect_layer_gradients(configurable, {randn({1, 3, 8}, 53)});
+  CHECK_THROWS_WITH_AS(ConfigurableAttention(Dense(8), nullptr, Dense(8), Dense(8), DotProductCausalAttention()),
+                       doctest::Contains("give all five layers"), std::invalid_argument);
 }

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "layers/convolution.hpp"
+#include "layers/locally_connected.hpp"
 #include "layers/pooling.hpp"
 #include "tests/helpers.hpp"
 
@@ -45,6 +46,28 @@ TEST_CASE("Conv's kernel starts as Trax's GlorotNormal over (C_in, C_out), the k
   for (double v : w) ss += v * v;
   // std √(2 / (64 + 64)) = 0.125 (PyTorch's default would be ~3× smaller, counting the 3×3 area).
   CHECK(std::sqrt(ss / static_cast<double>(w.size())) == doctest::Approx(0.125).epsilon(0.03));
+}
+
+TEST_CASE("ConvTranspose: Trax's deconvolution layer, shapes, weights, name and values") {
+  auto up = ConvTranspose(8, {3, 3}, {.strides = {2, 2}, .padding = Padding::same});
+  CHECK(up->init(ShapeDtype{{2, 4, 5, 3}})[0].shape == Shape{2, 8, 10, 8});
+  CHECK(up->to_string() == "ConvTranspose");
+  REQUIRE(up->weights().size() == 2);
+  CHECK(up->weights()[0].shape() == Shape{3, 3, 3, 8});   // HWIO: I the input's channels
+  CHECK(up->weights()[1].shape() == Shape{8});
+  CHECK(ConvTranspose(8, {3, 3}, {.strides = {2, 2}})->init(ShapeDtype{{2, 4, 5, 3}})[0].shape == Shape{2, 9, 11, 8});
+  CHECK(ConvTranspose(2, {2, 2}, {.rhs_dilation = {2, 2}})->init(ShapeDtype{{1, 4, 4, 1}})[0].shape == Shape{1, 6, 6, 2});
+  auto layer = ConvTranspose(2, {2, 3}, {.strides = {2, 1}, .padding = Padding::same});
+  const Tensor x = randn({1, 3, 3, 2}, 22);
+  const Tensor y = init_and_run(layer, {x})[0];
+  expect_close(y, conv_transpose2d(x, layer->weights()[0], {.strides = {2, 1}, .padding = Padding::same}) + layer->weights()[1],
+               1e-12);
+  auto strided = ConvTranspose(2, {2, 2}, {.strides = {2, 2}});
+  const Tensor small = randn({2, 2, 3, 2}, 23);
+  init_and_run(strided, {small});
+  expect_layer_gradients(strided, {small});
+  CHECK_THROWS_WITH_AS(ConvTranspose(2, {2, 2}, {.rhs_dilation = {0, 1}}),
+                       doctest::Contains("kernel sizes, strides and dilations must be >= 1, got 0"), std::invalid_argument);
 }
 
 TEST_CASE("Conv1d and CausalConv over sequences (B, L, C)") {
@@ -95,4 +118,51 @@ TEST_CASE("convolution and pooling layers pass the gradient checker") {
     f->init(ShapeDtype{{2, 6, 3}, DType::float64});
     expect_layer_gradients(f, {randn({2, 6, 3}, 24)});
   }
+}
+
+namespace {
+// LocallyConnected1d by its definition: y[n, t, f] = Σ_i Σ_p x[n, s, p] · w[s, i, p, f] + b[t, f],
+// s = t + o_i (SAME, WRAP: o_i = i − h, WRAP modulo L; VALID: o_i = k − 1 − i), outside → 0.
+std::vector<double> locally_connected_reference(const Tensor& x, const Tensor& w, const Tensor& b, LocalPadding padding) {
+  const auto px = x.to_doubles(), pw = w.to_doubles(), pb = b.to_doubles();
+  const std::int64_t N = x.dim(0), L = x.dim(1), D = x.dim(2), k = w.dim(1), F = w.dim(3), h = (k - 1) / 2;
+  const std::int64_t T = padding == LocalPadding::valid ? L - k + 1 : L;
+  std::vector<double> y;
+  for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t t = 0; t < T; ++t)
+      for (std::int64_t f = 0; f < F; ++f) {
+        double acc = pb[static_cast<std::size_t>(t * F + f)];
+        for (std::int64_t i = 0; i < k; ++i) {
+          std::int64_t s = t + (padding == LocalPadding::valid ? k - 1 - i : i - h);
+          if (padding == LocalPadding::wrap) s = ((s % L) + L) % L;
+          if (s < 0 || s >= L) continue;
+          for (std::int64_t p = 0; p < D; ++p)
+            acc += px[static_cast<std::size_t>((n * L + s) * D + p)] * pw[static_cast<std::size_t>(((s * k + i) * D + p) * F + f)];
+        }
+        y.push_back(acc);
+      }
+  return y;
+}
+}  // namespace
+
+TEST_CASE("LocallyConnected1d: a kernel per position, SAME, WRAP and VALID as Trax shifts them") {
+  const Tensor x = randn({2, 6, 3}, 41);
+  for (const LocalPadding padding : {LocalPadding::same, LocalPadding::wrap, LocalPadding::valid}) {
+    auto layer = LocallyConnected1d(4, 3, {.bias_initializer = glorot_uniform(), .padding = padding});
+    const Tensor y = init_and_run(layer, {x}, 42)[0];
+    const std::int64_t T = padding == LocalPadding::valid ? 4 : 6;
+    CHECK(y.shape() == Shape{2, T, 4});
+    CHECK(layer->weights()[0].shape() == Shape{6, 3, 3, 4});
+    CHECK(layer->weights()[1].shape() == Shape{T, 4});
+    const auto ref = locally_connected_reference(x, layer->weights()[0], layer->weights()[1], padding);
+    const auto got = y.to_doubles();
+    REQUIRE(got.size() == ref.size());
+    for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(ref[i]).epsilon(1e-12));
+    expect_layer_gradients(layer, {x});
+  }
+  auto layer = LocallyConnected1d(2, 1);
+  CHECK(layer->to_string() == "LocallyConnected1d_2_1");
+  CHECK(init_and_run(layer, {randn({2, 3, 5, 4}, 43)})[0].shape() == Shape{2, 3, 5, 2});   // leading axes kept
+  CHECK_THROWS_WITH_AS(LocallyConnected1d(2, 2), doctest::Contains("an odd kernel size"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS((*layer)(randn({2, 4, 4})), doctest::Contains("its weights belong to positions"), LayerError);
 }

@@ -134,3 +134,27 @@ TEST_CASE("the binary and regression losses pass the gradient checker") {
     expect_layer_gradients(loss, {y, x, w});
   }
 }
+
+TEST_CASE("MacroAveragedFScore and WeightedFScore on literal values") {
+  // Predictions (argmax) 0 0 1 2 2 2 against targets 0 1 1 2 2 0:
+  //   class 0: P = 1/2, R = 1/2, F1 = 1/2;  class 1: P = 1, R = 1/2, F1 = 2/3;  class 2: P = 2/3, R = 1, F1 = 4/5
+  const Tensor scores = one_hot(tensor({0, 0, 1, 2, 2, 2}, {6}), 3) * 5.0;
+  const Tensor truth = tensor({0, 1, 1, 2, 2, 0}, {6});
+  const auto run = [&](const LayerPtr& metric) { return init_and_run(metric, {scores, truth})[0].item(); };
+  CHECK(run(MacroAveragedFScore()) == doctest::Approx((0.5 + 2.0 / 3 + 0.8) / 3));
+  // Weighted by true counts 2, 2, 2 — here equal to the macro average.
+  CHECK(run(WeightedFScore()) == doctest::Approx((0.5 + 2.0 / 3 + 0.8) / 3));
+  // Leaving out class 0: mean of 2/3 and 4/5; weighted by 2 and 2, the same.
+  CHECK(run(MacroAveragedFScore(1.0, 1)) == doctest::Approx((2.0 / 3 + 0.8) / 2));
+  // β = 2 weighs recall: class 1 F2 = 5·1·½ / (4·1 + ½) = 5/9.
+  const double f2_0 = 5 * 0.25 / (4 * 0.5 + 0.5), f2_1 = 5.0 / 9, f2_2 = 5 * (2.0 / 3) / (4 * (2.0 / 3) + 1);
+  CHECK(run(MacroAveragedFScore(2.0)) == doctest::Approx((f2_0 + f2_1 + f2_2) / 3));
+  // Unequal supports: targets 0 0 0 0 1 1 against predictions all 0 → F(0) = 2·(4/6)·1/(4/6 + 1) = 0.8, F(1) = 0.
+  const Tensor all_zero = one_hot(tensor({0, 0, 0, 0, 0, 0}, {6}), 2);
+  const Tensor skewed = tensor({0, 0, 0, 0, 1, 1}, {6});
+  CHECK(init_and_run(MacroAveragedFScore(), {all_zero, skewed})[0].item() == doctest::Approx(0.4));
+  CHECK(init_and_run(WeightedFScore(), {all_zero, skewed})[0].item() == doctest::Approx(4 * 0.8 / 6));
+  CHECK_THROWS_WITH_AS(init_and_run(MacroAveragedFScore(), {all_zero, tensor({0, 2, 0, 0, 0, 0}, {6})}),
+                       doctest::Contains("target 2 at position 1 is outside [0, 2)"), LayerError);
+  CHECK_THROWS_WITH_AS(MacroAveragedFScore(0.0), doctest::Contains("beta must be > 0"), std::invalid_argument);
+}

@@ -161,3 +161,59 @@ TEST_CASE("recurrent layers say what is wrong") {
                        LayerError);
   CHECK_THROWS_AS(LSTMCell(0), std::invalid_argument);
 }
+
+TEST_CASE("SRU: one Dense for all gates, an element-wise recurrence and a √3 highway, on literal values") {
+  // d = n = 1, W = [1, 2, 3] (r, f, y), b = 0, x = [1, 2]:
+  //   c₁ = (1 − σ(2))·3,               h₁ = σ(1)·c₁ + (1 − σ(1))·1·√3
+  //   c₂ = σ(4)·c₁ + (1 − σ(4))·6,      h₂ = σ(2)·c₂ + (1 − σ(2))·2·√3
+  auto sru = SRU(1, nullptr, Mode::eval);
+  const Tensor x = Tensor::from_doubles({1, 2}, {1, 2, 1}, DType::float64);
+  init_and_run(sru, {x});
+  sru->set_all_weights({Tensor::from_doubles({1, 2, 3}, {1, 3}, DType::float64), Tensor::zeros({3}, DType::float64)});
+  const double c1 = (1 - sigm(2)) * 3, c2 = sigm(4) * c1 + (1 - sigm(4)) * 6;
+  expect_tensor((*sru)(x), {1, 2, 1},
+                {sigm(1) * c1 + (1 - sigm(1)) * std::sqrt(3.0), sigm(2) * c2 + (1 - sigm(2)) * 2 * std::sqrt(3.0)}, 1e-13);
+  // With an activation on c (Tanh): h₁ = σ(1)·tanh(c₁) + (1 − σ(1))·√3.
+  auto sru_tanh = SRU(1, Tanh(), Mode::eval);
+  init_and_run(sru_tanh, {x});
+  sru_tanh->set_all_weights(sru->all_weights());
+  CHECK((*sru_tanh)(x).to_doubles()[0] == doctest::Approx(sigm(1) * std::tanh(c1) + (1 - sigm(1)) * std::sqrt(3.0)).epsilon(1e-13));
+}
+
+TEST_CASE("SRU prints as Trax's, learns through time, and decodes one position at a time") {
+  auto sru = SRU(3);
+  CHECK(sru->to_string() == "SRU_3");
+  CHECK(sru->n_in() == 1);
+  CHECK(sru->n_out() == 1);
+  const Tensor x = randn({2, 4, 3}, 11);
+  init_and_run(sru, {x}, 12);
+  CHECK(sru->all_weights().size() == 2);   // Dense(3n)'s w and b, nothing else
+  expect_layer_gradients(sru, {x});
+  auto whole = SRU(3, nullptr, Mode::eval);
+  const Tensor y = init_and_run(whole, {x}, 13)[0];
+  expect_close(one_at_a_time(SRU(3, nullptr, Mode::predict), whole, x), y, 1e-13);
+  CHECK_THROWS_WITH_AS(init_and_run(SRU(4), {x}), doctest::Contains("SRU's highway adds the input to the output"), LayerError);
+}
+
+TEST_CASE("ConvGRUCell: the Neural GPU's convolutional GRU, each gate its own SAME convolution") {
+  auto cell = ConvGRUCell(4, {3, 3}, Mode::eval);
+  const Tensor s = randn({2, 5, 5, 4}, 14);
+  const Tensor out = init_and_run(cell, {s}, 15)[0];
+  CHECK(out.shape() == s.shape());
+  const auto w = cell->all_weights();   // update Conv, reset Conv, candidate Conv: (w, b) each
+  REQUIRE(w.size() == 6);
+  for (std::size_t i = 0; i < 6; i += 2) CHECK(w[i].shape() == Shape{3, 3, 4, 4});
+  const WindowOptions same{.padding = Padding::same};
+  const Tensor u = sigmoid(conv2d(s, w[0], same) + w[1] + 0.5);
+  const Tensor r = sigmoid(conv2d(s, w[2], same) + w[3] + 0.5);
+  const Tensor c = tanh(conv2d(r * s, w[4], same) + w[5]);
+  expect_close(out, u * s + (1.0 - u) * c, 1e-13);
+  CHECK(cell->to_string().find("AddSigmoidBias(0.5)") != std::string::npos);
+  auto small = ConvGRUCell(2, {3, 3}, Mode::eval);
+  const Tensor s_small = randn({1, 3, 4, 2}, 16);
+  init_and_run(small, {s_small});
+  expect_layer_gradients(small, {s_small});
+  // GeneralGRUCell with a Dense transform is a GRU over the state alone.
+  auto dense_cell = GeneralGRUCell([] { return Dense(3); }, {.dropout_rate_c = 0.0});
+  CHECK(init_and_run(dense_cell, {randn({2, 3}, 17)})[0].shape() == Shape{2, 3});
+}

@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "tests/helpers.hpp"
@@ -73,6 +74,41 @@ TEST_CASE("conv2d equals the direct sum, with strides, SAME padding and dilation
   CHECK_THROWS_WITH_AS(conv2d(x, randn({3, 3, 2, 4}, 1)), doctest::Contains("do not fit"), std::invalid_argument);
 }
 
+TEST_CASE("conv_transpose2d as lax.conv_transpose: dilate, pad, convolve with the kernel unflipped") {
+  // One row x = [1, 2], kernel [1, 10, 100], stride 2. VALID pads (2, 2): [0 0 1 0 2 0 0] → 5 outputs;
+  // SAME pads (2, 1): [0 0 1 0 2 0] → 4 = 2·2.
+  const Tensor x = tensor({1.f, 2.f}, {1, 1, 2, 1}), w = tensor({1.f, 10.f, 100.f}, {1, 3, 1, 1});
+  expect_tensor(conv_transpose2d(x, w, {.strides = {1, 2}}), {1, 1, 5, 1}, {100, 10, 201, 20, 2});
+  expect_tensor(conv_transpose2d(x, w, {.strides = {1, 2}, .padding = Padding::same}), {1, 1, 4, 1}, {100, 10, 201, 20});
+  CHECK(conv_transpose2d(randn({2, 3, 4, 5}), randn({3, 3, 5, 6}), {.strides = {2, 2}}).shape() == Shape{2, 7, 9, 6});
+  CHECK_THROWS_WITH_AS(conv_transpose2d(randn({2, 3, 4, 5}), randn({3, 3, 4, 6})), doctest::Contains("do not fit"),
+                       std::invalid_argument);
+}
+
+TEST_CASE("conv_transpose2d with the kernel flipped and its channels swapped is conv2d's input gradient") {
+  // JAX's transpose_kernel=True identity, which pins its padding rule: for every kernel size and
+  // stride, SAME and VALID, ∂⟨conv2d(z, w), y⟩/∂z = conv_transpose2d(y, flip(swap_io(w))).
+  for (const auto [k, s] : {std::array<std::int64_t, 2>{3, 1}, {3, 2}, {2, 2}, {4, 2}, {1, 3}, {5, 3}})
+    for (const Padding padding : {Padding::same, Padding::valid}) {
+      CAPTURE(k);
+      CAPTURE(s);
+      const std::int64_t out = 3;
+      // z's extent: the largest that gives `out` positions, as the transposed convolution returns
+      // (VALID: the last s − k rows, when s > k, are read by no window and get a zero gradient).
+      const std::int64_t n = out * s + (padding == Padding::same ? 0 : std::max<std::int64_t>(k - s, 0));
+      Tensor z = randn({2, n, n, 3}, 31);
+      z.requires_grad_();
+      const Tensor w = randn({k, k, 3, 4}, 32);
+      const WindowOptions o{.strides = {s, s}, .padding = padding};
+      const Tensor y = randn({2, out, out, 4}, 33);
+      const Tensor conv = conv2d(z, w, o);
+      REQUIRE(conv.shape() == y.shape());
+      const Tensor dz = grad(conv, {z}, {.seed = y})[0];
+      const Tensor w_t = swapaxes(flip(flip(w, 0), 1), 2, 3);
+      expect_close(conv_transpose2d(y, w_t, o), dz, 1e-12);
+    }
+}
+
 TEST_CASE("conv1d is conv2d on one image row") {
   const Tensor x = randn({2, 9, 3}, 13), w = randn({4, 3, 5}, 14);
   const Tensor y = conv1d(x, w, 2, Padding::same);
@@ -97,13 +133,15 @@ TEST_CASE("pools on literal values; max pooling never picks the padding") {
   expect_tensor(avg_pool(negative, {2, 2}, same), {1, 2, 2, 1}, {-3, -9.0 / 4, -15.0 / 4, -9.0 / 4});
 }
 
-TEST_CASE("gradients of image_patches, conv2d, conv1d and the pools") {
+TEST_CASE("gradients of image_patches, conv2d, conv1d, conv_transpose2d and the pools") {
   const Tensor x = randn({2, 5, 4, 3}, 15), w = randn({3, 2, 3, 2}, 16);
   expect_gradients([](const V& t) { return image_patches(t[0], {2, 3}, {.strides = {2, 1}, .padding = Padding::same}); }, {x});
   expect_gradients([](const V& t) { return conv2d(t[0], t[1]); }, {x, w});
   expect_gradients([](const V& t) { return conv2d(t[0], t[1], {.strides = {2, 2}, .dilation = {1, 2}, .padding = Padding::same}); },
                    {x, w});
   expect_gradients([](const V& t) { return conv1d(t[0], t[1], 1, Padding::same); }, {randn({2, 6, 3}, 17), randn({3, 3, 2}, 18)});
+  expect_gradients([](const V& t) { return conv_transpose2d(t[0], t[1], {.strides = {2, 1}, .dilation = {1, 2}, .padding = Padding::same}); },
+                   {randn({2, 3, 2, 3}, 19), randn({2, 3, 3, 2}, 20)});
   const WindowOptions o{.strides = {2, 2}, .padding = Padding::same};
   expect_gradients([&](const V& t) { return max_pool(t[0], {2, 2}, o); }, {x});
   expect_gradients([&](const V& t) { return avg_pool(t[0], {3, 3}, {.padding = Padding::same}); }, {x});
