@@ -46,31 +46,48 @@ class BatchNormLayer final : public Layer {
     const Tensor& x = inputs[0];
     if (x.shape().size() != stats_shape_.size())
       throw std::invalid_argument(fmt::format("BatchNorm was initialised for rank {}, got {}", stats_shape_.size(), x.signature()));
+    std::size_t w = 0;
+    const Tensor* beta = o_.center ? &weights()[w++] : nullptr;
+    const Tensor* gamma = o_.scale ? &weights()[w++] : nullptr;
+    if (mode() == Mode::train && per_last_axis()) {   // the common case (NHWC channels): one fused op
+      const std::int64_t C = x.dim(-1);
+      const BatchNormStatistics bn = batch_norm(x, gamma ? *gamma : Tensor::ones({C}, x.dtype()),
+                                                beta ? *beta : Tensor::zeros({C}, x.dtype()), o_.epsilon);
+      if (!x.is_meta()) update_running_statistics(reshape(bn.mean, stats_shape_), reshape(bn.var, stats_shape_));
+      return {bn.y};
+    }
     Tensor mu, var;
     if (mode() == Mode::train) {
       mu = mean(x, axes_, true);
       var = mean(x * x, axes_, true) - mu * mu;
-      if (!x.is_meta()) {
-        NoGrad no_grad;
-        const double m = o_.momentum;
-        state()[0] = state()[0] * m + mu.detach() * (1 - m);
-        state()[1] = state()[1] * m + var.detach() * (1 - m);
-        state()[2] = Tensor::scalar(state()[2].item() + 1, DType::int32);
-      }
+      if (!x.is_meta()) update_running_statistics(mu.detach(), var.detach());
     } else {
       mu = state()[0];
       var = state()[1];
     }
     Tensor y = (x - mu) / sqrt(var + o_.epsilon);
-    std::size_t w = 0;
-    const Tensor* beta = o_.center ? &weights()[w++] : nullptr;
-    const Tensor* gamma = o_.scale ? &weights()[w++] : nullptr;
     if (gamma) y = y * reshape(*gamma, stats_shape_);
     if (beta) y = y + reshape(*beta, stats_shape_);
     return {y};
   }
 
  private:
+  // Normalising over every axis but the last: what batch_norm (core/tensor/nn_ops.hpp) fuses.
+  bool per_last_axis() const {
+    for (std::size_t i = 0; i < axes_.size(); ++i)
+      if (axes_[i] != static_cast<int>(i)) return false;
+    return axes_.size() + 1 == stats_shape_.size();
+  }
+
+  // running ← momentum · running + (1 − momentum) · batch, as Trax's BatchNorm.
+  void update_running_statistics(const Tensor& mu, const Tensor& var) {
+    NoGrad no_grad;
+    const double m = o_.momentum;
+    state()[0] = state()[0] * m + mu * (1 - m);
+    state()[1] = state()[1] * m + var * (1 - m);
+    state()[2] = Tensor::scalar(state()[2].item() + 1, DType::int32);
+  }
+
   BatchNormOptions o_;
   std::vector<int> axes_;
   Shape stats_shape_;

@@ -9,6 +9,9 @@
 // β and γ have the shape of the axes not reduced (C for images); center = false drops β,
 // scale = false drops γ. The running mean starts at 0 and the variance at 1, without bias
 // correction (Trax counts the batches in its state but does not use the count).
+// Training over every axis but the last (the default for images) runs as one fused op,
+// batch_norm (core/tensor/nn_ops.hpp): two passes forward, two backward, instead of the dozen
+// whole-tensor element-wise ops of the formula; other axes run the formula op by op.
 // Statistics are of this process's rows: under MPI each process normalises by its own part of
 // the batch, as Trax does on each device (no synchronisation).
 #pragma once

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -20,6 +21,7 @@ namespace {
 constexpr OpDef kSoftmax{"softmax", profile::Family::softmax};
 constexpr OpDef kLogSoftmax{"log_softmax", profile::Family::softmax};
 constexpr OpDef kLayerNorm{"layer_norm", profile::Family::layer_norm};
+constexpr OpDef kBatchNorm{"batch_norm", profile::Family::layer_norm};
 constexpr OpDef kCrossEntropy{"cross_entropy_with_logits", profile::Family::softmax};
 
 // Calls row(base, stride) for every 1-D line of `v` along its axis.
@@ -171,6 +173,114 @@ Tensor layer_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, doub
       return std::vector<Tensor>{dx, dscale, dbias};
     });
   });
+}
+
+namespace {
+
+// Per-channel sums over the rows of a (rows, C) view: out[k·C + c] = Σ_r f(r, c) for each of the
+// `n_sums` sums f yields, accumulated in double per part and added in part order.
+template <class F>
+std::vector<double> channel_sums(std::int64_t rows, std::int64_t C, int n_sums, F&& add_row) {
+  const std::int64_t parts = rows * C >= kParallelElements ? fixed_parts(rows, 64) : 1;
+  std::vector<double> partial(static_cast<std::size_t>(parts * n_sums * C), 0.0);
+  parallel_parts(parts, [&](std::int64_t p) {
+    double* acc = partial.data() + p * n_sums * C;
+    for (std::int64_t r = rows * p / parts; r < rows * (p + 1) / parts; ++r) add_row(r, acc);
+  });
+  std::vector<double> total(static_cast<std::size_t>(n_sums * C), 0.0);
+  for (std::int64_t p = 0; p < parts; ++p)
+    for (std::int64_t j = 0; j < n_sums * C; ++j) total[static_cast<std::size_t>(j)] += partial[static_cast<std::size_t>(p * n_sums * C + j)];
+  return total;
+}
+
+}  // namespace
+
+BatchNormStatistics batch_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, double epsilon) {
+  if (x.rank() < 2) throw std::invalid_argument("batch_norm needs (…, C) with at least one axis to average over, got " + x.signature());
+  const std::int64_t C = x.dim(-1);
+  if (scale.shape() != Shape{C} || bias.shape() != Shape{C} || scale.dtype() != x.dtype() || bias.dtype() != x.dtype())
+    throw std::invalid_argument(fmt::format("batch_norm: scale {} and bias {} must be {}[{}] to normalise {}",
+                                            scale.signature(), bias.signature(), short_name(x.dtype()), C, x.signature()));
+  BatchNormStatistics out;
+  out.mean = Tensor::meta({C}, x.dtype());
+  out.var = Tensor::meta({C}, x.dtype());
+  out.y = define_op(kBatchNorm, {x, scale, bias}, x.shape(), x.dtype(), [&] {
+    const std::int64_t rows = C == 0 ? 0 : x.numel() / C;
+    Tensor y = Tensor::empty(x.shape(), x.dtype());
+    Tensor mean = Tensor::empty({C}, x.dtype()), rstd = Tensor::empty({C}, x.dtype()), var = Tensor::empty({C}, x.dtype());
+    dispatch_float(x.dtype(), [&]<class T>(T) {
+      const T *px = x.data<T>(), *ps = scale.data<T>(), *pb = bias.data<T>();
+      const std::vector<double> sums = channel_sums(rows, C, 2, [&](std::int64_t r, double* acc) {
+        const T* xr = px + r * C;
+        double* s1 = acc;
+        double* s2 = acc + C;
+  #pragma omp simd
+        for (std::int64_t c = 0; c < C; ++c) {
+          s1[c] += xr[c];
+          s2[c] += static_cast<double>(xr[c]) * xr[c];
+        }
+      });
+      std::vector<T> a(static_cast<std::size_t>(C)), b(static_cast<std::size_t>(C));   // y = x·a + b
+      for (std::int64_t c = 0; c < C; ++c) {
+        const double mu = sums[static_cast<std::size_t>(c)] / static_cast<double>(rows);
+        const double v = std::max(sums[static_cast<std::size_t>(C + c)] / static_cast<double>(rows) - mu * mu, 0.0);
+        const double rs = 1.0 / std::sqrt(v + epsilon);
+        mean.data<T>()[c] = static_cast<T>(mu);
+        var.data<T>()[c] = static_cast<T>(v);
+        rstd.data<T>()[c] = static_cast<T>(rs);
+        a[static_cast<std::size_t>(c)] = static_cast<T>(rs * ps[c]);
+        b[static_cast<std::size_t>(c)] = static_cast<T>(pb[c] - mu * rs * ps[c]);
+      }
+      T* py = y.data<T>();
+      parallel_chunks(rows, rows * C >= kParallelElements, [&](std::int64_t r0, std::int64_t r1) {
+        const T *pa = a.data(), *pbb = b.data();
+        for (std::int64_t r = r0; r < r1; ++r)
+  #pragma omp simd
+          for (std::int64_t c = 0; c < C; ++c) py[r * C + c] = px[r * C + c] * pa[c] + pbb[c];
+      });
+    });
+    out.mean = mean;
+    out.var = var;
+    return record(kBatchNorm, y, {x, scale, bias}, [x, mean, rstd, scale, rows, C](const Tensor& g) {
+      Tensor dx = Tensor::empty(g.shape(), g.dtype());
+      Tensor dscale = Tensor::empty({C}, g.dtype()), dbias = Tensor::empty({C}, g.dtype());
+      dispatch_float(g.dtype(), [&]<class T>(T) {
+        const T *pg = g.data<T>(), *px = x.data<T>(), *pm = mean.data<T>(), *pr = rstd.data<T>(), *ps = scale.data<T>();
+        // Σ g and Σ g·x̂ per channel, x̂ = (x − μ)·rstd recomputed (not stored).
+        const std::vector<double> sums = channel_sums(rows, C, 2, [&](std::int64_t r, double* acc) {
+          const T *gr = pg + r * C, *xr = px + r * C;
+          double* sg = acc;
+          double* sgx = acc + C;
+  #pragma omp simd
+          for (std::int64_t c = 0; c < C; ++c) {
+            sg[c] += gr[c];
+            sgx[c] += static_cast<double>(gr[c]) * (xr[c] - pm[c]) * pr[c];
+          }
+        });
+        std::vector<T> k(static_cast<std::size_t>(C)), mg(k), mgx(k);
+        for (std::int64_t c = 0; c < C; ++c) {
+          const auto u = static_cast<std::size_t>(c);
+          dbias.data<T>()[c] = static_cast<T>(sums[u]);
+          dscale.data<T>()[c] = static_cast<T>(sums[static_cast<std::size_t>(C + c)]);
+          k[u] = static_cast<T>(static_cast<double>(ps[c]) * pr[c]);
+          mg[u] = static_cast<T>(sums[u] / static_cast<double>(rows));
+          mgx[u] = static_cast<T>(sums[static_cast<std::size_t>(C + c)] / static_cast<double>(rows));
+        }
+        T* pdx = dx.data<T>();
+        parallel_chunks(rows, rows * C >= kParallelElements, [&](std::int64_t r0, std::int64_t r1) {
+          const T *pk = k.data(), *pmg = mg.data(), *pmgx = mgx.data();
+          for (std::int64_t r = r0; r < r1; ++r)
+  #pragma omp simd
+            for (std::int64_t c = 0; c < C; ++c) {
+              const T xhat = (px[r * C + c] - pm[c]) * pr[c];
+              pdx[r * C + c] = pk[c] * (pg[r * C + c] - pmg[c] - xhat * pmgx[c]);
+            }
+        });
+      });
+      return std::vector<Tensor>{dx, dscale, dbias};
+    });
+  });
+  return out;
 }
 
 Tensor cross_entropy_with_logits(const Tensor& logits, const Tensor& targets,

@@ -52,6 +52,21 @@ TEST_CASE("BatchNorm passes the gradient checker in training, through the batch 
   }
 }
 
+TEST_CASE("BatchNorm's fused path (every axis but the last) equals its formula op by op") {
+  // Axes {0, 1, 2} run batch_norm; the same axes listed as {2, 1, 0} … are the same set, so to see
+  // the formula we normalise a transposed copy over its leading axes the other way: axis {1, 2, 3}
+  // of (C, B, H, W) runs op by op.
+  const Tensor x = randn({3, 4, 4, 2}, 33);
+  auto fused = BatchNorm();
+  const Tensor y = init_and_run(fused, {x})[0];
+  auto formula = BatchNorm({.axis = {1, 2, 3}});
+  const Tensor xt = transpose(x, {3, 0, 1, 2});
+  const Tensor yt = init_and_run(formula, {xt})[0];
+  expect_close(y, transpose(yt, {1, 2, 3, 0}), 1e-12);
+  expect_close(reshape(fused->state()[0], {2}), reshape(formula->state()[0], {2}), 1e-14);
+  expect_close(reshape(fused->state()[1], {2}), reshape(formula->state()[1], {2}), 1e-14);
+}
+
 TEST_CASE("FilterResponseNorm: x / √(mean over the image of x² + ε), per image and channel") {
   auto frn = FilterResponseNorm();
   const Tensor x = tensor({3.0, 4.0}, {1, 2, 1, 1});

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/tensor/runtime.hpp"
 #include "tests/helpers.hpp"
 
 using namespace ctrax;
@@ -31,6 +32,25 @@ TEST_CASE("layer_norm equals its composition") {
   const Tensor mu = mean(x, {-1}, true);
   const Tensor var = mean((x - mu) * (x - mu), {-1}, true);
   expect_close(layer_norm(x, scale, bias, 1e-6), (x - mu) / sqrt(var + 1e-6) * scale + bias, 1e-10);
+}
+
+TEST_CASE("batch_norm equals Trax's BatchNorm formula, and returns the batch's statistics") {
+  const Tensor x = randn({4, 3, 2, 5}, 12), scale = randn({5}, 13), bias = randn({5}, 14);
+  const Tensor mu = mean(x, {0, 1, 2}, true);
+  const Tensor var = mean(x * x, {0, 1, 2}, true) - mu * mu;
+  const BatchNormStatistics bn = batch_norm(x, scale, bias, 1e-5);
+  expect_close(bn.y, (x - mu) / sqrt(var + 1e-5) * scale + bias, 1e-10);
+  expect_close(bn.mean, reshape(mu, {5}), 1e-12);
+  expect_close(bn.var, reshape(var, {5}), 1e-12);
+  // Large enough to be cut into parts and shared by the threads: the same bits as one part.
+  const Tensor big = Rng(3).normal({64, 16, 16, 8}), s8 = Tensor::ones({8}), b8 = Tensor::zeros({8});
+  const Tensor y_team = batch_norm(big, s8, b8, 1e-5).y;
+  const int threads = num_threads();
+  set_num_threads(1);
+  const Tensor y_one = batch_norm(big, s8, b8, 1e-5).y;
+  set_num_threads(threads);
+  expect_close(y_team, y_one, 0);
+  CHECK_THROWS_WITH_AS(batch_norm(x, randn({4}, 1), bias, 1e-5), doctest::Contains("must be f64[5]"), std::invalid_argument);
 }
 
 TEST_CASE("layer_norm checks its parameters") {
@@ -77,6 +97,7 @@ TEST_CASE("gradients of the fused kernels") {
   expect_gradients([](const V& v) { return log_softmax(v[0]); }, {x});
   expect_gradients([](const V& v) { return log_softmax(v[0], 0); }, {x});
   expect_gradients([](const V& v) { return layer_norm(v[0], v[1], v[2]); }, {x, randn({5}, 7), randn({5}, 8)});
+  expect_gradients([](const V& v) { return batch_norm(v[0], v[1], v[2], 1e-5).y; }, {x, randn({5}, 9), randn({5}, 10)});
   const Tensor t = tensor({0, 4, 2, 1, 3, 3}, {2, 3});
   expect_gradients([t](const V& v) { return cross_entropy_with_logits(v[0], t); }, {x});
   expect_gradients([t](const V& v) { return cross_entropy_with_logits(v[0], t, 0.2); }, {x});
