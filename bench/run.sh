@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ctrax against the PyTorch reference, side by side in one run.
 #
-#   bench/run.sh [S|M|L] [lm|encoder|decode|lstm] [REPS]        (defaults: M lm 3)
+#   bench/run.sh [S|M|L] [lm|encoder|decode|lstm|conv] [REPS]        (defaults: M lm 3)
 #
 # Runs ctrax (bench/bench_train, all cores = CTRAX_NUM_THREADS) and the reference
 # (../shared/bench/pytorch_{lm,encoder}.py at its best setting: --threads 1 --blas-threads 2,
@@ -19,7 +19,10 @@
 # bench_train --bandwidth measures on an array of that size in the same run; and ctrax's time to the
 # first token after a 32-token prompt read in one pass. At L the line
 # before the ratio gives ctrax's model GFLOP/s as a share of OpenBLAS's 2-thread sgemm peak,
-# measured in the same run. Installs python3-torch if it is missing; CTRAX_PROFILE=1 adds
+# measured in the same run. `conv` trains Trax's WideResnet (S WRN-10-1, M WRN-16-2, L WRN-16-4, batch
+# 128, 32×32×1 images) against nn.Conv2d (bench/pytorch_wrn.py at its best CPU setting, measured:
+# oneDNN on 2 threads with channels_last activations), ratio in images/s, and gives the convolutions'
+# GFLOP/s on both sides beside the same run's 2-thread sgemm peak. Installs python3-torch if it is missing; CTRAX_PROFILE=1 adds
 # ctrax's per-op-family profile to its runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,7 +31,7 @@ what=${2:-lm}
 reps=${3:-3}
 shared=${CTRAX_SHARED:-$(pwd)/../shared}
 case "$config" in S|M|L) ;; *) echo "run.sh: config is S, M or L, got $config" >&2; exit 2 ;; esac
-case "$what" in lm|encoder|decode|lstm) ;; *) echo "run.sh: lm, encoder, decode or lstm, got $what" >&2; exit 2 ;; esac
+case "$what" in lm|encoder|decode|lstm|conv) ;; *) echo "run.sh: lm, encoder, decode, lstm or conv, got $what" >&2; exit 2 ;; esac
 [ -f "$shared/bench/pytorch_lm.py" ] || { echo "run.sh: $shared/bench/pytorch_lm.py not found (set CTRAX_SHARED)" >&2; exit 1; }
 
 if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
@@ -57,7 +60,13 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
 for rep in $(seq "$reps"); do
-  if [ "$what" = lstm ]; then
+  if [ "$what" = conv ]; then
+    "${blas[@]}" build/bench/bench_train --model wideresnet --config "$config" --json --tag ctrax | tee -a "$log" | grep -v '^JSON'
+    wrn=(--n-blocks 1 --widen-factor 1); [ "$config" = M ] && wrn=(--n-blocks 2 --widen-factor 2)
+    [ "$config" = L ] && wrn=(--n-blocks 2 --widen-factor 4)
+    "${blas[@]}" GLIBC_TUNABLES=$tunables /usr/bin/python3 bench/pytorch_wrn.py "${wrn[@]}" --threads 2 --channels-last \
+      --json --tag pytorch | tee -a "$log" | grep -v '^JSON'
+  elif [ "$what" = lstm ]; then
     lstm_flags=(--vocab "${flags[1]}" --d-model "${flags[3]}" --layers "${flags[7]}" --seq "${flags[11]}" --batch "${flags[13]}"
                 --steps "${flags[15]}")
     "${blas[@]}" build/bench/bench_train --model lstm --config "$config" --json --tag ctrax | tee -a "$log" | grep -v '^JSON'
@@ -93,7 +102,7 @@ if [ "$what" = decode ]; then
     "${blas[@]}" build/bench/bench_train --bandwidth --bandwidth-mb "$mb" --json --tag "bandwidth_$mode" | tee -a "$log" | grep -v '^JSON'
   done
 fi
-if [ "$config" = L ] && [ "$what" != decode ] && [ "$what" != lstm ]; then
+if { [ "$config" = L ] && [ "$what" != decode ] && [ "$what" != lstm ]; } || [ "$what" = conv ]; then
   "${blas[@]}" build/bench/bench_train --sgemm-peak --threads 2 --json --tag peak | tee -a "$log" | grep -v '^JSON'
 fi
 
@@ -116,6 +125,14 @@ if what == "decode":
     print(f"{config} decode: the reference without its KV cache {med('pytorch_uncached', 'gen_tok_per_s'):,.0f} tok/s")
     print(f"{config} decode: ctrax's time to the first token after a 32-token prompt {med('ctrax_ttft', 'ttft_ms'):.2f} ms")
     c, p = med("ctrax_b1", "gen_tok_per_s"), med("pytorch_b1", "gen_tok_per_s")
+    print(f"ratio_vs_pytorch={c / p:.2f}")
+    sys.exit(0)
+if what == "conv":
+    c, p = med("ctrax", "images_per_s"), med("pytorch", "images_per_s")
+    gc, gp, peak = med("ctrax", "gflops_achieved"), med("pytorch", "gflops_achieved"), med("peak", "gflops")
+    print(f"\n{config} conv: median images/s  ctrax {c:,.0f}   pytorch {p:,.0f}")
+    print(f"{config} conv: convolution GFLOP/s  ctrax {gc:.1f} ({100 * gc / peak:.0f}% of the sgemm peak)   "
+          f"pytorch {gp:.1f} ({100 * gp / peak:.0f}%)   2-thread sgemm peak {peak:.0f}")
     print(f"ratio_vs_pytorch={c / p:.2f}")
     sys.exit(0)
 c, p = med("ctrax", "tok_per_s"), med("pytorch", "tok_per_s")
