@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "core/engine/broadcast.hpp"
+#include "core/engine/direct_conv.hpp"
 #include "core/engine/parallel.hpp"
 #include "core/tensor/elementwise.hpp"
 #include "core/tensor/matmul.hpp"
@@ -18,6 +19,7 @@ namespace ctrax {
 namespace {
 
 constexpr OpDef kImagePatches{"image_patches", profile::Family::indexing};
+constexpr OpDef kConv2d{"conv2d", profile::Family::gemm};
 
 void check_positive(const char* what, std::array<std::int64_t, 2> v) {
   if (v[0] < 1 || v[1] < 1)
@@ -145,10 +147,75 @@ Tensor image_patches(const Tensor& x, std::array<std::int64_t, 2> kernel, const 
   return image_patches(x, kernel, o.strides, o.dilation, {rows[0], rows[1], cols[0], cols[1]}, pad_value);
 }
 
+namespace {
+
+// w (kh, kw, C_in, C_out) → (kh, kw, C_out, C_in) flipped in (i, j): the kernel whose forward
+// convolution of dy is dx (core/engine/direct_conv.hpp).
+template <class T>
+Tensor flipped_transposed(const Tensor& w) {
+  const std::int64_t kh = w.dim(0), kw = w.dim(1), ci = w.dim(2), co = w.dim(3);
+  Tensor out = Tensor::empty({kh, kw, co, ci}, w.dtype());
+  const T* src = w.data<T>();
+  T* dst = out.data<T>();
+  for (std::int64_t i = 0; i < kh; ++i)
+    for (std::int64_t j = 0; j < kw; ++j)
+      for (std::int64_t c = 0; c < ci; ++c)
+        for (std::int64_t o = 0; o < co; ++o)
+          dst[(((kh - 1 - i) * kw + (kw - 1 - j)) * co + o) * ci + c] = src[((i * kw + j) * ci + c) * co + o];
+  return out;
+}
+
+// conv2d at stride 1 without dilation, read in place (core/engine/direct_conv.hpp): the same sums
+// as the patches' product, without writing the patches.
+Tensor direct_conv2d(const Tensor& x, const Tensor& w, std::array<std::int64_t, 2> rows,
+                     std::array<std::int64_t, 2> cols) {
+  const direct_conv::Geometry g{x.dim(0), x.dim(1), x.dim(2), x.dim(3), w.dim(0), w.dim(1), w.dim(3),
+                                x.dim(1) + rows[0] + rows[1] - w.dim(0) + 1, x.dim(2) + cols[0] + cols[1] - w.dim(1) + 1,
+                                rows[0], cols[0]};
+  const Shape shape{g.B, g.OH, g.OW, g.C_out};
+  return define_op(kConv2d, {x, w}, shape, x.dtype(), [&] {
+    Tensor y = Tensor::empty(shape, x.dtype());
+    dispatch_float(x.dtype(), [&]<class T>(T) { direct_conv::forward<T>(g, x.data<T>(), w.data<T>(), y.data<T>()); });
+    return record(kConv2d, y, {x, w}, [x, w, g](const Tensor& dy) {
+      Tensor dx, dw;
+      dispatch_float(dy.dtype(), [&]<class T>(T) {
+        if (x.requires_grad()) {   // dy convolved with the flipped, transposed kernel, "full" padding
+          const direct_conv::Geometry back{g.B, g.OH, g.OW, g.C_out, g.kh, g.kw, g.C_in, g.H, g.W,
+                                           g.kh - 1 - g.pad_top, g.kw - 1 - g.pad_left};
+          const Tensor wt = flipped_transposed<T>(w);
+          dx = Tensor::empty(x.shape(), dy.dtype());
+          direct_conv::forward<T>(back, dy.data<T>(), wt.data<T>(), dx.data<T>());
+        }
+        if (w.requires_grad()) {
+          dw = Tensor::empty(w.shape(), dy.dtype());
+          direct_conv::weight_grad<T>(g, x.data<T>(), dy.data<T>(), dw.data<T>());
+        }
+      });
+      return std::vector<Tensor>{dx, dw};
+    });
+  });
+}
+
+}  // namespace
+
 Tensor conv2d(const Tensor& x, const Tensor& w, const WindowOptions& o) {
   if (w.rank() != 4)
     throw std::invalid_argument(fmt::format("conv2d needs a kernel (kh, kw, C_in, C_out), got {}", w.signature()));
   if (x.rank() != 4 || x.dim(3) != w.dim(2))
+    throw std::invalid_argument(fmt::format("conv2d: images {} (B, H, W, C_in) and kernel {} (kh, kw, C_in, C_out) "
+                                            "do not fit", x.signature(), w.signature()));
+  // Stride 1, no dilation, C_out a multiple of the tile — and, if x needs its gradient, C_in too
+  // (that gradient is a convolution with C_in outputs): read in place. Otherwise the patches.
+  const bool direct = o.strides == std::array<std::int64_t, 2>{1, 1} && o.dilation == std::array<std::int64_t, 2>{1, 1} &&
+                      direct_conv::applies(w.dim(3)) && (!x.requires_grad() || direct_conv::applies(w.dim(2))) &&
+                      x.dtype() == w.dtype();
+  if (direct)
+    return direct_conv2d(x, w, padding_of(o.padding, x.dim(1), w.dim(0), 1, 1), padding_of(o.padding, x.dim(2), w.dim(1), 1, 1));
+  return conv2d_patches(x, w, o);
+}
+
+Tensor conv2d_patches(const Tensor& x, const Tensor& w, const WindowOptions& o) {
+  if (w.rank() != 4 || x.rank() != 4 || x.dim(3) != w.dim(2))
     throw std::invalid_argument(fmt::format("conv2d: images {} (B, H, W, C_in) and kernel {} (kh, kw, C_in, C_out) "
                                             "do not fit", x.signature(), w.signature()));
   const Tensor p = image_patches(x, {w.dim(0), w.dim(1)}, o);

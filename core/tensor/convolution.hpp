@@ -9,7 +9,11 @@
 //
 // EVERYTHING ELSE IS BUILT FROM IT, so needs no gradient code of its own:
 //   conv2d(x, w)    patches (B·OH·OW, kh·kw·C_in) × w (kh·kw·C_in, C_out): one matrix product
-//                   (the GEMM every fast CPU convolution uses); → (B, OH, OW, C_out)
+//                   (the GEMM every fast CPU convolution uses); → (B, OH, OW, C_out).
+//                   conv2d_patches computes it so, always; conv2d computes the same sums at
+//                   stride 1 without writing the patches out (core/engine/direct_conv.hpp:
+//                   the patches of a 3×3 layer are nine copies of the image), else as
+//                   conv2d_patches. Tests hold the two equal, values and gradients.
 //   conv1d(x, w)    x (B, L, C), w (k, C_in, C_out): conv2d on one image row
 //   conv_transpose2d(x, w)   lax.conv_transpose, under Trax's ConvTranspose: x dilated by the
 //                   strides (s − 1 zeros between neighbours), padded as JAX pads a transposed
@@ -56,6 +60,7 @@ Tensor image_patches(const Tensor& x, std::array<std::int64_t, 2> kernel, const 
                      double pad_value = 0);
 
 Tensor conv2d(const Tensor& x, const Tensor& w, const WindowOptions& o = {});   // NHWC, HWIO
+Tensor conv2d_patches(const Tensor& x, const Tensor& w, const WindowOptions& o = {});
 Tensor conv1d(const Tensor& x, const Tensor& w, std::int64_t stride = 1, Padding padding = Padding::valid,
               std::int64_t dilation = 1);                                     // NWC, WIO
 Tensor conv_transpose2d(const Tensor& x, const Tensor& w, const WindowOptions& o = {});   // NHWC, HWIO

@@ -1,0 +1,146 @@
+#include "core/engine/direct_conv.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "core/engine/full_width.hpp"
+#include "core/engine/parallel.hpp"
+
+namespace ctrax::direct_conv {
+
+namespace {
+
+// Output channels per tile: 16 (one 512-bit vector of floats), or 32 where C_out allows and
+// the registers hold 2 × P accumulators. P output pixels per tile: 8 with AVX-512's 32 vector
+// registers, 4 with AVX2's 16.
+#if defined(__AVX512F__) || defined(CTRAX_AVX512_KERNELS)
+constexpr int kPixels = 8;
+constexpr bool kWide = true;
+#else
+constexpr int kPixels = 4;
+constexpr bool kWide = false;
+#endif
+constexpr std::int64_t kTile = 16;
+
+// One tile: output row (b, oy), pixels ox0 … ox0 + np − 1 (np ≤ P), channels co0 … co0 + NB − 1.
+template <class T, int P, int NB>
+CTRAX_FULL_WIDTH_VECTORS void forward_tile(const Geometry& g, const T* x, const T* w, T* y, std::int64_t b,
+                                           std::int64_t oy, std::int64_t ox0, int np, std::int64_t co0,
+                                           const T* zeros) {
+  T acc[P][NB] = {};
+  const std::int64_t C = g.C_in;
+  for (std::int64_t i = 0; i < g.kh; ++i) {
+    const std::int64_t iy = oy + i - g.pad_top;
+    const bool row_inside = iy >= 0 && iy < g.H;
+    for (std::int64_t j = 0; j < g.kw; ++j) {
+      const T* src[P];
+      for (int p = 0; p < P; ++p) {
+        const std::int64_t ix = ox0 + p + j - g.pad_left;
+        src[p] = row_inside && p < np && ix >= 0 && ix < g.W ? x + ((b * g.H + iy) * g.W + ix) * C : zeros;
+      }
+      const T* wt = w + (i * g.kw + j) * C * g.C_out + co0;
+      for (std::int64_t ci = 0; ci < C; ++ci) {
+        const T* wr = wt + ci * g.C_out;
+        for (int p = 0; p < P; ++p) {
+          const T a = src[p][ci];
+#pragma omp simd
+          for (int n = 0; n < NB; ++n) acc[p][n] += a * wr[n];
+        }
+      }
+    }
+  }
+  T* out = y + ((b * g.OH + oy) * g.OW + ox0) * g.C_out + co0;
+  for (int p = 0; p < np; ++p)
+    for (int n = 0; n < NB; ++n) out[p * g.C_out + n] = acc[p][n];
+}
+
+// CB input channels (ci0 …) × NB output channels (co0 …) of tap (i, j), summed over output row
+// (b, oy) into dw (kh, kw, C_in, C_out).
+template <class T, int CB, int NB>
+CTRAX_FULL_WIDTH_VECTORS void weight_row(const Geometry& g, const T* x, const T* dy, T* dw, std::int64_t b,
+                                         std::int64_t oy, std::int64_t i, std::int64_t j, std::int64_t ci0,
+                                         std::int64_t co0) {
+  const std::int64_t iy = oy + i - g.pad_top;
+  if (iy < 0 || iy >= g.H) return;
+  const std::int64_t ox_begin = std::max<std::int64_t>(0, g.pad_left - j);
+  const std::int64_t ox_end = std::min<std::int64_t>(g.OW, g.W + g.pad_left - j);
+  T acc[CB][NB] = {};
+  const T* xrow = x + ((b * g.H + iy) * g.W) * g.C_in + ci0;
+  const T* drow = dy + ((b * g.OH + oy) * g.OW) * g.C_out + co0;
+  for (std::int64_t ox = ox_begin; ox < ox_end; ++ox) {
+    const T* xs = xrow + (ox + j - g.pad_left) * g.C_in;
+    const T* d = drow + ox * g.C_out;
+    for (int c = 0; c < CB; ++c) {
+      const T a = xs[c];
+#pragma omp simd
+      for (int n = 0; n < NB; ++n) acc[c][n] += a * d[n];
+    }
+  }
+  T* out = dw + ((i * g.kw + j) * g.C_in + ci0) * g.C_out + co0;
+  for (int c = 0; c < CB; ++c)
+    for (int n = 0; n < NB; ++n) out[c * g.C_out + n] += acc[c][n];
+}
+
+template <class T, int NB>
+void weight_row_all(const Geometry& g, const T* x, const T* dy, T* dw, std::int64_t b, std::int64_t oy,
+                    std::int64_t co0) {
+  for (std::int64_t i = 0; i < g.kh; ++i)
+    for (std::int64_t j = 0; j < g.kw; ++j) {
+      std::int64_t ci = 0;
+      for (; ci + 8 <= g.C_in; ci += 8) weight_row<T, 8, NB>(g, x, dy, dw, b, oy, i, j, ci, co0);
+      for (; ci + 4 <= g.C_in; ci += 4) weight_row<T, 4, NB>(g, x, dy, dw, b, oy, i, j, ci, co0);
+      for (; ci < g.C_in; ++ci) weight_row<T, 1, NB>(g, x, dy, dw, b, oy, i, j, ci, co0);
+    }
+}
+
+}  // namespace
+
+bool applies(std::int64_t c_out) { return c_out > 0 && c_out % kTile == 0; }
+
+template <class T>
+void forward(const Geometry& g, const T* x, const T* w, T* y) {
+  const std::vector<T> zeros(static_cast<std::size_t>(g.C_in), T(0));
+  const bool wide = kWide && g.C_out % 32 == 0;
+  const std::int64_t rows = g.B * g.OH;
+  const std::int64_t work = rows * g.OW * g.C_out * g.kh * g.kw * g.C_in;
+  parallel_chunks(rows, work >= (1 << 18), [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const std::int64_t b = r / g.OH, oy = r % g.OH;
+      for (std::int64_t co = 0; co < g.C_out; co += wide ? 32 : 16)
+        for (std::int64_t ox = 0; ox < g.OW; ox += kPixels) {
+          const int np = static_cast<int>(std::min<std::int64_t>(kPixels, g.OW - ox));
+          if (wide) forward_tile<T, kPixels, 32>(g, x, w, y, b, oy, ox, np, co, zeros.data());
+          else forward_tile<T, kPixels, 16>(g, x, w, y, b, oy, ox, np, co, zeros.data());
+        }
+    }
+  });
+}
+
+template <class T>
+void weight_grad(const Geometry& g, const T* x, const T* dy, T* dw) {
+  const std::int64_t rows = g.B * g.OH, n = g.kh * g.kw * g.C_in * g.C_out;
+  const std::int64_t work = rows * g.OW * n;
+  const std::int64_t parts = work >= (1 << 18) ? fixed_parts(rows, 8) : 1;
+  std::vector<T> partial(static_cast<std::size_t>(parts * n), T(0));
+  const bool wide = kWide && g.C_out % 32 == 0;
+  parallel_parts(parts, [&](std::int64_t p) {
+    T* mine = partial.data() + p * n;
+    for (std::int64_t r = rows * p / parts; r < rows * (p + 1) / parts; ++r) {
+      const std::int64_t b = r / g.OH, oy = r % g.OH;
+      for (std::int64_t co = 0; co < g.C_out; co += wide ? 32 : 16) {
+        if (wide) weight_row_all<T, 32>(g, x, dy, mine, b, oy, co);
+        else weight_row_all<T, 16>(g, x, dy, mine, b, oy, co);
+      }
+    }
+  });
+  std::fill_n(dw, n, T(0));
+  for (std::int64_t p = 0; p < parts; ++p)
+    for (std::int64_t k = 0; k < n; ++k) dw[k] += partial[static_cast<std::size_t>(p * n + k)];
+}
+
+template void forward<float>(const Geometry&, const float*, const float*, float*);
+template void forward<double>(const Geometry&, const double*, const double*, double*);
+template void weight_grad<float>(const Geometry&, const float*, const float*, float*);
+template void weight_grad<double>(const Geometry&, const double*, const double*, double*);
+
+}  // namespace ctrax::direct_conv
