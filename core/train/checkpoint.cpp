@@ -198,4 +198,68 @@ CheckpointInfo read_checkpoint_info(const std::string& path) {
   return info_from(path, read_safetensors(path).metadata);
 }
 
+CheckpointInfo init_from_file(const std::string& path, Layer& model, bool weights_only) {
+  return weights_only ? load_weights(path, model) : load_checkpoint(path, model, {});
+}
+
+std::string LoadReport::describe() const {
+  std::string s = fmt::format("loaded {} weights{}:{}", loaded.size(), averaged_weights ? " (the file's averages)" : "",
+                              list(loaded));
+  s += fmt::format("\nnewly initialised {}:{}", initialised.size(), initialised.empty() ? " none" : list(initialised));
+  s += fmt::format("\nunused in the file {}:{}", unused.size(), unused.empty() ? " none" : list(unused));
+  return s;
+}
+
+LoadReport load_matching_weights(const std::string& path, Layer& model, const WeightMap& map) {
+  const SafetensorsFile file = read_safetensors(path);
+  info_from(path, file.metadata);   // a ctrax checkpoint, or a clear error
+  if (!model.initialized())
+    throw std::logic_error(fmt::format("load_matching_weights: {} is not initialised (call init first)",
+                                       model.display_name()));
+  // The file's weights by name, its averages instead when it keeps one for every weight.
+  std::map<std::string, Tensor> weights, averages;
+  for (const auto& [name, t] : file.tensors) {
+    if (!is_state_or_slot(name)) weights.emplace(name, t);
+    else if (name.rfind("opt/", 0) == 0 && name.size() > 8 && name.ends_with("/ema"))
+      averages.emplace(name.substr(4, name.size() - 8), t);
+  }
+  LoadReport report;
+  report.averaged_weights = !averages.empty() && averages.size() == weights.size();
+  for (const auto& [name, t] : weights) report.averaged_weights = report.averaged_weights && averages.count(name);
+  if (report.averaged_weights) weights = averages;
+
+  std::vector<std::pair<Tensor, Tensor>> copies;   // (model's weight, file's tensor)
+  std::set<std::string> used;
+  std::vector<std::string> misshaped;
+  for (const auto& [name, t] : model.named_weights()) {
+    const auto it = name.rfind(map.to, 0) == 0 ? weights.find(map.from + name.substr(map.to.size())) : weights.end();
+    if (it == weights.end()) {
+      report.initialised.push_back(name);
+      continue;
+    }
+    used.insert(it->first);
+    if (it->second.shape() != t.shape() || it->second.dtype() != t.dtype())
+      misshaped.push_back(fmt::format("{} (file {} as {}, model {})", name, it->first, it->second.signature(), t.signature()));
+    else if (is_floating(t.dtype()) && !std::isfinite(sum_of_squares({it->second})))
+      throw std::runtime_error(fmt::format("{}: '{}' holds NaN or infinite values; use an earlier checkpoint", path, it->first));
+    copies.emplace_back(t, it->second);
+    report.loaded.push_back(name);
+  }
+  if (!misshaped.empty())
+    throw std::runtime_error(fmt::format("{}: weights of the same name differ in shape, so {} loads none of them:{}", path,
+                                         model.display_name(), list(misshaped)));
+  for (const auto& [name, t] : weights)
+    if (!used.count(name)) report.unused.push_back(name);
+  if (report.loaded.empty()) {
+    std::vector<std::string> model_names, file_names;
+    for (const auto& [name, t] : model.named_weights()) model_names.push_back(name);
+    for (const auto& [name, t] : weights) file_names.push_back(name);
+    throw std::runtime_error(fmt::format("{}: no weight of {} matches one of the file's (mapping \"{}\" in the file to "
+                                         "\"{}\" in the model)\n  the model's:{}\n  the file's:{}",
+                                         path, model.display_name(), map.from, map.to, list(model_names), list(file_names)));
+  }
+  for (auto& [target, value] : copies) target.copy_from(value);
+  return report;
+}
+
 }  // namespace ctrax::train

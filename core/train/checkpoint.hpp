@@ -64,4 +64,29 @@ CheckpointInfo load_weights(const std::string& path, Layer& model);
 // Reads only the metadata (and checks it is a ctrax checkpoint).
 CheckpointInfo read_checkpoint_info(const std::string& path);
 
+// PRETRAINED WEIGHTS INTO ANOTHER MODEL. Trax's Layer.init_from_file(file, weights_only) loads a
+// checkpoint into a model of the same tree: here that is init_from_file(path, model, weights_only)
+// — load_weights when weights_only, else load_checkpoint without optimizers (weights and state).
+// Fine-tuning needs more: the body of one model (a masked-LM encoder's embedding and blocks) in
+// another (a classifier with a new head). load_matching_weights maps names: a model weight whose
+// path starts with `to` takes the file's weight named `from` + the rest of the path —
+//     from "MaskedLM/", to "TransformerEncoder/":  "TransformerEncoder/Embedding_8000_256[1]/w"
+//                                            reads "MaskedLM/Embedding_8000_256[1]/w"
+// A name found in both must have the same shape and dtype, or nothing is loaded and the error
+// names the weight, both shapes and the file; a model weight the file lacks keeps its
+// initialisation; a file weight no model weight asks for goes unused. The report lists all three
+// (the file's weight averages are used when it has one for every weight, as load_weights does).
+// No match at all is an error too: the names, not the numbers, were wrong.
+struct WeightMap {
+  std::string from = "";   // prefix of the file's names
+  std::string to = "";     // prefix of the model's names
+};
+struct LoadReport {
+  std::vector<std::string> loaded, initialised, unused;   // model names; model names; file names
+  bool averaged_weights = false;
+  std::string describe() const;   // three counted lists, for a program to print
+};
+CheckpointInfo init_from_file(const std::string& path, Layer& model, bool weights_only = false);
+LoadReport load_matching_weights(const std::string& path, Layer& model, const WeightMap& map = {});
+
 }  // namespace ctrax::train

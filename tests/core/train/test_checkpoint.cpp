@@ -221,3 +221,56 @@ TEST_CASE("load_weights brings the state training kept: BatchNorm's running stat
                                          "(the model keeps no such state)"),
                        std::runtime_error);
 }
+
+TEST_CASE("load_matching_weights: a pretrained body into a model with a new head, by mapped names") {
+  // "Pretrained": Pretrain/Dense_3[0] (5 → 3), Relu, Dense_7[2] (a 7-way head). The classifier:
+  // Classifier/Dense_3[0] (the same body), Relu, Dense_2[2] (a new 2-way head).
+  TempDir dir;
+  auto pretrained = make_serial({Dense(3), Relu(), Dense(7)}, "Pretrain");
+  pretrained->init(ShapeDtype{{4, 5}}, Rng(1));
+  save_checkpoint(dir / "pre.safetensors", *pretrained, {}, {.step = 100});
+  auto classifier = make_serial({Dense(3), Relu(), Dense(2)}, "Classifier");
+  classifier->init(ShapeDtype{{4, 5}}, Rng(2));
+  const Tensor head_before = classifier->all_weights()[2].clone();
+  const LoadReport report = load_matching_weights(dir / "pre.safetensors", *classifier, {.from = "Pretrain/", .to = "Classifier/"});
+  CHECK(report.loaded == std::vector<std::string>{"Classifier/Dense_3[0]/w", "Classifier/Dense_3[0]/b"});
+  CHECK(report.initialised == std::vector<std::string>{"Classifier/Dense_2[2]/w", "Classifier/Dense_2[2]/b"});
+  CHECK(report.unused == std::vector<std::string>{"Pretrain/Dense_7[2]/b", "Pretrain/Dense_7[2]/w"});
+  CHECK(bit_equal(classifier->all_weights()[0], pretrained->all_weights()[0]));
+  CHECK(bit_equal(classifier->all_weights()[1], pretrained->all_weights()[1]));
+  CHECK(bit_equal(classifier->all_weights()[2], head_before));   // the new head keeps its initialisation
+  CHECK(report.describe().find("loaded 2 weights:\n    Classifier/Dense_3[0]/w") == 0);
+  // Same tree, no mapping: everything loads (Trax's init_from_file), nothing initialised or unused.
+  auto same = make_serial({Dense(3), Relu(), Dense(7)}, "Pretrain");
+  same->init(ShapeDtype{{4, 5}}, Rng(3));
+  const LoadReport all = load_matching_weights(dir / "pre.safetensors", *same);
+  CHECK(all.loaded.size() == 4);
+  CHECK(all.initialised.empty());
+  CHECK(all.unused.empty());
+  auto again = make_serial({Dense(3), Relu(), Dense(7)}, "Pretrain");
+  again->init(ShapeDtype{{4, 5}}, Rng(4));
+  CHECK(init_from_file(dir / "pre.safetensors", *again, true).step == 100);
+  CHECK(bit_equal(again->all_weights()[3], pretrained->all_weights()[3]));
+}
+
+TEST_CASE("load_matching_weights refuses a shape that differs, and names that match nothing") {
+  TempDir dir;
+  auto pretrained = make_serial({Dense(3), Relu(), Dense(7)}, "Pretrain");
+  pretrained->init(ShapeDtype{{4, 5}}, Rng(1));
+  save_checkpoint(dir / "pre.safetensors", *pretrained, {}, {});
+  auto wider = make_serial({Dense(3), Relu(), Dense(7)}, "Pretrain");
+  wider->init(ShapeDtype{{4, 6}}, Rng(2));   // 6 inputs: the first Dense's w is (6, 3)
+  const Tensor before = wider->all_weights()[1].clone();
+  CHECK_THROWS_WITH_AS(load_matching_weights(dir / "pre.safetensors", *wider),
+                       doctest::Contains("pre.safetensors: weights of the same name differ in shape, so Pretrain loads "
+                                         "none of them:\n    Pretrain/Dense_3[0]/w (file Pretrain/Dense_3[0]/w as f32[5,3], "
+                                         "model f32[6,3])"),
+                       std::runtime_error);
+  CHECK(bit_equal(wider->all_weights()[1], before));   // nothing loaded
+  auto other = make_serial({Dense(3), Relu(), Dense(7)}, "Other");
+  other->init(ShapeDtype{{4, 5}}, Rng(3));
+  CHECK_THROWS_WITH_AS(load_matching_weights(dir / "pre.safetensors", *other),
+                       doctest::Contains("no weight of Other matches one of the file's (mapping \"\" in the file to \"\" in "
+                                         "the model)\n  the model's:\n    Other/Dense_3[0]/w"),
+                       std::runtime_error);
+}
