@@ -1,6 +1,7 @@
 #include "core/data/sentencepiece.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
@@ -69,8 +70,9 @@ std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::train(
   const std::string args = fmt::format(
       "--model_prefix= --vocab_size={} --model_type={} --character_coverage={} "
       "--pad_id=0 --eos_id=1 --unk_id=2 --bos_id=-1 --hard_vocab_limit=false "
-      "--max_sentence_length={} --minloglevel=2 --num_threads=2",
-      o.vocab_size, o.model_type, o.character_coverage, kMaxSentenceBytes);
+      "--max_sentence_length={} --minloglevel=2 --num_threads=2{}",
+      o.vocab_size, o.model_type, o.character_coverage, kMaxSentenceBytes,
+      o.control_symbols.empty() ? std::string() : " --control_symbols=" + fmt::format("{}", fmt::join(o.control_symbols, ",")));
   std::string proto;
   check(sentencepiece::SentencePieceTrainer::Train(args, &it, &proto), "training");
 
@@ -117,6 +119,13 @@ std::string SentencePieceTokenizer::decode(std::span<const std::int32_t> ids) co
   std::string out;
   check(impl_->processor.Decode(kept, &out), "decode");
   return out;
+}
+
+std::int32_t SentencePieceTokenizer::id_of(const std::string& piece) const {
+  const int id = impl_->processor.PieceToId(piece);
+  if (id == impl_->processor.unk_id() && piece != impl_->processor.IdToPiece(id))
+    throw std::out_of_range(fmt::format("SentencePiece: the vocabulary has no piece \"{}\"", piece));
+  return id;
 }
 
 std::string SentencePieceTokenizer::piece(std::int32_t id) const {

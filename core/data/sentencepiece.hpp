@@ -24,6 +24,9 @@ struct SentencePieceOptions {
   double character_coverage = 1.0;        // 0.9995 for languages with huge alphabets
   std::int64_t max_sentences = 1000000;   // a sample of the input, when larger
   std::uint64_t seed = 0;                 // which sentences the sample keeps
+  // Pieces with ids of their own that text never encodes to: a masked LM's "<mask>" (the ids
+  // after the unknown's, in this order).
+  std::vector<std::string> control_symbols = {};
 };
 
 class SentencePieceTokenizer final : public Tokenizer {
@@ -41,6 +44,8 @@ class SentencePieceTokenizer final : public Tokenizer {
   std::string name() const override { return "sentencepiece"; }
   // The piece an id stands for, as SentencePiece writes it ("▁dog": '▁' marks a word's start).
   std::string piece(std::int32_t id) const;
+  // The id of a piece ("<mask>"); a piece the vocabulary lacks is an error naming it.
+  std::int32_t id_of(const std::string& piece) const;
 
  private:
   struct Impl;
