@@ -15,7 +15,7 @@
 namespace ctrax::models {
 
 const std::vector<std::string>& model_names() {
-  static const std::vector<std::string> names = {"TransformerEncoder", "TransformerLM", "Transformer",
+  static const std::vector<std::string> names = {"TransformerEncoder", "TransformerLM", "Transformer", "MaskedLM",
                                                  "RNNLM", "GRULM", "LSTMSeq2SeqAttn", "SentenceCNN", "MLP",
                                                  "WideResnet"};
   return names;
@@ -26,7 +26,7 @@ namespace {
 bool is_image_model(const std::string& name) { return name == "MLP" || name == "WideResnet"; }
 
 bool is_transformer(const std::string& name) {
-  return name == "TransformerEncoder" || name == "TransformerLM" || name == "Transformer";
+  return name == "TransformerEncoder" || name == "TransformerLM" || name == "Transformer" || name == "MaskedLM";
 }
 
 void at_least(const char* what, std::int64_t value, std::int64_t lo, const std::string& model) {
@@ -87,6 +87,7 @@ LayerPtr build(const ModelSpec& s, Mode mode) {
   c.mode = mode;
   if (s.name == "TransformerEncoder") return TransformerEncoder(s.vocab_size, s.n_classes, c);
   if (s.name == "TransformerLM") return TransformerLM(s.vocab_size, c);
+  if (s.name == "MaskedLM") return MaskedLM(s.vocab_size, c);
   if (s.name == "Transformer") return Transformer(s.vocab_size, s.output_vocab_size, c);
   if (s.name == "SentenceCNN")
     return SentenceCNN(s.vocab_size, s.n_classes,

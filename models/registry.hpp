@@ -16,6 +16,7 @@
 // WHAT EACH MODEL READS of the spec:
 //   TransformerEncoder  vocab_size, n_classes, config (n_layers blocks)
 //   TransformerLM       vocab_size, config (n_layers blocks)
+//   MaskedLM            vocab_size, config (TransformerEncoder's body, a Dense(vocab) per position)
 //   Transformer         vocab_size, output_vocab_size, config (n_encoder_layers, n_decoder_layers)
 //   RNNLM               vocab_size, cell, config.d_model, n_layers, dropout
 //   GRULM               vocab_size, config.d_model, n_layers
@@ -56,7 +57,7 @@ struct ModelSpec {
   int n_blocks = 3, widen_factor = 1;              // WideResnet: blocks per group, widening
 };
 
-// TransformerEncoder, TransformerLM, Transformer, RNNLM, GRULM, LSTMSeq2SeqAttn, SentenceCNN, MLP,
+// TransformerEncoder, TransformerLM, Transformer, MaskedLM, RNNLM, GRULM, LSTMSeq2SeqAttn, SentenceCNN, MLP,
 // WideResnet.
 const std::vector<std::string>& model_names();
 

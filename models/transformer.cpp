@@ -109,17 +109,25 @@ LayerList EncoderDecoderBlock(const TransformerConfig& c) {
   });
 }
 
+LayerList EncoderBody(std::int64_t vocab_size, const TransformerConfig& c) {
+  return concat({{Branch(nullptr, PaddingMask()),   // tokens masks
+                  Embedding(vocab_size, c.d_model)},
+                 EmbeddingTail(c, c.mode, /*mode_given=*/false),   // Trax gives this one no mode
+                 repeat(c.n_layers, [&] { return EncoderBlock(c); }),
+                 {Select({0}, /*n_in=*/2)},          // drops the masks
+                 FinalNorm(c)});
+}
+
 LayerPtr TransformerEncoder(std::int64_t vocab_size, std::int64_t n_classes,
                             const TransformerConfig& c) {
   return Serial(
-      Branch(nullptr, PaddingMask()),  // tokens masks
-      Embedding(vocab_size, c.d_model),
-      EmbeddingTail(c, c.mode, /*mode_given=*/false),   // Trax gives this one no mode
-      repeat(c.n_layers, [&] { return EncoderBlock(c); }),
-      Select({0}, /*n_in=*/2),         // drops the masks
-      FinalNorm(c),
+      EncoderBody(vocab_size, c),
       Mean(/*axis=*/1),                // average over length (padding included, as in Trax)
       Dense(n_classes));
+}
+
+LayerPtr MaskedLM(std::int64_t vocab_size, const TransformerConfig& c) {
+  return Serial(EncoderBody(vocab_size, c), Dense(vocab_size));   // a guess at every position
 }
 
 LayerPtr TransformerDecoder(std::optional<std::int64_t> vocab_size, const TransformerConfig& c) {

@@ -12,6 +12,12 @@
 //       the encoder–decoder translation model of Vaswani et al. (2017).
 //   TransformerDecoder(vocab_size | nullopt)    tokens (B, L) → activations (B, L, d_model)
 //       TransformerLM's body without shift and output layer (Trax has it too).
+//   MaskedLM(vocab_size)                        tokens (B, L) int32 → logits (B, L, vocab_size)
+//       BERT's pretraining model (Devlin et al. 2018) on TransformerEncoder's body: the same
+//       layers at the same places (EncoderBody), then a Dense(vocab) guess at every position
+//       instead of Mean and Dense(n_classes). So a classifier's body weights have the masked LM's
+//       names, and fine-tuning loads them by name (core/train/checkpoint.hpp,
+//       load_matching_weights). Trax has no masked-LM head (bert.py: "TODO: masked LM head").
 //
 // Outputs are raw logits (no LogSoftmax, as in Trax since 1.3.7). By default embeddings are not
 // scaled by √d_model and the output Dense is not tied to the embedding — Trax's choices, kept.
@@ -103,8 +109,11 @@ LayerList EncoderBlock(const TransformerConfig& c);
 LayerList DecoderBlock(const TransformerConfig& c);
 LayerList EncoderDecoderBlock(const TransformerConfig& c);
 
+// Embedding, positions, n_layers encoder blocks with the padding mask, the final norm: (B, L) → (B, L, d).
+LayerList EncoderBody(std::int64_t vocab_size, const TransformerConfig& c);
 LayerPtr TransformerEncoder(std::int64_t vocab_size, std::int64_t n_classes = 10,
                             const TransformerConfig& c = {});
+LayerPtr MaskedLM(std::int64_t vocab_size, const TransformerConfig& c = {});
 // vocab_size nullopt: the input is already (B, L, d_feature) floats and a Dense embeds it.
 LayerPtr TransformerDecoder(std::optional<std::int64_t> vocab_size, const TransformerConfig& c = {});
 LayerPtr TransformerLM(std::int64_t vocab_size, const TransformerConfig& c = {});

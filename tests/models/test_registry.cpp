@@ -69,7 +69,27 @@ TEST_CASE("registry: each name builds the model its own function builds, with th
                     WideResnet({.n_blocks = 1, .widen_factor = 2, .mode = Mode::eval}), {ShapeDtype{{2, 32, 32, 1}}});
   expect_same_model(build({.name = "SentenceCNN", .vocab_size = 11, .n_classes = 3, .config = kSmall, .n_filters = 4}, Mode::eval),
                     SentenceCNN(11, 3, {.d_model = 8, .n_filters = 4, .dropout = 0.1, .mode = Mode::eval}), lm_in);
-  CHECK(model_names().size() == 9);
+  expect_same_model(build({.name = "MaskedLM", .vocab_size = 11, .config = kSmall}, Mode::eval),
+                    MaskedLM(11, eval), lm_in);
+  CHECK(model_names().size() == 10);
+}
+
+TEST_CASE("MaskedLM is TransformerEncoder's body with a guess per position: the body's weights have the same names") {
+  TransformerConfig c = kSmall;
+  auto mlm = MaskedLM(11, c);
+  auto classifier = TransformerEncoder(11, 3, c);
+  const Signature out = mlm->init(ShapeDtype{{2, 5}, DType::int32});
+  CHECK(out[0].shape == Shape{2, 5, 11});
+  classifier->init(ShapeDtype{{2, 5}, DType::int32});
+  const auto a = mlm->named_weights(), b = classifier->named_weights();
+  REQUIRE(a.size() == b.size());   // the same body; one Dense head each
+  for (std::size_t i = 0; i + 2 < a.size(); ++i) {
+    CHECK(a[i].first == b[i].first);
+    CHECK(a[i].second.shape() == b[i].second.shape());
+  }
+  CHECK(a.back().second.shape() == Shape{11});   // Dense(vocab)'s bias
+  CHECK(b.back().second.shape() == Shape{3});    // Dense(n_classes)'s
+  CHECK(a[a.size() - 2].first != b[b.size() - 2].first);   // the heads sit at different places
 }
 
 TEST_CASE("registry: check refuses, naming the model and the setting, before any layer is made") {
