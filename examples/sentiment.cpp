@@ -33,9 +33,15 @@
 
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 
 #include "core/data/sentencepiece.hpp"
+#include "core/data/fingerprint.hpp"
+#include "core/data/text_files.hpp"
+#include "core/io/atomic_file.hpp"
 #include "core/io/stop_signals.hpp"
+#include "core/train/checkpoint.hpp"
 #include "core/train/adam.hpp"
 #include "examples/common.hpp"
 #include "examples/sentiment.hpp"
@@ -45,9 +51,36 @@ namespace ctrax::examples::sentiment {
 
 namespace {
 
+// FINE-TUNING (--init-from RUN, a `pretrain` run): the classifier's body — its sizes, vocabulary,
+// --max-len (the position table is one of its weights) and weights — comes from RUN; its head
+// starts fresh; --dropout stays this run's.
+// A resume reads the body's sizes from this run's own checkpoint (RUN may be gone by then).
+struct Pretrained {
+  std::string run, weights;   // RUN, and the checkpoint whose weights are loaded
+};
+
+std::optional<Pretrained> settle_pretrained(const std::string& init_from, bool resumed, examples::ModelFlags& m,
+                                            const examples::TrainFlags& t) {
+  if (init_from.empty()) return std::nullopt;
+  const double dropout = m.arch.dropout;
+  if (resumed) {
+    m = examples::model_flags_from(train::StoredConfig::of_run(t.out));
+    return Pretrained{init_from, ""};
+  }
+  const train::StoredConfig pre = train::StoredConfig::of_run(init_from);
+  const std::string weights = train::weights_to_use(pre, "pretrain");   // checks its program and vocabulary
+  m = examples::model_flags_from(pre);
+  m.arch.dropout = dropout;
+  if (t.comm->rank() == 0)   // its vocabulary is this run's: the body's embeddings are indexed by its ids
+    io::write_atomically(train::vocabulary_file(t.out), data::read_file(train::vocabulary_file(init_from)));
+  t.comm->barrier();
+  return Pretrained{init_from, weights};
+}
+
 int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, examples::TrainFlags t, std::int64_t vocab_size,
-                  std::int64_t head, std::int64_t limit) {
+                  std::int64_t head, std::int64_t limit, const std::string& init_from) {
   const bool resumed = examples::open_run(t);
+  const std::optional<Pretrained> pretrained = settle_pretrained(init_from, resumed, m, t);
   if (head < 0) head = m.arch.max_len / 4;
   if (head > m.arch.max_len)
     throw std::invalid_argument(fmt::format("--head {} exceeds --max-len {}", head, m.arch.max_len));
@@ -60,12 +93,14 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
   const std::int64_t n_valid = std::min<std::int64_t>(1000, n / 10);
   if (n_valid < 1) throw std::runtime_error(fmt::format("{}: {} training reviews are too few", t.data, n));
 
-  const auto tok = examples::run_vocabulary(t, resumed, {.vocab_size = vocab_size, .max_sentences = 10000},
-                                            "the training reviews", [&] {
-                                              std::vector<std::string> texts;
-                                              for (const auto& x : examples_) texts.push_back(x.text);
-                                              return texts;
-                                            });
+  const auto tok = pretrained && !resumed
+                       ? data::SentencePieceTokenizer::load(train::vocabulary_file(t.out))
+                       : examples::run_vocabulary(t, resumed, {.vocab_size = vocab_size, .max_sentences = 10000},
+                                                  "the training reviews", [&] {
+                                                    std::vector<std::string> texts;
+                                                    for (const auto& x : examples_) texts.push_back(x.text);
+                                                    return texts;
+                                                  });
   const auto perm = Rng(t.seed).fold_in(12345).permutation(n);
   const std::vector<std::int64_t> train_idx(perm.begin(), perm.end() - n_valid),
       valid_idx(perm.end() - n_valid, perm.end());
@@ -87,6 +122,19 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
              100 * data::padding_share(train_stream, probe),
              100 * data::padding_share(data::classification_stream(train.tokens, train.labels, unbucketed, pad), probe));
   auto model = m.classifier(tok->vocab_size(), n_classes, Mode::train);
+  std::string init_json = "";
+  if (pretrained && !resumed) {   // the body's weights now; the Loop's initialisation keeps them
+    model->init(ShapeDtype{{t.batch_size, m.arch.max_len}, DType::int32}, Rng(t.seed).fold_in(7));
+    const train::LoadReport report = train::load_matching_weights(pretrained->weights, *model);
+    fmt::print("from {}: {}\n", pretrained->weights, report.describe());
+    init_json = fmt::format(R"(, "init_from": {}, "init_from_crc32": {})", nlohmann::json(pretrained->weights).dump(),
+                            data::fingerprint(pretrained->weights).at(0).crc32);
+  } else if (pretrained) {   // a resume keeps the record of where the body came from
+    const train::StoredConfig own = train::StoredConfig::of_run(t.out);
+    if (own.has("init_from"))
+      init_json = fmt::format(R"(, "init_from": {}, "init_from_crc32": {})", nlohmann::json(own.string("init_from")).dump(),
+                              own.integer("init_from_crc32"));
+  }
   train::Loop loop(
       model,
       {{.labeled_data = train_stream,
@@ -105,8 +153,8 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
        .random_seed = t.seed,
        .run_lock = std::move(lock),
        .stop_requested = io::StopSignals::requested,
-       .config = examples::config_json(m, t, fmt::format(R"({{"vocab_size": {}, "head": {}, "n_classes": {}}})",
-                                                      tok->vocab_size(), head, n_classes)),
+       .config = examples::config_json(m, t, fmt::format(R"({{"vocab_size": {}, "head": {}, "n_classes": {}{}}})",
+                                                      tok->vocab_size(), head, n_classes, init_json)),
        .communicator = t.comm});
   train::train_until(loop, t.until(train::KeepBest{.metric = "accuracy"}));
   fmt::print("held-out accuracy {:.4f}; run `sentiment eval` for the test split\n", loop.last_value("eval", "accuracy"));
@@ -144,6 +192,9 @@ int main(int argc, char** argv) {
   train->add_option("--head", head,
                     "reviews longer than --max-len keep their first HEAD and last max-len - HEAD tokens "
                     "(-1: a quarter of --max-len; 0: the first max-len only)")->capture_default_str()->check(examples::number_in(-1, 1 << 20));
+  std::string init_from;
+  auto* init_flag = train->add_option("--init-from", init_from,
+                                      "fine-tune: the body (sizes, vocabulary, weights) from this `pretrain` run, a new head");
   std::int64_t limit = 0;
   train->add_option("--limit", limit, "use only the first N training reviews (0: all; quick trials)")->capture_default_str()
       ->check(examples::number_in(0, 1e12));
@@ -168,8 +219,19 @@ int main(int argc, char** argv) {
   return examples::run_main("sentiment", [&] {
     if (*train) {
       t.task = "sentiment";
+      if (init_flag->count() > 0) {   // the body's settings come from the pretrained run
+        if (m.model != "transformer")
+          throw std::invalid_argument(fmt::format("--init-from: a pretrained Transformer encoder fine-tunes a --model "
+                                                  "transformer, not {}", m.model));
+        for (const char* flag : {"--d-model", "--d-ff", "--n-layers", "--n-heads", "--max-len", "--positions", "--norm",
+                                 "--scale-embeddings", "--vocab-size"})
+          if (train->count(flag) > 0)
+            throw std::invalid_argument(fmt::format("{}: with --init-from the body's settings and vocabulary are the "
+                                                    "pretrained run's ({}); give {} only without --init-from", flag,
+                                                    init_from, flag));
+      }
       auto lock = examples::settle_run(*train, t);
-      return train_command(std::move(lock), m, t, vocab_size, head, limit);
+      return train_command(std::move(lock), m, t, vocab_size, head, limit, init_from);
     }
     if (*eval) return eval_command(data_dir, out, threads, eval_batch, limit);
     return predict_command(out, threads, texts);

@@ -246,6 +246,16 @@ cp -r srun snospm; rm -f snospm/spm.model snospm/.lock
 bad sentiment-no-spm      "snospm/spm.model: no such SentencePiece model" "$sentiment" predict --out snospm "Fine."
 cp -r srun sbadspm; rm -f sbadspm/.lock; echo "garbage" >sbadspm/spm.model
 bad sentiment-bad-spm     "sbadspm/spm.model" "$sentiment" predict --out sbadspm "Fine."
+# --init-from: a pretrained run's body; the body's settings and vocabulary are that run's.
+SI=("$sentiment" train --out sinit --data imdb --steps 1 --batch-size 4 --threads 1)
+bad init-from-missing     "nowhere: no model.safetensors here" "${SI[@]}" --init-from nowhere
+bad init-from-lm-run      "lmrun/model.safetensors was trained by \`lm\`; this is \`pretrain\`" "${SI[@]}" --init-from lmrun
+bad init-from-vocab       "--vocab-size: with --init-from the body's settings and vocabulary are the pretrained run's" "${SI[@]}" --vocab-size 60 --init-from srun
+bad init-from-cnn         "--init-from: a pretrained Transformer encoder fine-tunes a --model transformer, not cnn" "$sentiment" train --out snew2 --data imdb --model cnn --init-from srun
+bad init-from-d-model     "--d-model: with --init-from" "$sentiment" train --out snew3 --data imdb --d-model 32 --init-from srun
+bad pretrain-no-data      "nowhere" "$build/examples/pretrain" train --out pnew --data nowhere --steps 1
+bad pretrain-empty        "empty.txt: no text to learn from" "$build/examples/pretrain" train --out pnew2 --data empty.txt --steps 1
+bad pretrain-too-few      "pieces of text are too few for batches of 100000" "$build/examples/pretrain" train --out pnew3 --data changing.txt --steps 1 --vocab-size 60 --max-len 16 --d-model 16 --d-ff 32 --n-layers 1 --n-heads 2 --threads 1 --batch-size 100000
 
 # --- translate ------------------------------------------------------------------------------
 bad translate-empty       "TEXT 2 of 2 is empty: give a sentence to translate" "$translate" translate --out trun "A dog." "  "

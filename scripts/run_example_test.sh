@@ -155,6 +155,23 @@ sentiment)
     expect "test accuracy .* of 3 texts" "$tmp/log"
     "$exe" predict --out "$run" --threads 1 "A wonderful film." >"$tmp/log" || fail "predict"
     grep -Eq "^(positive|negative) \(0\.[5-9][0-9]*|1\.000\)" "$tmp/log" || { cat "$tmp/log"; fail "predict output"; }
+    # Pretrain a masked LM on the reviews' text (labels unused), then fine-tune a classifier from it:
+    # the body loads by name, the head is new, and the run records where its body came from.
+    pretrain=$(dirname "$exe")/pretrain
+    "$pretrain" train --data "$data/imdb" --out "$tmp/mlm" --vocab-size 300 --steps 3 --eval-every 3 --max-len 64 \
+      --d-model 16 --d-ff 32 --n-layers 1 --n-heads 2 --batch-size 8 --threads 1 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "pretrain"; }
+    expect "(<mask> = 3)" "$tmp/log"
+    expect "held-out masked-token accuracy" "$tmp/log"
+    "$exe" train --data "$data/imdb" --out "$tmp/ft" --init-from "$tmp/mlm" --limit 200 --steps 3 --eval-every 3 \
+      --batch-size 4 --threads 1 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "fine-tune"; }
+    expect "loaded 20 weights" "$tmp/log"   # the embedding, the position table, the block, the final norm
+    expect "newly initialised 2:" "$tmp/log"
+    expect "unused in the file 2:" "$tmp/log"
+    cmp -s "$tmp/mlm/spm.model" "$tmp/ft/spm.model" || fail "the fine-tuned run's vocabulary is not the pretrained one"
+    "$exe" train --data "$data/imdb" --out "$tmp/ft" --steps 4 --eval-every 1 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "fine-tune resume"; }
+    expect "Ran 1 train steps" "$tmp/log"
+    "$exe" eval --data "$data/imdb" --out "$tmp/ft" --limit 20 --threads 1 >"$tmp/log" 2>&1 || fail "eval of the fine-tuned run"
+    expect "test accuracy .* of 20 texts" "$tmp/log"
   fi
   ;;
 translate)

@@ -1,0 +1,182 @@
+// examples/pretrain.cpp — masked-language-model pretraining of TransformerEncoder's body on
+// unlabelled text (BERT's recipe, Devlin et al. 2018), for classifiers that fine-tune from it.
+//
+//   build/examples/pretrain train --data ../shared/data/imdb --out runs/imdb_mlm --minutes 60
+//   build/examples/sentiment train --data ../shared/data/imdb --out runs/imdb_ft --init-from runs/imdb_mlm
+//
+// DATA. --data is a dataset directory (its training split's texts: IMDB's 25,000 training reviews,
+// labels unused — never the test split), a TSV file (the text after each line's last tab) or a
+// plain text file (one text per line, .gz or not: the Korean reviews). A SentencePiece vocabulary
+// with a "<mask>" control piece is learned from the texts and saved as OUT/spm.model; the
+// fine-tuned classifier reads its texts with this vocabulary. Texts longer than --max-len tokens
+// are cut into pieces of --max-len; a seeded 1,000 pieces (at most a tenth) are held out.
+//
+// MODEL AND LOSS. MaskedLM (models/transformer.hpp): TransformerEncoder's body, then a guess at
+// every position. Each batch hides 15% of every piece's tokens (core/data/masked_lm.hpp: 80% become
+// <mask>, 10% a random token, 10% stay) and the loss is the cross-entropy of the guesses at the
+// hidden positions only; "accuracy" is the share guessed right. Batches are masked afresh every
+// step from the step's key, so a resumed run sees what it would have seen.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "core/data/masked_lm.hpp"
+#include "core/data/text_files.hpp"
+#include "core/io/stop_signals.hpp"
+#include "examples/common.hpp"
+#include "layers/metrics.hpp"
+
+namespace ctrax::examples::pretrain {
+
+namespace {
+
+constexpr const char* kMaskPiece = "<mask>";
+
+// The texts of --data: a directory's training split, a TSV's last column, or a text file's lines.
+std::vector<std::string> read_texts(const std::string& path) {
+  std::vector<std::string> texts;
+  if (std::filesystem::is_directory(path)) {
+    for (auto& x : data::load_labeled_split(path, "train")) texts.push_back(std::move(x.text));
+    return texts;
+  }
+  const bool tsv = path.find(".tsv") != std::string::npos;
+  for (auto& line : data::read_lines(path)) {
+    if (tsv) line = line.substr(line.rfind('\t') == std::string::npos ? 0 : line.rfind('\t') + 1);
+    if (line.find_first_not_of(" \t") != std::string::npos) texts.push_back(std::move(line));
+  }
+  if (texts.empty()) throw std::runtime_error(fmt::format("{}: no text to learn from", path));
+  return texts;
+}
+
+// Every text's tokens cut into pieces of at most max_len (a last piece under 8 tokens is dropped
+// unless it is the whole text).
+std::vector<std::vector<std::int32_t>> pieces(const data::Tokenizer& tok, const std::vector<std::string>& texts,
+                                              std::int64_t max_len) {
+  std::vector<std::vector<std::int32_t>> out;
+  for (const auto& text : texts) {
+    const auto ids = tok.encode(text);
+    for (std::size_t at = 0; at < ids.size(); at += static_cast<std::size_t>(max_len)) {
+      const std::size_t end = std::min(ids.size(), at + static_cast<std::size_t>(max_len));
+      if (end - at < 8 && at > 0) break;
+      out.emplace_back(ids.begin() + static_cast<std::ptrdiff_t>(at), ids.begin() + static_cast<std::ptrdiff_t>(end));
+    }
+  }
+  return out;
+}
+
+// Rows `which` of `all` padded to the longest (a multiple of 16).
+Tensor pad_rows(const std::vector<std::vector<std::int32_t>>& all, const std::vector<std::int64_t>& which) {
+  std::size_t longest = 1;
+  for (auto i : which) longest = std::max(longest, all[static_cast<std::size_t>(i)].size());
+  const auto L = static_cast<std::int64_t>((longest + 15) / 16 * 16);
+  Tensor out = Tensor::zeros({static_cast<std::int64_t>(which.size()), L}, DType::int32);
+  for (std::size_t r = 0; r < which.size(); ++r) {
+    const auto& row = all[static_cast<std::size_t>(which[r])];
+    std::copy(row.begin(), row.end(), out.data<std::int32_t>() + static_cast<std::int64_t>(r) * L);
+  }
+  return out;
+}
+
+int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, examples::TrainFlags t, std::int64_t vocab_size) {
+  const bool resumed = examples::open_run(t);
+  const std::vector<std::string> texts = read_texts(t.data);
+  const auto tok = examples::run_vocabulary(t, resumed, {.vocab_size = vocab_size, .max_sentences = 20000,
+                                                         .control_symbols = {kMaskPiece}},
+                                            "the texts", [&] { return texts; });
+  const auto all = pieces(*tok, texts, m.arch.max_len);
+  const auto n = static_cast<std::int64_t>(all.size());
+  const std::int64_t n_valid = std::min<std::int64_t>(1000, n / 10);
+  if (n_valid < 1 || n - n_valid < t.batch_size)
+    throw std::runtime_error(fmt::format("{}: {} pieces of text are too few for batches of {}", t.data, n, t.batch_size));
+  const auto perm = Rng(t.seed).fold_in(12345).permutation(n);
+  const std::vector<std::int64_t> train_idx(perm.begin(), perm.end() - n_valid), valid_idx(perm.end() - n_valid, perm.end());
+  const data::MaskingOptions masking{.vocab_size = tok->vocab_size(), .mask_id = tok->id_of(kMaskPiece),
+                                     .first_random_id = tok->id_of(kMaskPiece) + 1};
+  std::int64_t n_tokens = 0;
+  for (const auto& p : all) n_tokens += static_cast<std::int64_t>(p.size());
+  fmt::print("{}: {} texts in {} pieces of at most {} tokens ({:.0f} on average), {} held out; vocabulary {} "
+             "(<mask> = {})\n", t.data, texts.size(), n, m.arch.max_len, static_cast<double>(n_tokens) / static_cast<double>(n),
+             n_valid, tok->vocab_size(), masking.mask_id);
+
+  const std::int64_t n_train = n - n_valid, per_epoch = n_train / t.batch_size;
+  struct EpochOrder {   // the epoch's permutation, drawn once per epoch
+    std::int64_t epoch = -1;
+    std::vector<std::int64_t> order;
+  };
+  const auto epoch_order = std::make_shared<EpochOrder>();
+  const auto train_batch = [&all, train_idx, per_epoch, t, masking, epoch_order](std::int64_t i) {
+    const std::int64_t epoch = i / per_epoch, at = (i % per_epoch) * t.batch_size;
+    if (epoch_order->epoch != epoch) {
+      epoch_order->order = Rng(t.seed).fold_in(static_cast<std::uint64_t>(epoch)).permutation(static_cast<std::int64_t>(train_idx.size()));
+      epoch_order->epoch = epoch;
+    }
+    const std::vector<std::int64_t>& order = epoch_order->order;
+    std::vector<std::int64_t> which;
+    for (std::int64_t k = 0; k < t.batch_size; ++k) which.push_back(train_idx[static_cast<std::size_t>(order[static_cast<std::size_t>(at + k)])]);
+    const data::MaskedBatch b = data::mask_tokens(pad_rows(all, which), masking, Rng(t.seed).fold_in(1u << 20).fold_in(static_cast<std::uint64_t>(i)));
+    return Stack{b.inputs, b.targets, b.weights};
+  };
+  const auto valid_batch = [&all, valid_idx, t, masking](std::int64_t i) {   // the same masks at every evaluation
+    const auto begin = static_cast<std::int64_t>(i * t.batch_size);
+    const auto end = std::min<std::int64_t>(begin + t.batch_size, static_cast<std::int64_t>(valid_idx.size()));
+    const std::vector<std::int64_t> which(valid_idx.begin() + begin, valid_idx.begin() + end);
+    const data::MaskedBatch b = data::mask_tokens(pad_rows(all, which), masking, Rng(t.seed).fold_in(1u << 21).fold_in(static_cast<std::uint64_t>(i)));
+    return Stack{b.inputs, b.targets, b.weights};
+  };
+  auto model = models::build(m.spec("MaskedLM", tok->vocab_size()), Mode::train);
+  train::Loop loop(
+      model,
+      {{.labeled_data = train_batch,
+        .loss_layer = layers::WeightedCategoryCrossEntropy(),
+        .optimizer = examples::optimizer(t),
+        .lr_schedule = examples::lr_schedule(t, m),
+        .n_steps_per_checkpoint = t.eval_every,
+        .loss_name = "loss"}},
+      {.eval_tasks = {{.labeled_data = valid_batch,
+                       .metrics = {layers::WeightedCategoryCrossEntropy(), layers::WeightedCategoryAccuracy()},
+                       .metric_names = {"loss", "accuracy"},
+                       .n_eval_batches = (n_valid + t.batch_size - 1) / t.batch_size}},
+       .output_dir = t.out,
+       .random_seed = t.seed,
+       .run_lock = std::move(lock),
+       .stop_requested = io::StopSignals::requested,
+       .config = examples::config_json(m, t, fmt::format(R"({{"vocab_size": {}, "mask_id": {}}})", tok->vocab_size(),
+                                                      masking.mask_id)),
+       .communicator = t.comm});
+  train::train_until(loop, t.until(train::KeepBest{.metric = "loss", .higher_is_better = false}));
+  fmt::print("held-out masked-token accuracy {:.4f}; fine-tune with `sentiment train --init-from {}`\n",
+             loop.last_value("eval", "accuracy"), t.out);
+  return 0;
+}
+
+}  // namespace
+
+}  // namespace ctrax::examples::pretrain
+
+using namespace ctrax;
+using namespace ctrax::examples::pretrain;
+
+int main(int argc, char** argv) {
+  CLI::App app{"Pretrain a Transformer encoder as a masked language model on unlabelled text (BERT's recipe), for "
+               "`sentiment train --init-from` to fine-tune."};
+  app.require_subcommand(1);
+  // The sentiment classifier's defaults (the body a fine-tuned classifier gets), pieces of 128.
+  examples::ModelFlags m{.arch = {.d_model = 128, .d_ff = 256, .n_layers = 2, .n_heads = 4, .max_len = 128, .dropout = 0.1}};
+  examples::TrainFlags t{.batch_size = 64, .steps = 10000, .warmup = 500, .eval_every = 500, .lr = 1e-3,
+                         .schedule = "cosine", .out = "runs/mlm"};
+  std::int64_t vocab_size = 16000;
+  auto* train = app.add_subcommand("train", "pretrain (or resume)");
+  examples::add_model_flags(*train, m);
+  examples::add_train_flags(*train, t, true);
+  train->add_option("--vocab-size", vocab_size, "SentencePiece vocabulary size")->capture_default_str()
+      ->check(examples::number_in(16, 1e6));
+  examples::decimal_numbers(app);
+  CLI11_PARSE(app, argc, argv);
+  return examples::run_main("pretrain", [&] {
+    t.task = "pretrain";
+    auto lock = examples::settle_run(*train, t);
+    return train_command(std::move(lock), m, t, vocab_size);
+  });
+}
