@@ -18,6 +18,7 @@
 
 #include "core/data/fingerprint.hpp"
 #include "core/data/text_files.hpp"
+#include "core/tensor/random.hpp"
 #include "core/io/atomic_file.hpp"
 #include "core/tensor/blas_kernels.hpp"
 #include "core/io/stop_signals.hpp"
@@ -111,6 +112,14 @@ std::unique_ptr<data::SentencePieceTokenizer> run_vocabulary(const TrainFlags& t
   }
   t.comm->barrier();
   return tok ? std::move(tok) : data::SentencePieceTokenizer::load(train::vocabulary_file(t.out));
+}
+
+const std::vector<std::int64_t>& EpochOrder::of(std::int64_t epoch) {
+  if (epoch != epoch_) {
+    order_ = Rng(seed_).fold_in(static_cast<std::uint64_t>(epoch)).permutation(n_);
+    epoch_ = epoch;
+  }
+  return order_;
 }
 
 std::string config_json(const ModelFlags& m, const TrainFlags& t, const std::string& extra) {

@@ -141,6 +141,20 @@ std::string config_json(const ModelFlags& m, const TrainFlags& t, const std::str
 // outside the flags' ranges is an error naming the file and the key.
 ModelFlags model_flags_from(const train::StoredConfig& c);
 
+// The order of an epoch's training examples: a permutation of 0 … n − 1 drawn from the run's seed
+// and the epoch, once per epoch (a batch function is called every step; drawing n numbers there
+// would cost more than the batch). Shared by the copies of the batch function that hold it.
+class EpochOrder {
+ public:
+  EpochOrder(std::uint64_t seed, std::int64_t n) : seed_(seed), n_(n) {}
+  const std::vector<std::int64_t>& of(std::int64_t epoch);
+
+ private:
+  std::uint64_t seed_;
+  std::int64_t n_, epoch_ = -1;
+  std::vector<std::int64_t> order_;
+};
+
 // A command's main body, after configure_process (core/tensor/runtime.hpp): any exception is
 // printed as "<program>: <what>" with exit status 1; train::Stopped exits with 128 + the signal's
 // number, as a shell reports a process the signal ended.

@@ -2,8 +2,8 @@
 // 10 classes (Xiao et al. 2017), 60,000 to train and 10,000 to test, from Debian's
 // dataset-fashion-mnist (/usr/share/datasets/fashion-mnist; scripts/setup.sh installs it).
 //
-//   build/examples/image train --out runs/fashion_mlp --minutes 5                      Trax's MLP
-//   build/examples/image train --out runs/fashion_wrn --model wideresnet --augment --minutes 15
+//   build/examples/image train --out runs/fashion_mlp                                  Trax's MLP
+//   build/examples/image train --out runs/fashion_wrn --model wideresnet --minutes 15
 //   build/examples/image eval --out runs/fashion_wrn [--json confusion.json]           the test split
 //
 // MODELS (models/mlp.hpp, models/resnet.hpp, built by name through models/registry.hpp):
@@ -107,20 +107,11 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::TrainFlags t, con
   const auto perm = Rng(2017).permutation(n);   // the held-out images: the same for every run and seed
   const std::vector<std::int64_t> valid(perm.end() - kHeldOut, perm.end());
   const std::int64_t n_train = n - kHeldOut, side = side_for(f.model);
-  // The epoch's permutation, drawn once per epoch, not once per batch.
-  struct EpochOrder {
-    std::int64_t epoch = -1;
-    std::vector<std::int64_t> order;
-  };
-  const auto epoch_order = std::make_shared<EpochOrder>();
+  const auto epoch_order = std::make_shared<examples::EpochOrder>(t.seed, n_train);
   const auto train_batch = [&all, perm, n_train, side, t, augment = f.augment, epoch_order](std::int64_t i) {
     // Batch i: a slice of its epoch's permutation of the training images (drop the epoch's remainder).
     const std::int64_t per_epoch = n_train / t.batch_size, epoch = i / per_epoch, at = (i % per_epoch) * t.batch_size;
-    if (epoch_order->epoch != epoch) {
-      epoch_order->order = Rng(t.seed).fold_in(static_cast<std::uint64_t>(epoch)).permutation(n_train);
-      epoch_order->epoch = epoch;
-    }
-    const std::vector<std::int64_t>& order = epoch_order->order;
+    const std::vector<std::int64_t>& order = epoch_order->of(epoch);
     std::vector<std::int64_t> which;
     for (std::int64_t k = 0; k < t.batch_size; ++k) which.push_back(perm[static_cast<std::size_t>(order[at + k])]);
     return Stack{batch_images(all.images, which, side, augment, Rng(t.seed).fold_in(1u << 20).fold_in(static_cast<std::uint64_t>(i))),

@@ -101,18 +101,10 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
              n_valid, tok->vocab_size(), masking.mask_id);
 
   const std::int64_t n_train = n - n_valid, per_epoch = n_train / t.batch_size;
-  struct EpochOrder {   // the epoch's permutation, drawn once per epoch
-    std::int64_t epoch = -1;
-    std::vector<std::int64_t> order;
-  };
-  const auto epoch_order = std::make_shared<EpochOrder>();
+  const auto epoch_order = std::make_shared<examples::EpochOrder>(t.seed, static_cast<std::int64_t>(train_idx.size()));
   const auto train_batch = [&all, train_idx, per_epoch, t, masking, epoch_order](std::int64_t i) {
     const std::int64_t epoch = i / per_epoch, at = (i % per_epoch) * t.batch_size;
-    if (epoch_order->epoch != epoch) {
-      epoch_order->order = Rng(t.seed).fold_in(static_cast<std::uint64_t>(epoch)).permutation(static_cast<std::int64_t>(train_idx.size()));
-      epoch_order->epoch = epoch;
-    }
-    const std::vector<std::int64_t>& order = epoch_order->order;
+    const std::vector<std::int64_t>& order = epoch_order->of(epoch);
     std::vector<std::int64_t> which;
     for (std::int64_t k = 0; k < t.batch_size; ++k) which.push_back(train_idx[static_cast<std::size_t>(order[static_cast<std::size_t>(at + k)])]);
     const data::MaskedBatch b = data::mask_tokens(pad_rows(all, which), masking, Rng(t.seed).fold_in(1u << 20).fold_in(static_cast<std::uint64_t>(i)));
