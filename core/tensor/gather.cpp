@@ -53,7 +53,7 @@ Shape taken_shape(const Shape& x, const Shape& indices, int axis) {
 }
 
 // dst (outer, m, inner) ← src (outer, n, inner) at rows idx[0 … m).
-void gather_rows(const Tensor& src, AxisSplit a, const std::int32_t* idx, std::int64_t m, Tensor& dst) {
+void gather_axis_rows(const Tensor& src, AxisSplit a, const std::int32_t* idx, std::int64_t m, Tensor& dst) {
   const std::size_t row = static_cast<std::size_t>(a.inner) * itemsize(src.dtype());
   const auto* s = static_cast<const std::byte*>(src.raw_data());
   auto* d = static_cast<std::byte*>(dst.raw_data());
@@ -64,7 +64,7 @@ void gather_rows(const Tensor& src, AxisSplit a, const std::int32_t* idx, std::i
 
 // dst (outer, n, inner) += src (outer, m, inner) at rows idx[0 … m), in index order (so the sum's
 // rounding is the same every run).
-void scatter_rows_add(Tensor& dst, AxisSplit a, const std::int32_t* idx, std::int64_t m, const Tensor& src) {
+void scatter_axis_rows_add(Tensor& dst, AxisSplit a, const std::int32_t* idx, std::int64_t m, const Tensor& src) {
   dispatch_numeric(dst.dtype(), [&]<class T>(T) {
     T* d = dst.data<T>();
     const T* s = src.data<T>();
@@ -140,7 +140,7 @@ Tensor take(const Tensor& x, const Tensor& indices, int axis) {
   const Shape shape = taken_shape(x.shape(), indices.shape(), axis);
   return define_op(kTake, {x, indices}, shape, x.dtype(), [&] {
     Tensor out = Tensor::empty(shape, x.dtype());
-    gather_rows(x, a, indices.data<std::int32_t>(), indices.numel(), out);
+    gather_axis_rows(x, a, indices.data<std::int32_t>(), indices.numel(), out);
     return record(kTake, out, {x}, [indices, axis, x_shape = x.shape()](const Tensor& g) {
       return std::vector<Tensor>{scatter_add(Tensor::zeros(x_shape, g.dtype()), indices, g, axis)};
     });
@@ -158,7 +158,7 @@ Tensor scatter_add(const Tensor& x, const Tensor& indices, const Tensor& updates
                                             to_string(x.dtype()), to_string(expected), axis, updates.signature()));
   return define_op(kScatterAdd, {x, indices, updates}, x.shape(), x.dtype(), [&] {
     Tensor out = x.clone();
-    scatter_rows_add(out, a, indices.data<std::int32_t>(), indices.numel(), updates);
+    scatter_axis_rows_add(out, a, indices.data<std::int32_t>(), indices.numel(), updates);
     return record(kScatterAdd, out, {x, updates}, [indices, axis](const Tensor& g) {
       return std::vector<Tensor>{g, take(g, indices, axis)};
     });
