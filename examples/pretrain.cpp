@@ -12,9 +12,9 @@
 // are cut into pieces of --max-len; a seeded 1,000 pieces (at most a tenth) are held out.
 //
 // MODEL AND LOSS. MaskedLM (models/transformer.hpp): TransformerEncoder's body, then a guess at
-// every position. Each batch hides 15% of every piece's tokens (core/data/masked_lm.hpp: 80% become
-// <mask>, 10% a random token, 10% stay) and the loss is the cross-entropy of the guesses at the
-// hidden positions only; "accuracy" is the share guessed right. Batches are masked afresh every
+// each hidden position. Each batch hides 15% of every piece's tokens (core/data/masked_lm.hpp: 80%
+// become <mask>, 10% a random token, 10% stay), lists where, and the loss is the cross-entropy of
+// the guesses there; "accuracy" is the share guessed right. Batches are masked afresh every
 // step from the step's key, so a resumed run sees what it would have seen.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -108,14 +108,14 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
     std::vector<std::int64_t> which;
     for (std::int64_t k = 0; k < t.batch_size; ++k) which.push_back(train_idx[static_cast<std::size_t>(order[static_cast<std::size_t>(at + k)])]);
     const data::MaskedBatch b = data::mask_tokens(pad_rows(all, which), masking, Rng(t.seed).fold_in(1u << 20).fold_in(static_cast<std::uint64_t>(i)));
-    return Stack{b.inputs, b.targets, b.weights};
+    return Stack{b.inputs, b.positions, b.targets, b.weights};
   };
   const auto valid_batch = [&all, valid_idx, t, masking](std::int64_t i) {   // the same masks at every evaluation
     const auto begin = static_cast<std::int64_t>(i * t.batch_size);
     const auto end = std::min<std::int64_t>(begin + t.batch_size, static_cast<std::int64_t>(valid_idx.size()));
     const std::vector<std::int64_t> which(valid_idx.begin() + begin, valid_idx.begin() + end);
     const data::MaskedBatch b = data::mask_tokens(pad_rows(all, which), masking, Rng(t.seed).fold_in(1u << 21).fold_in(static_cast<std::uint64_t>(i)));
-    return Stack{b.inputs, b.targets, b.weights};
+    return Stack{b.inputs, b.positions, b.targets, b.weights};
   };
   auto model = models::build(m.spec("MaskedLM", tok->vocab_size()), Mode::train);
   train::Loop loop(

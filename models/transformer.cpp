@@ -127,7 +127,14 @@ LayerPtr TransformerEncoder(std::int64_t vocab_size, std::int64_t n_classes,
 }
 
 LayerPtr MaskedLM(std::int64_t vocab_size, const TransformerConfig& c) {
-  return Serial(EncoderBody(vocab_size, c), Dense(vocab_size));   // a guess at every position
+  // (hidden (B, L, d), positions (B, P)) → the hidden states at those positions (B, P, d).
+  const LayerPtr at_positions = Fn("AtPositions", [](const Tensor& hidden, const Tensor& positions) {
+    const Tensor index = expand(expand_dims(positions, 2), {positions.dim(0), positions.dim(1), hidden.dim(2)});
+    return take_along_axis(hidden, index, 1);
+  });
+  return Serial(EncoderBody(vocab_size, c),   // tokens positions → hidden positions
+                at_positions,
+                Dense(vocab_size));           // a guess at each chosen position
 }
 
 LayerPtr TransformerDecoder(std::optional<std::int64_t> vocab_size, const TransformerConfig& c) {

@@ -12,12 +12,15 @@
 //       the encoder–decoder translation model of Vaswani et al. (2017).
 //   TransformerDecoder(vocab_size | nullopt)    tokens (B, L) → activations (B, L, d_model)
 //       TransformerLM's body without shift and output layer (Trax has it too).
-//   MaskedLM(vocab_size)                        tokens (B, L) int32 → logits (B, L, vocab_size)
+//   MaskedLM(vocab_size)                        (tokens (B, L), positions (B, P)) int32 →
+//                                               logits (B, P, vocab_size)
 //       BERT's pretraining model (Devlin et al. 2018) on TransformerEncoder's body: the same
-//       layers at the same places (EncoderBody), then a Dense(vocab) guess at every position
-//       instead of Mean and Dense(n_classes). So a classifier's body weights have the masked LM's
-//       names, and fine-tuning loads them by name (core/train/checkpoint.hpp,
-//       load_matching_weights). Trax has no masked-LM head (bert.py: "TODO: masked LM head").
+//       layers at the same places (EncoderBody), then the hidden states at the masked positions
+//       (AtPositions: take_along_axis) and a Dense(vocab) guess at each, instead of Mean and
+//       Dense(n_classes) — guessing only where the loss looks (core/data/masked_lm.hpp). So a
+//       classifier's body weights have the masked LM's names, and fine-tuning loads them by name
+//       (core/train/checkpoint.hpp, load_matching_weights). Trax has no masked-LM head (bert.py:
+//       "TODO(kitaev): masked LM head").
 //
 // Outputs are raw logits (no LogSoftmax, as in Trax since 1.3.7). By default embeddings are not
 // scaled by √d_model and the output Dense is not tied to the embedding — Trax's choices, kept.

@@ -27,7 +27,7 @@ sanitize_build() {
   fi
   local targets
   targets=$(ninja -C "$asan_build" -t targets all 2>/dev/null |
-            grep -E "^(tests/test_[a-z_]+|examples/(lm|sentiment|translate|chatbot|inspect|image)|bench/bench_(train|engine)): " |
+            grep -E "^(tests/test_[a-z_]+|examples/(lm|sentiment|translate|chatbot|inspect|image|pretrain)|bench/bench_(train|engine)): " |
             cut -d: -f1)
   # shellcheck disable=SC2086
   ninja -C "$asan_build" $targets

@@ -19,10 +19,10 @@ MaskedBatch mask_tokens(const Tensor& tokens, const MaskingOptions& o, const Rng
     throw std::invalid_argument(fmt::format("mask_tokens: select {} must be in (0, 1], and mask {} + random {} at most 1",
                                             o.select, o.mask, o.random));
   const std::int64_t B = tokens.dim(0), L = tokens.dim(1);
-  MaskedBatch out{tokens.clone(), tokens.clone(), Tensor::zeros({B, L})};
+  Tensor inputs = tokens.clone();
   const std::int32_t* t = tokens.data<std::int32_t>();
-  std::int32_t* in = out.inputs.data<std::int32_t>();
-  float* w = out.weights.data<float>();
+  std::int32_t* in = inputs.data<std::int32_t>();
+  std::vector<std::vector<std::int64_t>> chosen(static_cast<std::size_t>(B));
   for (std::int64_t r = 0; r < B; ++r) {
     std::vector<std::int64_t> real;
     for (std::int64_t i = 0; i < L; ++i)
@@ -35,13 +35,27 @@ MaskedBatch mask_tokens(const Tensor& tokens, const MaskingOptions& o, const Rng
     const Tensor u = row.fold_in(1).uniform({k});
     const Tensor replacement = row.fold_in(2).randint({k}, o.first_random_id, static_cast<std::int32_t>(o.vocab_size));
     for (std::int64_t j = 0; j < k; ++j) {
-      const std::int64_t at = r * L + real[static_cast<std::size_t>(order[static_cast<std::size_t>(j)])];
-      w[at] = 1.0f;
+      const std::int64_t i = real[static_cast<std::size_t>(order[static_cast<std::size_t>(j)])], at = r * L + i;
+      chosen[static_cast<std::size_t>(r)].push_back(i);
       const float p = u.data<float>()[j];
       if (p < o.mask) in[at] = o.mask_id;
       else if (p < o.mask + o.random) in[at] = replacement.data<std::int32_t>()[j];
     }
   }
+  std::size_t P = 1;
+  for (auto& c : chosen) {
+    std::sort(c.begin(), c.end());
+    P = std::max(P, c.size());
+  }
+  const auto n = static_cast<std::int64_t>(P);
+  MaskedBatch out{inputs, Tensor::zeros({B, n}, DType::int32), Tensor::zeros({B, n}, DType::int32), Tensor::zeros({B, n})};
+  for (std::int64_t r = 0; r < B; ++r)
+    for (std::size_t j = 0; j < chosen[static_cast<std::size_t>(r)].size(); ++j) {
+      const std::int64_t i = chosen[static_cast<std::size_t>(r)][j], at = r * n + static_cast<std::int64_t>(j);
+      out.positions.data<std::int32_t>()[at] = static_cast<std::int32_t>(i);
+      out.targets.data<std::int32_t>()[at] = t[r * L + i];
+      out.weights.data<float>()[at] = 1.0f;
+    }
   return out;
 }
 

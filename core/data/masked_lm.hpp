@@ -8,9 +8,12 @@
 //     a random token    with probability 0.1   (so it cannot trust every visible token),
 //     itself            with probability 0.1   (so its representation of a visible token is
 //                                               also a guess at that token).
-// The loss is on the chosen positions only: targets are the original tokens, weights 1 at the
-// chosen positions and 0 elsewhere, so WeightedCategoryCrossEntropy over (B, L, vocab) averages
-// the guesses. Random tokens are drawn from [first_random_id, vocab_size): not padding, not the
+// The loss is on the chosen positions only, and so is the guessing: the batch lists each row's
+// chosen positions (B, P) — P the most any row has, shorter rows padded with position 0 and
+// weight 0 — with the original tokens there as targets (B, P). The model reads its hidden states
+// at those positions before its (vocabulary-wide, costly) output layer, as BERT does, so the
+// guesses cost P/L of guessing everywhere; WeightedCategoryCrossEntropy over (B, P, vocab)
+// averages them. Random tokens are drawn from [first_random_id, vocab_size): not padding, not the
 // mask, not the tokenizer's control pieces.
 //
 // Deterministic: row r of a batch draws from rng.fold_in(r), so the same key gives the same batch.
@@ -32,7 +35,10 @@ struct MaskingOptions {
 };
 
 struct MaskedBatch {
-  Tensor inputs, targets, weights;   // int32 (B, L), int32 (B, L), float32 (B, L)
+  Tensor inputs;      // int32 (B, L): the tokens with the chosen ones replaced
+  Tensor positions;   // int32 (B, P): the chosen positions, ascending; 0 where a row has fewer
+  Tensor targets;     // int32 (B, P): the original tokens there
+  Tensor weights;     // float32 (B, P): 1 for a chosen position, 0 for padding
 };
 
 MaskedBatch mask_tokens(const Tensor& tokens, const MaskingOptions& options, const Rng& rng);

@@ -70,7 +70,7 @@ TEST_CASE("registry: each name builds the model its own function builds, with th
   expect_same_model(build({.name = "SentenceCNN", .vocab_size = 11, .n_classes = 3, .config = kSmall, .n_filters = 4}, Mode::eval),
                     SentenceCNN(11, 3, {.d_model = 8, .n_filters = 4, .dropout = 0.1, .mode = Mode::eval}), lm_in);
   expect_same_model(build({.name = "MaskedLM", .vocab_size = 11, .config = kSmall}, Mode::eval),
-                    MaskedLM(11, eval), lm_in);
+                    MaskedLM(11, eval), {ShapeDtype{{2, 6}, DType::int32}, ShapeDtype{{2, 2}, DType::int32}});
   CHECK(model_names().size() == 10);
 }
 
@@ -78,8 +78,16 @@ TEST_CASE("MaskedLM is TransformerEncoder's body with a guess per position: the 
   TransformerConfig c = kSmall;
   auto mlm = MaskedLM(11, c);
   auto classifier = TransformerEncoder(11, 3, c);
-  const Signature out = mlm->init(ShapeDtype{{2, 5}, DType::int32});
-  CHECK(out[0].shape == Shape{2, 5, 11});
+  const Signature out = mlm->init(Signature{ShapeDtype{{2, 5}, DType::int32}, ShapeDtype{{2, 3}, DType::int32}});
+  CHECK(out[0].shape == Shape{2, 3, 11});   // a guess at each of 3 positions per row
+  // The guesses read the body's output at the positions asked for: position 4 of row 1 as asked
+  // alone equals it among others.
+  const Tensor tokens = Tensor::from_doubles({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, {2, 5}, DType::int32);
+  const Tensor three = Tensor::from_doubles({0, 1, 2, 0, 2, 4}, {2, 3}, DType::int32);
+  const Tensor one = Tensor::from_doubles({4, 4}, {2, 1}, DType::int32);
+  mlm->set_mode(Mode::eval);
+  const Tensor a3 = (*mlm)(Stack{tokens, three})[0], a1 = (*mlm)(Stack{tokens, one})[0];
+  CHECK(std::abs(a3.to_doubles()[(1 * 3 + 2) * 11 + 5] - a1.to_doubles()[(1 * 1 + 0) * 11 + 5]) < 1e-6);
   classifier->init(ShapeDtype{{2, 5}, DType::int32});
   const auto a = mlm->named_weights(), b = classifier->named_weights();
   REQUIRE(a.size() == b.size());   // the same body; one Dense head each

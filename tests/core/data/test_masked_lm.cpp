@@ -17,20 +17,20 @@ TEST_CASE("mask_tokens: BERT's 15% chosen per sequence, 80/10/10 mask/random/kee
   const Tensor tokens = Tensor::from_doubles(ids, {B, L}, DType::int32);
   const MaskingOptions o{.vocab_size = V, .mask_id = 3, .pad_id = 0, .first_random_id = 4};
   const MaskedBatch m = mask_tokens(tokens, o, Rng(7));
-  const std::int32_t *in = m.inputs.data<std::int32_t>(), *tg = m.targets.data<std::int32_t>(), *t = tokens.data<std::int32_t>();
-  const float* w = m.weights.data<float>();
+  REQUIRE(m.positions.shape() == Shape{B, 8});   // every row has 8: no padding of the lists
+  const std::int32_t *in = m.inputs.data<std::int32_t>(), *tg = m.targets.data<std::int32_t>(), *t = tokens.data<std::int32_t>(),
+                     *pos = m.positions.data<std::int32_t>();
   std::int64_t chosen = 0, masked = 0, kept = 0, random = 0;
   for (std::int64_t r = 0; r < B; ++r) {
-    std::int64_t in_row = 0;
-    for (std::int64_t i = 0; i < L; ++i) {
-      const std::int64_t at = r * L + i;
-      CHECK(tg[at] == t[at]);                       // targets are the original tokens
-      if (w[at] == 0) {
-        CHECK(in[at] == t[at]);                     // not chosen: unchanged
-        continue;
-      }
-      REQUIRE(i < 50);                              // padding is never chosen
-      ++in_row;
+    std::vector<bool> is_chosen(static_cast<std::size_t>(L), false);
+    for (std::int64_t j = 0; j < 8; ++j) {
+      const std::int64_t i = pos[r * 8 + j], at = r * L + i;
+      REQUIRE(i < 50);                                   // padding is never chosen
+      if (j > 0) CHECK(i > pos[r * 8 + j - 1]);          // ascending, each once
+      CHECK(tg[r * 8 + j] == t[at]);                     // the targets are the original tokens
+      CHECK(m.weights.data<float>()[r * 8 + j] == 1.0f);
+      is_chosen[static_cast<std::size_t>(i)] = true;
+      ++chosen;
       if (in[at] == 3) ++masked;
       else if (in[at] == t[at]) ++kept;
       else {
@@ -39,8 +39,8 @@ TEST_CASE("mask_tokens: BERT's 15% chosen per sequence, 80/10/10 mask/random/kee
         CHECK(in[at] < V);
       }
     }
-    CHECK(in_row == 8);
-    chosen += in_row;
+    for (std::int64_t i = 0; i < L; ++i)
+      if (!is_chosen[static_cast<std::size_t>(i)]) CHECK(in[r * L + i] == t[r * L + i]);   // the rest unchanged
   }
   CHECK(chosen == 3200);
   // 3,200 choices: the shares within ±3 standard deviations of 0.8, 0.1, 0.1 (a random token can
@@ -51,13 +51,16 @@ TEST_CASE("mask_tokens: BERT's 15% chosen per sequence, 80/10/10 mask/random/kee
   CHECK(near(kept, 0.1));
   // The same key, the same batch; another key, another.
   CHECK(mask_tokens(tokens, o, Rng(7)).inputs.to_doubles() == m.inputs.to_doubles());
-  CHECK(mask_tokens(tokens, o, Rng(8)).weights.to_doubles() != m.weights.to_doubles());
+  CHECK(mask_tokens(tokens, o, Rng(8)).positions.to_doubles() != m.positions.to_doubles());
 }
 
 TEST_CASE("mask_tokens: a short sequence still gets one guess; an empty one none; bad options are refused") {
   const Tensor tokens = Tensor::from_doubles({9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, {3, 4}, DType::int32);
   const MaskedBatch m = mask_tokens(tokens, {.vocab_size = 20, .mask_id = 1, .first_random_id = 2}, Rng(1));
-  CHECK(m.weights.to_doubles() == std::vector<double>{1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0});
+  // One real token in row 0: one guess; rows 1 and 2 are padding: their lists are padding too.
+  CHECK(m.positions.to_doubles() == std::vector<double>{0, 0, 0});
+  CHECK(m.targets.to_doubles() == std::vector<double>{9, 0, 0});
+  CHECK(m.weights.to_doubles() == std::vector<double>{1, 0, 0});
   CHECK_THROWS_WITH_AS(mask_tokens(tokens, {.vocab_size = 20, .mask_id = 20}, Rng(1)),
                        doctest::Contains("mask id 20 and first random id 1 must lie in the vocabulary [0, 20)"),
                        std::invalid_argument);
