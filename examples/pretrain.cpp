@@ -154,9 +154,11 @@ int main(int argc, char** argv) {
   CLI::App app{"Pretrain a Transformer encoder as a masked language model on unlabelled text (BERT's recipe), for "
                "`sentiment train --init-from` to fine-tune."};
   app.require_subcommand(1);
-  // The sentiment classifier's defaults (the body a fine-tuned classifier gets), pieces of 128.
-  examples::ModelFlags m{.arch = {.d_model = 128, .d_ff = 256, .n_layers = 2, .n_heads = 4, .max_len = 128, .dropout = 0.1}};
-  examples::TrainFlags t{.batch_size = 64, .steps = 10000, .warmup = 500, .eval_every = 500, .lr = 1e-3,
+  // The sentiment classifier's defaults, --max-len and batch included: fine-tuned with the
+  // defaults, the classifier is the one `sentiment train` builds from scratch (and its position
+  // table, a weight, has the same length).
+  examples::ModelFlags m{.arch = {.d_model = 128, .d_ff = 256, .n_layers = 2, .n_heads = 4, .max_len = 512, .dropout = 0.1}};
+  examples::TrainFlags t{.batch_size = 32, .steps = 10000, .warmup = 500, .eval_every = 500, .lr = 1e-3,
                          .schedule = "cosine", .out = "runs/mlm"};
   std::int64_t vocab_size = 16000;
   auto* train = app.add_subcommand("train", "pretrain (or resume)");

@@ -36,13 +36,13 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "core/data/sentencepiece.hpp"
 #include "core/data/fingerprint.hpp"
+#include "core/data/sentencepiece.hpp"
 #include "core/data/text_files.hpp"
 #include "core/io/atomic_file.hpp"
 #include "core/io/stop_signals.hpp"
-#include "core/train/checkpoint.hpp"
 #include "core/train/adam.hpp"
+#include "core/train/checkpoint.hpp"
 #include "examples/common.hpp"
 #include "examples/sentiment.hpp"
 #include "layers/metrics.hpp"
