@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "core/data/batching.hpp"
 #include "core/data/masked_lm.hpp"
 #include "core/data/text_files.hpp"
 #include "core/io/stop_signals.hpp"
@@ -66,17 +67,15 @@ std::vector<std::vector<std::int32_t>> pieces(const data::Tokenizer& tok, const 
   return out;
 }
 
-// Rows `which` of `all` padded to the longest (a multiple of 16).
-Tensor pad_rows(const std::vector<std::vector<std::int32_t>>& all, const std::vector<std::int64_t>& which) {
+// Rows `which` of `all`, padded to the longest (a multiple of 16) by data::pad_rows.
+Tensor batch_rows(const std::vector<std::vector<std::int32_t>>& all, const std::vector<std::int64_t>& which) {
+  data::Sequences rows;
   std::size_t longest = 1;
-  for (auto i : which) longest = std::max(longest, all[static_cast<std::size_t>(i)].size());
-  const auto L = static_cast<std::int64_t>((longest + 15) / 16 * 16);
-  Tensor out = Tensor::zeros({static_cast<std::int64_t>(which.size()), L}, DType::int32);
-  for (std::size_t r = 0; r < which.size(); ++r) {
-    const auto& row = all[static_cast<std::size_t>(which[r])];
-    std::copy(row.begin(), row.end(), out.data<std::int32_t>() + static_cast<std::int64_t>(r) * L);
+  for (auto i : which) {
+    rows.push_back(all[static_cast<std::size_t>(i)]);
+    longest = std::max(longest, rows.back().size());
   }
-  return out;
+  return data::pad_rows(rows, static_cast<std::int64_t>((longest + 15) / 16 * 16));
 }
 
 int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, examples::TrainFlags t, std::int64_t vocab_size) {
@@ -107,14 +106,14 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
     const std::vector<std::int64_t>& order = epoch_order->of(epoch);
     std::vector<std::int64_t> which;
     for (std::int64_t k = 0; k < t.batch_size; ++k) which.push_back(train_idx[static_cast<std::size_t>(order[static_cast<std::size_t>(at + k)])]);
-    const data::MaskedBatch b = data::mask_tokens(pad_rows(all, which), masking, Rng(t.seed).fold_in(1u << 20).fold_in(static_cast<std::uint64_t>(i)));
+    const data::MaskedBatch b = data::mask_tokens(batch_rows(all, which), masking, Rng(t.seed).fold_in(1u << 20).fold_in(static_cast<std::uint64_t>(i)));
     return Stack{b.inputs, b.positions, b.targets, b.weights};
   };
   const auto valid_batch = [&all, valid_idx, t, masking](std::int64_t i) {   // the same masks at every evaluation
     const auto begin = static_cast<std::int64_t>(i * t.batch_size);
     const auto end = std::min<std::int64_t>(begin + t.batch_size, static_cast<std::int64_t>(valid_idx.size()));
     const std::vector<std::int64_t> which(valid_idx.begin() + begin, valid_idx.begin() + end);
-    const data::MaskedBatch b = data::mask_tokens(pad_rows(all, which), masking, Rng(t.seed).fold_in(1u << 21).fold_in(static_cast<std::uint64_t>(i)));
+    const data::MaskedBatch b = data::mask_tokens(batch_rows(all, which), masking, Rng(t.seed).fold_in(1u << 21).fold_in(static_cast<std::uint64_t>(i)));
     return Stack{b.inputs, b.positions, b.targets, b.weights};
   };
   auto model = models::build(m.spec("MaskedLM", tok->vocab_size()), Mode::train);

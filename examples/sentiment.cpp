@@ -56,7 +56,7 @@ namespace {
 // starts fresh; --dropout stays this run's.
 // A resume reads the body's sizes from this run's own checkpoint (RUN may be gone by then).
 struct Pretrained {
-  std::string run, weights;   // RUN, and the checkpoint whose weights are loaded
+  std::string weights;   // the checkpoint of RUN whose weights are loaded (empty on a resume)
 };
 
 std::optional<Pretrained> settle_pretrained(const std::string& init_from, bool resumed, examples::ModelFlags& m,
@@ -65,7 +65,7 @@ std::optional<Pretrained> settle_pretrained(const std::string& init_from, bool r
   const double dropout = m.arch.dropout;
   if (resumed) {
     m = examples::model_flags_from(train::StoredConfig::of_run(t.out));
-    return Pretrained{init_from, ""};
+    return Pretrained{""};
   }
   const train::StoredConfig pre = train::StoredConfig::of_run(init_from);
   const std::string weights = train::weights_to_use(pre, "pretrain");   // checks its program and vocabulary
@@ -74,7 +74,7 @@ std::optional<Pretrained> settle_pretrained(const std::string& init_from, bool r
   if (t.comm->rank() == 0)   // its vocabulary is this run's: the body's embeddings are indexed by its ids
     io::write_atomically(train::vocabulary_file(t.out), data::read_file(train::vocabulary_file(init_from)));
   t.comm->barrier();
-  return Pretrained{init_from, weights};
+  return Pretrained{weights};
 }
 
 int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, examples::TrainFlags t, std::int64_t vocab_size,
