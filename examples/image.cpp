@@ -3,11 +3,14 @@
 // dataset-fashion-mnist (/usr/share/datasets/fashion-mnist; scripts/setup.sh installs it).
 //
 //   build/examples/image train --out runs/fashion_mlp                                  Trax's MLP
+//   build/examples/image train --out runs/fashion_cnn --model convnet --n-blocks 2 --minutes 15
 //   build/examples/image train --out runs/fashion_wrn --model wideresnet --minutes 15
 //   build/examples/image eval --out runs/fashion_wrn [--json confusion.json]           the test split
 //
-// MODELS (models/mlp.hpp, models/resnet.hpp, built by name through models/registry.hpp):
+// MODELS (models/mlp.hpp, conv_net.hpp, resnet.hpp, built by name through models/registry.hpp):
 //   mlp          Flatten, Dense(512), Relu, Dense(512), Relu, Dense(10)       --widths 512,512
+//   convnet      stages of --n-blocks [Conv 3×3, BatchNorm, Relu] and a MaxPool(2×2), one per
+//                --filters entry (32,64), then Flatten, Dropout(--dropout), Dense(10)
 //   wideresnet   WRN-(6n+4)-k, n = --n-blocks, k = --widen-factor; the images padded to 32×32
 //                (its AvgPool(8×8) needs 8×8 maps), as CIFAR's are
 // DATA. A fixed 5,000 of the 60,000 training images (the same for every run and seed) are held
@@ -37,23 +40,37 @@ constexpr std::int64_t kHeldOut = 5000;
 
 std::int64_t side_for(const std::string& model) { return model == "wideresnet" ? 32 : 28; }
 
+namespace {
+// The registry's name of each --model.
+std::string registry_name(const std::string& model) {
+  return model == "wideresnet" ? "WideResnet" : model == "convnet" ? "ConvNet" : "MLP";
+}
+// A config key holding a list of numbers >= 1 (the MLP's widths, the ConvNet's filters).
+std::vector<std::int64_t> positive_list(const train::StoredConfig& config, const json& j, const char* key) {
+  if (!j.contains(key) || !j[key].is_array())
+    throw std::runtime_error(fmt::format("{}: config's \"{}\": expected a list of numbers", config.file(), key));
+  std::vector<std::int64_t> out;
+  for (const auto& w : j[key]) {
+    if (!w.is_number_integer() || w.get<std::int64_t>() < 1)
+      throw std::runtime_error(fmt::format("{}: config's \"{}\": expected numbers >= 1, got {}", config.file(), key,
+                                           w.dump()));
+    out.push_back(w.get<std::int64_t>());
+  }
+  return out;
+}
+}  // namespace
+
 models::ModelSpec model_spec(const train::StoredConfig& config) {
   const json j = json::parse(config.text());
   const std::string model = config.string("model");
-  if (model != "mlp" && model != "wideresnet")
-    throw std::runtime_error(fmt::format("{}: config's \"model\": expected mlp or wideresnet, got \"{}\"", config.file(), model));
-  models::ModelSpec spec{.name = model == "wideresnet" ? "WideResnet" : "MLP",
-                         .n_classes = config.integer("n_classes"), .layer_widths = {}};
-  if (model == "mlp") {
-    if (!j.contains("layer_widths") || !j["layer_widths"].is_array())
-      throw std::runtime_error(fmt::format("{}: config's \"layer_widths\": expected the MLP's widths, a list of numbers",
-                                           config.file()));
-    for (const auto& w : j["layer_widths"]) {
-      if (!w.is_number_integer() || w.get<std::int64_t>() < 1)
-        throw std::runtime_error(fmt::format("{}: config's \"layer_widths\": expected widths >= 1, got {}", config.file(),
-                                             w.dump()));
-      spec.layer_widths.push_back(w.get<std::int64_t>());
-    }
+  if (model != "mlp" && model != "convnet" && model != "wideresnet")
+    throw std::runtime_error(fmt::format("{}: config's \"model\": expected mlp, convnet or wideresnet, got \"{}\"",
+                                         config.file(), model));
+  models::ModelSpec spec{.name = registry_name(model), .n_classes = config.integer("n_classes"), .layer_widths = {}};
+  if (model == "mlp") spec.layer_widths = positive_list(config, j, "layer_widths");
+  if (model == "convnet") {
+    spec.filters = positive_list(config, j, "filters");
+    spec.config.dropout = config.number("dropout", 0.3);
   }
   spec.n_blocks = static_cast<int>(config.integer("n_blocks", 3));
   spec.widen_factor = static_cast<int>(config.integer("widen_factor", 1));
@@ -94,8 +111,9 @@ namespace {
 
 struct ImageFlags {
   std::string model = "mlp";
-  std::vector<std::int64_t> widths = {512, 512};
+  std::vector<std::int64_t> widths = {512, 512}, filters = {32, 64};
   int n_blocks = 1, widen_factor = 1;
+  double dropout = 0.3;
   bool augment = false;
 };
 
@@ -123,15 +141,17 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::TrainFlags t, con
     return Stack{batch_images(all.images, which, side, false, Rng(0)), batch_labels(all.labels, which),
                  Tensor::ones({eval_batch})};
   };
-  const models::ModelSpec spec{.name = f.model == "wideresnet" ? "WideResnet" : "MLP", .n_classes = 10,
-                               .layer_widths = f.widths, .n_blocks = f.n_blocks, .widen_factor = f.widen_factor};
+  models::ModelSpec spec{.name = registry_name(f.model), .n_classes = 10, .layer_widths = f.widths, .filters = f.filters,
+                         .n_blocks = f.n_blocks, .widen_factor = f.widen_factor};
+  spec.config.dropout = f.dropout;
   auto model = models::build(spec, Mode::train);
   fmt::print("{}: {} training images ({} held out), {}×{} pixels; {}{}\n", t.data, n_train, kHeldOut, side, side,
              spec.name, f.augment ? ", augmented (shifts, flips)" : "");
   examples::ModelFlags m;
   m.model = f.model;
   const json extra = {{"n_classes", 10}, {"layer_widths", f.widths}, {"n_blocks", f.n_blocks},
-                      {"widen_factor", f.widen_factor}, {"augment", f.augment}, {"side", side}};
+                      {"widen_factor", f.widen_factor}, {"augment", f.augment}, {"side", side},
+                      {"filters", f.filters}, {"dropout", f.dropout}};
   train::Loop loop(
       model,
       {{.labeled_data = train_batch,
@@ -163,18 +183,24 @@ using namespace ctrax;
 using namespace ctrax::examples::image;
 
 int main(int argc, char** argv) {
-  CLI::App app{"Classify Fashion-MNIST's pictures of clothes with Trax's MLP or WideResnet."};
+  CLI::App app{"Classify Fashion-MNIST's pictures of clothes with Trax's MLP, a conv net of Trax's layers, or "
+               "Trax's WideResnet."};
   app.require_subcommand(1);
   examples::TrainFlags t{.batch_size = 128, .steps = 5000, .warmup = 200, .eval_every = 500, .lr = 1e-3,
                          .schedule = "cosine", .data = data::kFashionMnistDir, .out = "runs/fashion"};
   ImageFlags f;
   auto* train = app.add_subcommand("train", "train (or resume) a classifier");
   examples::add_train_flags(*train, t, false);
-  train->add_option("--model", f.model, "mlp (Trax's MLP) or wideresnet (Trax's WideResnet)")->capture_default_str()
-      ->check(CLI::IsMember({"mlp", "wideresnet"}));
+  train->add_option("--model", f.model, "mlp (Trax's MLP), convnet (models/conv_net.hpp) or wideresnet (Trax's "
+                    "WideResnet)")->capture_default_str()->check(CLI::IsMember({"mlp", "convnet", "wideresnet"}));
   auto* widths = train->add_option("--widths", f.widths, "mlp: the hidden layers' widths")->delimiter(',')
                      ->capture_default_str()->check(examples::number_in(1, 1 << 20));
-  auto* blocks = train->add_option("--n-blocks", f.n_blocks, "wideresnet: blocks per group (6n + 4 layers)")
+  auto* filters = train->add_option("--filters", f.filters, "convnet: each stage's channels")->delimiter(',')
+                      ->capture_default_str()->check(examples::number_in(1, 1 << 16));
+  auto* dropout = train->add_option("--dropout", f.dropout, "convnet: dropout before the classifier")
+                      ->capture_default_str()->check(examples::number_in(0, 0.99));
+  auto* blocks = train->add_option("--n-blocks", f.n_blocks, "wideresnet: blocks per group (6n + 4 layers); convnet: "
+                                   "convolutions per stage")
                      ->capture_default_str()->check(examples::number_in(1, 100));
   auto* widen = train->add_option("--widen-factor", f.widen_factor, "wideresnet: widening factor k")
                     ->capture_default_str()->check(examples::number_in(1, 16));
@@ -193,9 +219,10 @@ int main(int argc, char** argv) {
 
   return examples::run_main("image", [&] {
     if (*train) {
-      const bool mlp = f.model == "mlp";
-      for (const auto& [option, applies, needs] : {std::tuple{widths, mlp, "mlp"}, std::tuple{blocks, !mlp, "wideresnet"},
-                                                   std::tuple{widen, !mlp, "wideresnet"}})
+      const bool mlp = f.model == "mlp", cnn = f.model == "convnet", wrn = f.model == "wideresnet";
+      for (const auto& [option, applies, needs] :
+           {std::tuple{widths, mlp, "mlp"}, std::tuple{filters, cnn, "convnet"}, std::tuple{dropout, cnn, "convnet"},
+            std::tuple{blocks, cnn || wrn, "convnet or wideresnet"}, std::tuple{widen, wrn, "wideresnet"}})
         if (option->count() > 0 && !applies)
           throw std::invalid_argument(fmt::format("{} applies to --model {} only (this run: --model {})", option->get_name(),
                                                   needs, f.model));

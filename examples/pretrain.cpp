@@ -8,8 +8,11 @@
 // labels unused — never the test split), a TSV file (the text after each line's last tab) or a
 // plain text file (one text per line, .gz or not: the Korean reviews). A SentencePiece vocabulary
 // with a "<mask>" control piece is learned from the texts and saved as OUT/spm.model; the
-// fine-tuned classifier reads its texts with this vocabulary. Texts longer than --max-len tokens
-// are cut into pieces of --max-len; a seeded 1,000 pieces (at most a tenth) are held out.
+// fine-tuned classifier reads its texts with this vocabulary. Texts are cut into pieces of at most
+// --piece-len tokens (128: a step over 32 pieces of 128 costs a sixth of one over pieces of 512, so
+// the hour holds six times the steps); a seeded 1,000 pieces (at most a tenth) are held out.
+// --max-len stays the classifier's (512): the position table is a weight of that length, and its
+// rows past --piece-len keep their sinusoids until fine-tuning reaches them.
 //
 // MODEL AND LOSS. MaskedLM (models/transformer.hpp): TransformerEncoder's body, then a guess at
 // each hidden position. Each batch hides 15% of every piece's tokens (core/data/masked_lm.hpp: 80%
@@ -78,13 +81,16 @@ Tensor batch_rows(const std::vector<std::vector<std::int32_t>>& all, const std::
   return data::pad_rows(rows, static_cast<std::int64_t>((longest + 15) / 16 * 16));
 }
 
-int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, examples::TrainFlags t, std::int64_t vocab_size) {
+int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, examples::TrainFlags t, std::int64_t vocab_size,
+                  std::int64_t piece_len) {
+  if (piece_len > m.arch.max_len)
+    throw std::runtime_error(fmt::format("--piece-len {} is longer than --max-len {}", piece_len, m.arch.max_len));
   const bool resumed = examples::open_run(t);
   const std::vector<std::string> texts = read_texts(t.data);
   const auto tok = examples::run_vocabulary(t, resumed, {.vocab_size = vocab_size, .max_sentences = 20000,
                                                          .control_symbols = {kMaskPiece}},
                                             "the texts", [&] { return texts; });
-  const auto all = pieces(*tok, texts, m.arch.max_len);
+  const auto all = pieces(*tok, texts, piece_len);
   const auto n = static_cast<std::int64_t>(all.size());
   const std::int64_t n_valid = std::min<std::int64_t>(1000, n / 10);
   if (n_valid < 1 || n - n_valid < t.batch_size)
@@ -96,7 +102,7 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
   std::int64_t n_tokens = 0;
   for (const auto& p : all) n_tokens += static_cast<std::int64_t>(p.size());
   fmt::print("{}: {} texts in {} pieces of at most {} tokens ({:.0f} on average), {} held out; vocabulary {} "
-             "(<mask> = {})\n", t.data, texts.size(), n, m.arch.max_len, static_cast<double>(n_tokens) / static_cast<double>(n),
+             "(<mask> = {})\n", t.data, texts.size(), n, piece_len, static_cast<double>(n_tokens) / static_cast<double>(n),
              n_valid, tok->vocab_size(), masking.mask_id);
 
   const std::int64_t n_train = n - n_valid, per_epoch = n_train / t.batch_size;
@@ -159,17 +165,19 @@ int main(int argc, char** argv) {
   examples::ModelFlags m{.arch = {.d_model = 128, .d_ff = 256, .n_layers = 2, .n_heads = 4, .max_len = 512, .dropout = 0.1}};
   examples::TrainFlags t{.batch_size = 32, .steps = 10000, .warmup = 500, .eval_every = 500, .lr = 1e-3,
                          .schedule = "cosine", .out = "runs/mlm"};
-  std::int64_t vocab_size = 16000;
+  std::int64_t vocab_size = 16000, piece_len = 128;
   auto* train = app.add_subcommand("train", "pretrain (or resume)");
   examples::add_model_flags(*train, m);
   examples::add_train_flags(*train, t, true);
   train->add_option("--vocab-size", vocab_size, "SentencePiece vocabulary size")->capture_default_str()
       ->check(examples::number_in(16, 1e6));
+  train->add_option("--piece-len", piece_len, "longest piece of text a step reads (at most --max-len)")
+      ->capture_default_str()->check(examples::number_in(8, 1e6));
   examples::decimal_numbers(app);
   CLI11_PARSE(app, argc, argv);
   return examples::run_main("pretrain", [&] {
     t.task = "pretrain";
     auto lock = examples::settle_run(*train, t);
-    return train_command(std::move(lock), m, t, vocab_size);
+    return train_command(std::move(lock), m, t, vocab_size, piece_len);
   });
 }

@@ -7,6 +7,7 @@
 
 #include "layers/heads.hpp"
 #include "layers/rnn.hpp"
+#include "models/conv_net.hpp"
 #include "models/mlp.hpp"
 #include "models/resnet.hpp"
 #include "models/rnn.hpp"
@@ -17,13 +18,13 @@ namespace ctrax::models {
 const std::vector<std::string>& model_names() {
   static const std::vector<std::string> names = {"TransformerEncoder", "TransformerLM", "Transformer", "MaskedLM",
                                                  "RNNLM", "GRULM", "LSTMSeq2SeqAttn", "SentenceCNN", "MLP",
-                                                 "WideResnet"};
+                                                 "ConvNet", "WideResnet"};
   return names;
 }
 
 namespace {
 
-bool is_image_model(const std::string& name) { return name == "MLP" || name == "WideResnet"; }
+bool is_image_model(const std::string& name) { return name == "MLP" || name == "ConvNet" || name == "WideResnet"; }
 
 bool is_transformer(const std::string& name) {
   return name == "TransformerEncoder" || name == "TransformerLM" || name == "Transformer" || name == "MaskedLM";
@@ -44,6 +45,10 @@ void check(const ModelSpec& s) {
     if (s.name == "MLP") {
       if (s.layer_widths.empty()) throw std::invalid_argument("MLP: give at least one hidden layer width");
       for (std::int64_t w : s.layer_widths) at_least("each layer width", w, 1, s.name);
+    } else if (s.name == "ConvNet") {
+      if (s.filters.empty()) throw std::invalid_argument("ConvNet: give at least one stage's filters");
+      for (std::int64_t f : s.filters) at_least("each stage's filters", f, 1, s.name);
+      at_least("n_blocks", s.n_blocks, 1, s.name);
     } else {
       at_least("n_blocks", s.n_blocks, 1, s.name);
       at_least("widen_factor", s.widen_factor, 1, s.name);
@@ -98,6 +103,9 @@ LayerPtr build(const ModelSpec& s, Mode mode) {
     widths.push_back(s.n_classes);
     return MLP({.layer_widths = widths});
   }
+  if (s.name == "ConvNet")
+    return ConvNet({.filters = s.filters, .convs_per_stage = s.n_blocks, .n_output_classes = s.n_classes,
+                    .dropout = c.dropout, .mode = mode});
   if (s.name == "WideResnet")
     return WideResnet({.n_blocks = s.n_blocks, .widen_factor = s.widen_factor, .n_output_classes = s.n_classes, .mode = mode});
   if (s.name == "GRULM") return GRULM(s.vocab_size, {.d_model = c.d_model, .n_layers = c.n_layers, .mode = mode});

@@ -26,6 +26,7 @@
 //   SentenceCNN         vocab_size, n_classes, config.d_model (embeddings), config.dropout,
 //                       conv_widths, n_filters                                        (Kim 2014)
 //   MLP                 layer_widths (the hidden ones), n_classes (the last Dense)    (images)
+//   ConvNet             filters, n_blocks (convolutions per stage), config.dropout, n_classes (images)
 //   WideResnet          n_blocks, widen_factor, n_classes                              (images)
 #pragma once
 
@@ -54,11 +55,13 @@ struct ModelSpec {
   std::vector<std::int64_t> conv_widths = {3, 4, 5};     // SentenceCNN: filter widths
   std::int64_t n_filters = 100;                    // SentenceCNN: filters per width
   std::vector<std::int64_t> layer_widths = {512, 512};   // MLP: the hidden Dense widths
-  int n_blocks = 3, widen_factor = 1;              // WideResnet: blocks per group, widening
+  std::vector<std::int64_t> filters = {32, 64};   // ConvNet: channels of each stage
+  int n_blocks = 3, widen_factor = 1;              // WideResnet: blocks per group, widening; ConvNet:
+                                                   // convolutions per stage (n_blocks)
 };
 
 // TransformerEncoder, TransformerLM, Transformer, MaskedLM, RNNLM, GRULM, LSTMSeq2SeqAttn, SentenceCNN, MLP,
-// WideResnet.
+// ConvNet, WideResnet.
 const std::vector<std::string>& model_names();
 
 // Throws std::invalid_argument naming the setting, what was expected and what came, for what the

@@ -30,12 +30,12 @@ CTRAX_FULL_WIDTH_VECTORS void forward_tile(const Geometry& g, const T* x, const 
   T acc[P][NB] = {};
   const std::int64_t C = g.C_in;
   for (std::int64_t i = 0; i < g.kh; ++i) {
-    const std::int64_t iy = oy + i - g.pad_top;
+    const std::int64_t iy = oy * g.stride_h + i - g.pad_top;
     const bool row_inside = iy >= 0 && iy < g.H;
     for (std::int64_t j = 0; j < g.kw; ++j) {
       const T* src[P];
       for (int p = 0; p < P; ++p) {
-        const std::int64_t ix = ox0 + p + j - g.pad_left;
+        const std::int64_t ix = (ox0 + p) * g.stride_w + j - g.pad_left;
         src[p] = row_inside && p < np && ix >= 0 && ix < g.W ? x + ((b * g.H + iy) * g.W + ix) * C : zeros;
       }
       const T* wt = w + (i * g.kw + j) * C * g.C_out + co0;
@@ -60,15 +60,18 @@ template <class T, int CB, int NB>
 CTRAX_FULL_WIDTH_VECTORS void weight_row(const Geometry& g, const T* x, const T* dy, T* dw, std::int64_t b,
                                          std::int64_t oy, std::int64_t i, std::int64_t j, std::int64_t ci0,
                                          std::int64_t co0) {
-  const std::int64_t iy = oy + i - g.pad_top;
+  const std::int64_t iy = oy * g.stride_h + i - g.pad_top;
   if (iy < 0 || iy >= g.H) return;
-  const std::int64_t ox_begin = std::max<std::int64_t>(0, g.pad_left - j);
-  const std::int64_t ox_end = std::min<std::int64_t>(g.OW, g.W + g.pad_left - j);
+  // The output columns whose input column ox·sw + j − pl lies inside the image.
+  const std::int64_t sw = g.stride_w, first = g.pad_left - j;
+  const std::int64_t ox_begin = first <= 0 ? 0 : (first + sw - 1) / sw;
+  const std::int64_t ox_end = std::min<std::int64_t>(g.OW, (g.W - 1 + g.pad_left - j) / sw + 1);
+  if (g.W - 1 + g.pad_left - j < 0) return;
   T acc[CB][NB] = {};
   const T* xrow = x + ((b * g.H + iy) * g.W) * g.C_in + ci0;
   const T* drow = dy + ((b * g.OH + oy) * g.OW) * g.C_out + co0;
   for (std::int64_t ox = ox_begin; ox < ox_end; ++ox) {
-    const T* xs = xrow + (ox + j - g.pad_left) * g.C_in;
+    const T* xs = xrow + (ox * sw + j - g.pad_left) * g.C_in;
     const T* d = drow + ox * g.C_out;
     for (int c = 0; c < CB; ++c) {
       const T a = xs[c];
@@ -91,6 +94,43 @@ void weight_row_all(const Geometry& g, const T* x, const T* dy, T* dw, std::int6
       for (; ci + 4 <= g.C_in; ci += 4) weight_row<T, 4, NB>(g, x, dy, dw, b, oy, i, j, ci, co0);
       for (; ci < g.C_in; ++ci) weight_row<T, 1, NB>(g, x, dy, dw, b, oy, i, j, ci, co0);
     }
+}
+
+// One tile of the input gradient: input row (b, iy), pixels ix0, ix0 + sw, … (np ≤ P of them, one
+// phase), input channels ci0 … ci0 + NB − 1; wt is (kh, kw, C_out, C_in).
+template <class T, int P, int NB>
+CTRAX_FULL_WIDTH_VECTORS void input_grad_tile(const Geometry& g, const T* dy, const T* wt, T* dx, std::int64_t b,
+                                              std::int64_t iy, std::int64_t ix0, int np, std::int64_t ci0,
+                                              const T* zeros) {
+  T acc[P][NB] = {};
+  const std::int64_t sh = g.stride_h, sw = g.stride_w, C = g.C_out;
+  for (std::int64_t i = 0; i < g.kh; ++i) {
+    const std::int64_t ry = iy + g.pad_top - i;   // = oy·sh for the output row that reads iy through tap i
+    if (ry < 0 || ry % sh != 0 || ry / sh >= g.OH) continue;
+    const std::int64_t oy = ry / sh;
+    for (std::int64_t j = 0; j < g.kw; ++j) {
+      const std::int64_t rx = ix0 + g.pad_left - j;   // = ox·sw for the tile's first pixel
+      if (((rx % sw) + sw) % sw != 0) continue;
+      const std::int64_t ox0 = rx / sw;               // exact: rx is a multiple of sw
+      const T* src[P];
+      for (int p = 0; p < P; ++p) {
+        const std::int64_t ox = ox0 + p;
+        src[p] = p < np && ox >= 0 && ox < g.OW ? dy + ((b * g.OH + oy) * g.OW + ox) * C : zeros;
+      }
+      const T* wtap = wt + (i * g.kw + j) * C * g.C_in + ci0;
+      for (std::int64_t co = 0; co < C; ++co) {
+        const T* wr = wtap + co * g.C_in;
+        for (int p = 0; p < P; ++p) {
+          const T a = src[p][co];
+#pragma omp simd
+          for (int n = 0; n < NB; ++n) acc[p][n] += a * wr[n];
+        }
+      }
+    }
+  }
+  T* out = dx + ((b * g.H + iy) * g.W) * g.C_in + ci0;
+  for (int p = 0; p < np; ++p)
+    for (int n = 0; n < NB; ++n) out[(ix0 + p * sw) * g.C_in + n] = acc[p][n];
 }
 
 }  // namespace
@@ -138,9 +178,34 @@ void weight_grad(const Geometry& g, const T* x, const T* dy, T* dw) {
     for (std::int64_t k = 0; k < n; ++k) dw[k] += partial[static_cast<std::size_t>(p * n + k)];
 }
 
+template <class T>
+void input_grad(const Geometry& g, const T* dy, const T* wt, T* dx) {
+  const std::vector<T> zeros(static_cast<std::size_t>(g.C_out), T(0));
+  const bool wide = kWide && g.C_in % 32 == 0;
+  const std::int64_t rows = g.B * g.H, sw = g.stride_w;
+  const std::int64_t work = rows * g.W * g.C_in * g.kh * g.kw * g.C_out / (g.stride_h * sw);
+  parallel_chunks(rows, work >= (1 << 18), [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const std::int64_t b = r / g.H, iy = r % g.H;
+      for (std::int64_t ci = 0; ci < g.C_in; ci += wide ? 32 : 16)
+        for (std::int64_t phase = 0; phase < sw && phase < g.W; ++phase) {
+          const std::int64_t n_phase = (g.W - phase + sw - 1) / sw;   // pixels phase, phase + sw, …
+          for (std::int64_t k = 0; k < n_phase; k += kPixels) {
+            const int np = static_cast<int>(std::min<std::int64_t>(kPixels, n_phase - k));
+            const std::int64_t ix0 = phase + k * sw;
+            if (wide) input_grad_tile<T, kPixels, 32>(g, dy, wt, dx, b, iy, ix0, np, ci, zeros.data());
+            else input_grad_tile<T, kPixels, 16>(g, dy, wt, dx, b, iy, ix0, np, ci, zeros.data());
+          }
+        }
+    }
+  });
+}
+
 template void forward<float>(const Geometry&, const float*, const float*, float*);
 template void forward<double>(const Geometry&, const double*, const double*, double*);
 template void weight_grad<float>(const Geometry&, const float*, const float*, float*);
 template void weight_grad<double>(const Geometry&, const double*, const double*, double*);
+template void input_grad<float>(const Geometry&, const float*, const float*, float*);
+template void input_grad<double>(const Geometry&, const double*, const double*, double*);
 
 }  // namespace ctrax::direct_conv

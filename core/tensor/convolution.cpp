@@ -165,13 +165,27 @@ Tensor flipped_transposed(const Tensor& w) {
   return out;
 }
 
-// conv2d at stride 1 without dilation, read in place (core/engine/direct_conv.hpp): the same sums
-// as the patches' product, without writing the patches.
-Tensor direct_conv2d(const Tensor& x, const Tensor& w, std::array<std::int64_t, 2> rows,
-                     std::array<std::int64_t, 2> cols) {
+// w (kh, kw, C_in, C_out) → (kh, kw, C_out, C_in), not flipped: direct_conv::input_grad's kernel.
+template <class T>
+Tensor transposed(const Tensor& w) {
+  const std::int64_t taps = w.dim(0) * w.dim(1), ci = w.dim(2), co = w.dim(3);
+  Tensor out = Tensor::empty({w.dim(0), w.dim(1), co, ci}, w.dtype());
+  const T* src = w.data<T>();
+  T* dst = out.data<T>();
+  for (std::int64_t t = 0; t < taps; ++t)
+    for (std::int64_t c = 0; c < ci; ++c)
+      for (std::int64_t o = 0; o < co; ++o) dst[(t * co + o) * ci + c] = src[(t * ci + c) * co + o];
+  return out;
+}
+
+// conv2d without dilation, read in place (core/engine/direct_conv.hpp): the same sums as the
+// patches' product, without writing the patches.
+Tensor direct_conv2d(const Tensor& x, const Tensor& w, std::array<std::int64_t, 2> strides,
+                     std::array<std::int64_t, 2> rows, std::array<std::int64_t, 2> cols) {
   const direct_conv::Geometry g{x.dim(0), x.dim(1), x.dim(2), x.dim(3), w.dim(0), w.dim(1), w.dim(3),
-                                x.dim(1) + rows[0] + rows[1] - w.dim(0) + 1, x.dim(2) + cols[0] + cols[1] - w.dim(1) + 1,
-                                rows[0], cols[0]};
+                                (x.dim(1) + rows[0] + rows[1] - w.dim(0)) / strides[0] + 1,
+                                (x.dim(2) + cols[0] + cols[1] - w.dim(1)) / strides[1] + 1,
+                                rows[0], cols[0], strides[0], strides[1]};
   const Shape shape{g.B, g.OH, g.OW, g.C_out};
   return define_op(kConv2d, {x, w}, shape, x.dtype(), [&] {
     Tensor y = Tensor::empty(shape, x.dtype());
@@ -179,12 +193,17 @@ Tensor direct_conv2d(const Tensor& x, const Tensor& w, std::array<std::int64_t, 
     return record(kConv2d, y, {x, w}, [x, w, g](const Tensor& dy) {
       Tensor dx, dw;
       dispatch_float(dy.dtype(), [&]<class T>(T) {
-        if (x.requires_grad()) {   // dy convolved with the flipped, transposed kernel, "full" padding
+        if (x.requires_grad() && g.stride_h == 1 && g.stride_w == 1) {
+          // dy convolved with the flipped, transposed kernel, "full" padding
           const direct_conv::Geometry back{g.B, g.OH, g.OW, g.C_out, g.kh, g.kw, g.C_in, g.H, g.W,
                                            g.kh - 1 - g.pad_top, g.kw - 1 - g.pad_left};
           const Tensor wt = flipped_transposed<T>(w);
           dx = Tensor::empty(x.shape(), dy.dtype());
           direct_conv::forward<T>(back, dy.data<T>(), wt.data<T>(), dx.data<T>());
+        } else if (x.requires_grad()) {   // strided: each input pixel from the taps of its phase
+          const Tensor wt = transposed<T>(w);
+          dx = Tensor::empty(x.shape(), dy.dtype());
+          direct_conv::input_grad<T>(g, dy.data<T>(), wt.data<T>(), dx.data<T>());
         }
         if (w.requires_grad()) {
           dw = Tensor::empty(w.shape(), dy.dtype());
@@ -204,13 +223,14 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const WindowOptions& o) {
   if (x.rank() != 4 || x.dim(3) != w.dim(2))
     throw std::invalid_argument(fmt::format("conv2d: images {} (B, H, W, C_in) and kernel {} (kh, kw, C_in, C_out) "
                                             "do not fit", x.signature(), w.signature()));
-  // Stride 1, no dilation, C_out a multiple of the tile — and, if x needs its gradient, C_in too
-  // (that gradient is a convolution with C_in outputs): read in place. Otherwise the patches.
-  const bool direct = o.strides == std::array<std::int64_t, 2>{1, 1} && o.dilation == std::array<std::int64_t, 2>{1, 1} &&
+  // No dilation, C_out a multiple of the tile — and, if x needs its gradient, C_in too (that
+  // gradient's tile runs over input channels): read in place. Otherwise the patches.
+  const bool direct = o.dilation == std::array<std::int64_t, 2>{1, 1} && o.strides[0] >= 1 && o.strides[1] >= 1 &&
                       direct_conv::applies(w.dim(3)) && (!x.requires_grad() || direct_conv::applies(w.dim(2))) &&
                       x.dtype() == w.dtype();
   if (direct)
-    return direct_conv2d(x, w, padding_of(o.padding, x.dim(1), w.dim(0), 1, 1), padding_of(o.padding, x.dim(2), w.dim(1), 1, 1));
+    return direct_conv2d(x, w, o.strides, padding_of(o.padding, x.dim(1), w.dim(0), o.strides[0], 1),
+                         padding_of(o.padding, x.dim(2), w.dim(1), o.strides[1], 1));
   return conv2d_patches(x, w, o);
 }
 

@@ -1,4 +1,5 @@
-// Trax's image models: MLP, WideResnet and Resnet50 — trees, hand-counted parameters, training.
+// The image models: Trax's MLP, WideResnet and Resnet50, and ConvNet of Trax's layers — trees,
+// hand-counted parameters, training.
 #include <doctest/doctest.h>
 
 #include <sstream>
@@ -6,6 +7,7 @@
 #include "core/train/adam.hpp"
 #include "core/train/loop.hpp"
 #include "layers/metrics.hpp"
+#include "models/conv_net.hpp"
 #include "models/mlp.hpp"
 #include "models/resnet.hpp"
 #include "models/sentence_cnn.hpp"
@@ -60,6 +62,25 @@ TEST_CASE("WideResnet: 32×32 images to logits, its parameters counted by hand")
   CHECK(tree.find("AvgPool\n  Flatten_keep1\n  Dense_10\n]") != std::string::npos);
   // 28×28 images leave 7×7 maps, which AvgPool(8×8) cannot take: the error names the layer.
   CHECK_THROWS_WITH_AS(WideResnet()->init(ShapeDtype{{1, 28, 28, 1}}), doctest::Contains("AvgPool"), LayerError);
+}
+
+TEST_CASE("ConvNet: stages of 3×3 convolutions and 2×2 max pools, its parameters counted by hand") {
+  auto net = ConvNet({.filters = {32, 64}, .convs_per_stage = 2});
+  // 28×28 → 14×14 (32 channels) → 7×7 (64): the classifier reads 7·7·64 = 3,136 features.
+  CHECK(net->init(ShapeDtype{{2, 28, 28, 1}})[0].shape == Shape{2, 10});
+  const std::int64_t stage1 = conv_params(3, 1, 32) + bn_params(32) + conv_params(3, 32, 32) + bn_params(32);
+  const std::int64_t stage2 = conv_params(3, 32, 64) + bn_params(64) + conv_params(3, 64, 64) + bn_params(64);
+  CHECK(net->n_params() == stage1 + stage2 + dense_params(7 * 7 * 64, 10));
+  CHECK(net->n_params() == 96746);
+  CHECK(net->to_string() ==
+        "Serial[\n  ToFloat\n  Conv\n  BatchNorm\n  Relu\n  Conv\n  BatchNorm\n  Relu\n  MaxPool\n"
+        "  Conv\n  BatchNorm\n  Relu\n  Conv\n  BatchNorm\n  Relu\n  MaxPool\n  Flatten_keep1\n  Dropout\n  Dense_10\n]");
+  // One convolution per stage, three stages: 28 → 14 → 7 → 3 (VALID pooling drops the odd row).
+  auto three = ConvNet({.filters = {8, 8, 8}, .convs_per_stage = 1, .n_output_classes = 4});
+  three->init(ShapeDtype{{1, 28, 28, 1}});
+  CHECK(three->n_params() == conv_params(3, 1, 8) + 2 * conv_params(3, 8, 8) + 3 * bn_params(8) + dense_params(3 * 3 * 8, 4));
+  CHECK_THROWS_WITH_AS(ConvNet({.filters = {}}), doctest::Contains("at least one stage"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(ConvNet({.filters = {8, 0}}), doctest::Contains("filters must be >= 1, got 0"), std::invalid_argument);
 }
 
 TEST_CASE("Resnet50: Trax's layers have torchvision's parameters plus a bias per convolution") {

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "layers/rnn.hpp"
+#include "models/conv_net.hpp"
 #include "models/mlp.hpp"
 #include "models/registry.hpp"
 #include "models/resnet.hpp"
@@ -67,11 +68,15 @@ TEST_CASE("registry: each name builds the model its own function builds, with th
                     MLP({.layer_widths = {32, 16, 10}}), {ShapeDtype{{2, 28, 28, 1}}});
   expect_same_model(build({.name = "WideResnet", .n_classes = 10, .n_blocks = 1, .widen_factor = 2}, Mode::eval),
                     WideResnet({.n_blocks = 1, .widen_factor = 2, .mode = Mode::eval}), {ShapeDtype{{2, 32, 32, 1}}});
+  expect_same_model(build({.name = "ConvNet", .n_classes = 10, .config = {.dropout = 0.2}, .filters = {8, 16}, .n_blocks = 2},
+                          Mode::eval),
+                    ConvNet({.filters = {8, 16}, .convs_per_stage = 2, .dropout = 0.2, .mode = Mode::eval}),
+                    {ShapeDtype{{2, 28, 28, 1}}});
   expect_same_model(build({.name = "SentenceCNN", .vocab_size = 11, .n_classes = 3, .config = kSmall, .n_filters = 4}, Mode::eval),
                     SentenceCNN(11, 3, {.d_model = 8, .n_filters = 4, .dropout = 0.1, .mode = Mode::eval}), lm_in);
   expect_same_model(build({.name = "MaskedLM", .vocab_size = 11, .config = kSmall}, Mode::eval),
                     MaskedLM(11, eval), {ShapeDtype{{2, 6}, DType::int32}, ShapeDtype{{2, 2}, DType::int32}});
-  CHECK(model_names().size() == 10);
+  CHECK(model_names().size() == 11);
 }
 
 TEST_CASE("MaskedLM is TransformerEncoder's body with a guess per position: the body's weights have the same names") {
@@ -118,6 +123,8 @@ TEST_CASE("registry: check refuses, naming the model and the setting, before any
         "heads (3).");
   CHECK(error({.name = "MLP", .n_classes = 10, .layer_widths = {}}) == "MLP: give at least one hidden layer width");
   CHECK(error({.name = "WideResnet", .n_classes = 10, .n_blocks = 0}) == "WideResnet: n_blocks must be at least 1, got 0");
+  CHECK(error({.name = "ConvNet", .n_classes = 10, .filters = {16, 0}}) ==
+        "ConvNet: each stage's filters must be at least 1, got 0");
   CHECK(error({.name = "WideResnet", .n_classes = 1}) == "WideResnet: n_classes must be at least 2, got 1");
   // A score attends with one head: the heads are not read.
   CHECK(error({.name = "LSTMSeq2SeqAttn", .config = odd, .score = layers::Score::dot}) == "no error");

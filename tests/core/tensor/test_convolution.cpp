@@ -110,35 +110,50 @@ TEST_CASE("conv_transpose2d with the kernel flipped and its channels swapped is 
     }
 }
 
-TEST_CASE("conv2d at stride 1 reads the image in place: equal to the patches' product, values and gradients") {
+TEST_CASE("conv2d reads the image in place: equal to the patches' product, values and gradients") {
   // Shapes the direct kernels take (C_out a multiple of 16), with rows shorter and longer than a
-  // tile, SAME and VALID, square and oblong kernels, one input channel and odd counts.
+  // tile, SAME and VALID, square and oblong kernels, one input channel and odd counts; strides of
+  // 2 and 3 (the input gradient by phases), with kernels smaller than, equal to and larger than
+  // the stride. Where x needs no gradient its channels need not be a multiple of 16.
   struct Case {
     Shape x, w;
     Padding padding;
+    std::array<std::int64_t, 2> strides = {1, 1};
+    bool x_grad = true;
   };
   for (const Case& c : {Case{{2, 5, 7, 3}, {3, 3, 3, 16}, Padding::same}, Case{{1, 6, 11, 16}, {3, 2, 16, 32}, Padding::valid},
                         Case{{3, 4, 9, 1}, {5, 3, 1, 48}, Padding::same}, Case{{2, 3, 3, 20}, {1, 1, 20, 16}, Padding::valid},
-                        Case{{1, 9, 17, 32}, {3, 3, 32, 32}, Padding::same}}) {
+                        Case{{1, 9, 17, 32}, {3, 3, 32, 32}, Padding::same},
+                        Case{{2, 9, 9, 16}, {3, 3, 16, 16}, Padding::same, {2, 2}},
+                        Case{{1, 8, 21, 32}, {3, 3, 32, 32}, Padding::valid, {2, 2}},
+                        Case{{2, 7, 10, 16}, {1, 1, 16, 32}, Padding::valid, {2, 2}},
+                        Case{{1, 10, 13, 16}, {3, 2, 16, 16}, Padding::same, {3, 2}},
+                        Case{{2, 6, 6, 16}, {2, 2, 16, 16}, Padding::valid, {2, 2}},
+                        Case{{1, 5, 12, 32}, {5, 5, 32, 16}, Padding::same, {2, 3}},
+                        Case{{2, 11, 9, 1}, {3, 3, 1, 16}, Padding::same, {2, 2}, false}}) {
     CAPTURE(to_string(c.x));
     CAPTURE(to_string(c.w));
-    const WindowOptions o{.padding = c.padding};
+    CAPTURE(c.strides[0]);
+    CAPTURE(c.strides[1]);
+    const WindowOptions o{.strides = c.strides, .padding = c.padding};
     Tensor x = randn(c.x, 61), w = randn(c.w, 62);
-    x.requires_grad_();
+    if (c.x_grad) x.requires_grad_();
     w.requires_grad_();
     const Tensor y = conv2d(x, w, o), ref = conv2d_patches(x, w, o);
     expect_close(y, ref, 1e-12);
     const Tensor seed = randn(y.shape(), 63);
-    const auto g = grad(y, {x, w}, {.seed = seed});
-    const auto g_ref = grad(ref, {x, w}, {.seed = seed});
-    expect_close(g[0], g_ref[0], 1e-12);
-    expect_close(g[1], g_ref[1], 1e-12);
+    const std::vector<Tensor> wrt = c.x_grad ? std::vector<Tensor>{x, w} : std::vector<Tensor>{w};
+    const auto g = grad(y, wrt, {.seed = seed});
+    const auto g_ref = grad(ref, wrt, {.seed = seed});
+    for (std::size_t i = 0; i < wrt.size(); ++i) expect_close(g[i], g_ref[i], 1e-12);
     // float32 within rounding of the float64 result
     const Tensor y32 = conv2d(x.detach().to(DType::float32), w.detach().to(DType::float32), o);
     expect_close(y32.to(DType::float64), ref.detach(), 1e-4);
   }
   expect_gradients([](const V& t) { return conv2d(t[0], t[1], {.padding = Padding::same}); },
                    {randn({1, 3, 4, 16}, 64), randn({3, 3, 16, 16}, 65)});
+  expect_gradients([](const V& t) { return conv2d(t[0], t[1], {.strides = {2, 2}, .padding = Padding::same}); },
+                   {randn({1, 5, 6, 16}, 66), randn({3, 3, 16, 16}, 67)});
   // Big enough for the team: the same bits on one thread and two.
   Tensor big = Rng(5).normal({8, 16, 16, 16}), kernel = Rng(6).normal({3, 3, 16, 32});
   big.requires_grad_();
@@ -147,14 +162,16 @@ TEST_CASE("conv2d at stride 1 reads the image in place: equal to the patches' pr
   const auto run = [&] {
     const Tensor y = conv2d(big, kernel, {.padding = Padding::same});
     auto g = grad(y, {big, kernel}, {.seed = dy});
-    return std::vector<Tensor>{y.detach(), g[0], g[1]};
+    const Tensor y2 = conv2d(big, kernel, {.strides = {2, 2}, .padding = Padding::same});
+    auto g2 = grad(y2, {big, kernel}, {.seed = slice(slice(dy, 1, 0, 8), 2, 0, 8)});
+    return std::vector<Tensor>{y.detach(), g[0], g[1], y2.detach(), g2[0], g2[1]};
   };
   const auto on_team = run();
   const int threads = num_threads();
   set_num_threads(1);
   const auto on_one = run();
   set_num_threads(threads);
-  for (std::size_t i = 0; i < 3; ++i) expect_close(on_team[i], on_one[i], 0);
+  for (std::size_t i = 0; i < on_team.size(); ++i) expect_close(on_team[i], on_one[i], 0);
 }
 
 TEST_CASE("conv1d is conv2d on one image row") {
