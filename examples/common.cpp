@@ -26,6 +26,7 @@
 #include "core/train/adam.hpp"
 #include "core/train/checkpoint.hpp"
 #include "core/train/report.hpp"
+#include "layers/metrics.hpp"
 #include "models/config.hpp"
 #include "models/registry.hpp"
 
@@ -183,6 +184,28 @@ train::OptimizerPtr optimizer(const TrainFlags& t) {
   auto adam = train::Adam({.learning_rate = t.lr});
   adam->average_weights(t.ema);
   return adam;
+}
+
+train::Loop make_loop(LayerPtr model, const ModelFlags& m, const TrainFlags& t, LoopData data,
+                      std::shared_ptr<io::RunLock> lock, std::string config) {
+  return train::Loop(
+      std::move(model),
+      {{.labeled_data = std::move(data.train),
+        .loss_layer = layers::WeightedCategoryCrossEntropy(data.label_smoothing),
+        .optimizer = optimizer(t),
+        .lr_schedule = lr_schedule(t, m),
+        .n_steps_per_checkpoint = t.eval_every,
+        .loss_name = "loss"}},
+      {.eval_tasks = {{.labeled_data = std::move(data.eval),
+                       .metrics = {layers::WeightedCategoryCrossEntropy(), layers::WeightedCategoryAccuracy()},
+                       .metric_names = {"loss", "accuracy"},
+                       .n_eval_batches = data.n_eval_batches}},
+       .output_dir = t.out,
+       .random_seed = t.seed,
+       .run_lock = std::move(lock),
+       .stop_requested = io::StopSignals::requested,
+       .config = std::move(config),
+       .communicator = t.comm});
 }
 
 train::TrainUntil TrainFlags::until(std::optional<train::KeepBest> keep_best) const {

@@ -115,6 +115,19 @@ train::Schedule lr_schedule(const TrainFlags& t, const ModelFlags& m);
 // Adam at --lr, averaging the weights when --ema is set.
 train::OptimizerPtr optimizer(const TrainFlags& t);
 
+// THE LOOP every training program builds: `train` batches trained with WeightedCategoryCrossEntropy
+// (label smoothing `label_smoothing`; classes, or tokens at positions), the flags' optimizer and
+// schedule, a checkpoint every --eval-every steps; held out, "loss" and "accuracy" over the first
+// n_eval_batches of `eval`; the run directory, seed, processes and Ctrl-C of t, the directory's
+// `lock`, and `config` (config_json) in every checkpoint.
+struct LoopData {
+  data::BatchStream train, eval;
+  std::int64_t n_eval_batches = 1;
+  double label_smoothing = 0;
+};
+train::Loop make_loop(LayerPtr model, const ModelFlags& m, const TrainFlags& t, LoopData data,
+                      std::shared_ptr<io::RunLock> lock, std::string config);
+
 // The opening every `train` shares: --threads applied and the run directory made. True when the
 // directory holds a checkpoint to resume (settle_run has already checked the flags against it).
 bool open_run(const TrainFlags& t);

@@ -24,11 +24,9 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "core/io/stop_signals.hpp"
 #include "core/tensor/ops.hpp"
 #include "examples/common.hpp"
 #include "examples/image.hpp"
-#include "layers/metrics.hpp"
 
 namespace ctrax::examples::image {
 
@@ -152,24 +150,9 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::TrainFlags t, con
   const json extra = {{"n_classes", 10}, {"layer_widths", f.widths}, {"n_blocks", f.n_blocks},
                       {"widen_factor", f.widen_factor}, {"augment", f.augment}, {"side", side},
                       {"filters", f.filters}, {"dropout", f.dropout}};
-  train::Loop loop(
-      model,
-      {{.labeled_data = train_batch,
-        .loss_layer = layers::WeightedCategoryCrossEntropy(),
-        .optimizer = examples::optimizer(t),
-        .lr_schedule = examples::lr_schedule(t, m),
-        .n_steps_per_checkpoint = t.eval_every,
-        .loss_name = "loss"}},
-      {.eval_tasks = {{.labeled_data = valid_batch,
-                       .metrics = {layers::WeightedCategoryCrossEntropy(), layers::WeightedCategoryAccuracy()},
-                       .metric_names = {"loss", "accuracy"},
-                       .n_eval_batches = kHeldOut / eval_batch}},
-       .output_dir = t.out,
-       .random_seed = t.seed,
-       .run_lock = std::move(lock),
-       .stop_requested = io::StopSignals::requested,
-       .config = examples::config_json(m, t, extra.dump()),
-       .communicator = t.comm});
+  train::Loop loop = examples::make_loop(model, m, t,
+                                         {.train = train_batch, .eval = valid_batch, .n_eval_batches = kHeldOut / eval_batch},
+                                         std::move(lock), examples::config_json(m, t, extra.dump()));
   train::train_until(loop, t.until(train::KeepBest{.metric = "accuracy"}));
   fmt::print("held-out accuracy {:.4f}; run `image eval` for the test split\n", loop.last_value("eval", "accuracy"));
   return 0;

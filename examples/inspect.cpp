@@ -9,8 +9,9 @@
 // Trax's format, a table of the weights of each layer ending in `total parameters: N`, and with
 // --trace every layer in execution order with the stack before and after it, for a random batch
 // of 2 sequences (the encoder's second sequence ends in padding). SentenceCNN (--n-filters) reads
-// tokens too; the image models read a batch of 2 grey images: MLP (--widths, 28×28) and
-// WideResnet (--n-blocks, --widen-factor, 32×32), --n-classes logits.
+// tokens too; the image models read a batch of 2 grey images: MLP (--widths, 28×28), ConvNet
+// (--filters, --n-blocks convolutions per stage, 28×28) and WideResnet (--n-blocks,
+// --widen-factor, 32×32), --n-classes logits.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -48,15 +49,15 @@ int main(int argc, char** argv) {
   bool trace = false;
   bool blas_info = false;
   app.add_option("MODEL", model_name,
-                 "TransformerEncoder, TransformerLM, Transformer, RNNLM, GRULM, LSTMSeq2SeqAttn, SentenceCNN, MLP or "
-                 "WideResnet (required unless --blas)")
+                 "TransformerEncoder, TransformerLM, Transformer, RNNLM, GRULM, LSTMSeq2SeqAttn, SentenceCNN, MLP, "
+                 "ConvNet or WideResnet (required unless --blas)")
       ->check(CLI::IsMember(models::model_names()));
   app.add_option("--vocab-size", vocab_size, "vocabulary size (Transformer: the input's)")
       ->capture_default_str()->check(examples::number_in(2, 1e6));
   app.add_option("--output-vocab-size", output_vocab_size,
                  "Transformer only: target vocabulary (default: shared with the input)")
       ->check(examples::number_in(2, 1e6));
-  app.add_option("--n-classes", n_classes, "TransformerEncoder, SentenceCNN, MLP, WideResnet: classes")->capture_default_str()
+  app.add_option("--n-classes", n_classes, "TransformerEncoder, SentenceCNN and the image models: classes")->capture_default_str()
       ->check(examples::number_in(2, 1e6));
   examples::add_model_flags(app, m);
   app.add_option("--mode", mode, "train, eval or predict")
@@ -72,7 +73,10 @@ int main(int argc, char** argv) {
       ->check(examples::number_in(1, 1e5));
   app.add_option("--widths", image.layer_widths, "MLP only: the hidden layers' widths")->delimiter(',')->capture_default_str()
       ->check(examples::number_in(1, 1 << 20));
-  app.add_option("--n-blocks", image.n_blocks, "WideResnet only: blocks per group")->capture_default_str()
+  app.add_option("--filters", image.filters, "ConvNet only: each stage's channels")->delimiter(',')->capture_default_str()
+      ->check(examples::number_in(1, 1 << 16));
+  app.add_option("--n-blocks", image.n_blocks, "WideResnet: blocks per group; ConvNet: convolutions per stage")
+      ->capture_default_str()
       ->check(examples::number_in(1, 100));
   app.add_option("--widen-factor", image.widen_factor, "WideResnet only: widening factor")->capture_default_str()
       ->check(examples::number_in(1, 16));
@@ -116,14 +120,17 @@ int main(int argc, char** argv) {
     spec.n_filters = image.n_filters;
     spec.layer_widths = image.layer_widths;
     spec.n_blocks = image.n_blocks;
+    spec.filters = image.filters;
     spec.widen_factor = image.widen_factor;
     if (model_name == "SentenceCNN" && !app.count("--d-model")) spec.config.d_model = 128;   // its embeddings
     if (model_name == "SentenceCNN" && !app.count("--dropout")) spec.config.dropout = 0.5;   // Kim's
+    if (model_name == "ConvNet" && !app.count("--dropout")) spec.config.dropout = 0.3;       // ConvNetOptions'
+    if (model_name == "ConvNet" && !app.count("--n-blocks")) spec.n_blocks = 2;
     const LayerPtr model = models::build(spec, c.mode);
     const bool two_inputs = model_name == "Transformer" || model_name == "LSTMSeq2SeqAttn";
     const bool padded = two_inputs || model_name == "TransformerEncoder";   // the encoder's 2nd row ends in padding
     const std::int64_t L_in = model_name == "TransformerEncoder" || two_inputs ? L : predict ? 1 : L;
-    const bool images = model_name == "MLP" || model_name == "WideResnet";
+    const bool images = model_name == "MLP" || model_name == "ConvNet" || model_name == "WideResnet";
     const std::int64_t side = model_name == "WideResnet" ? 32 : 28;
     Stack batch = {images ? Rng(1).normal({B, side, side, 1})
                           : random_tokens(B, model_name == "SentenceCNN" ? 16 : L_in, vocab_size, padded ? L / 4 : 0, 1)};

@@ -33,13 +33,11 @@
 #include "core/data/batching.hpp"
 #include "core/data/sentencepiece.hpp"
 #include "core/data/text_files.hpp"
-#include "core/io/stop_signals.hpp"
 #include "core/train/adam.hpp"
 #include "core/train/checkpoint.hpp"
 #include "examples/common.hpp"
 #include "examples/lm.hpp"
 #include "core/tensor/ops.hpp"
-#include "layers/metrics.hpp"
 
 using namespace ctrax;
 using namespace ctrax::examples::lm;
@@ -106,25 +104,14 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
         train_ids->size(), valid_ids->size(), L));
   auto model = m.language_model(tok->vocab_size(), Mode::train);
   const std::int64_t n_eval = data::lm_window_batches(static_cast<std::int64_t>(valid_ids->size()), B, L);
-  train::Loop loop(
-      model,
-      {{.labeled_data = data::lm_random_windows(train_ids, B, L, t.seed),
-        .loss_layer = layers::WeightedCategoryCrossEntropy(),
-        .optimizer = examples::optimizer(t),
-        .lr_schedule = examples::lr_schedule(t, m),
-        .n_steps_per_checkpoint = t.eval_every,
-        .loss_name = "loss"}},
-      {.eval_tasks = {{.labeled_data = data::lm_consecutive_windows(valid_ids, B, L),
-                       .metrics = {layers::WeightedCategoryCrossEntropy(), layers::WeightedCategoryAccuracy()},
-                       .metric_names = {"loss", "accuracy"},
-                       .n_eval_batches = n_eval}},
-       .output_dir = t.out,
-       .random_seed = t.seed,
-       .run_lock = std::move(lock),
-       .stop_requested = io::StopSignals::requested,
-       .config = examples::config_json(m, t, fmt::format(R"({{"tokenizer": "{}", "vocab_size": {}, "train_len": {}}})",
-                                                      tok->name(), tok->vocab_size(), L)),
-       .communicator = t.comm});
+  train::Loop loop = examples::make_loop(
+      model, m, t,
+      {.train = data::lm_random_windows(train_ids, B, L, t.seed),
+       .eval = data::lm_consecutive_windows(valid_ids, B, L),
+       .n_eval_batches = n_eval},
+      std::move(lock),
+      examples::config_json(m, t, fmt::format(R"({{"tokenizer": "{}", "vocab_size": {}, "train_len": {}}})", tok->name(),
+                                              tok->vocab_size(), L)));
   train::train_until(loop, t.until(train::KeepBest{.metric = "loss", .higher_is_better = false}));
   fmt::print("validation loss {:.4f} nats per token\n", loop.last_value("eval", "loss"));
   return 0;

@@ -9,8 +9,9 @@
 // plain text file (one text per line, .gz or not: the Korean reviews). A SentencePiece vocabulary
 // with a "<mask>" control piece is learned from the texts and saved as OUT/spm.model; the
 // fine-tuned classifier reads its texts with this vocabulary. Texts are cut into pieces of at most
-// --piece-len tokens (128: a step over 32 pieces of 128 costs a sixth of one over pieces of 512, so
-// the hour holds six times the steps); a seeded 1,000 pieces (at most a tenth) are held out.
+// --piece-len tokens (128 unless --max-len is shorter: attention's cost grows with the square of
+// the length and a batch of reviews cut at 512 is half padding, so short pieces buy several times
+// the steps an hour); a seeded 1,000 pieces (at most a tenth) are held out.
 // --max-len stays the classifier's (512): the position table is a weight of that length, and its
 // rows past --piece-len keep their sinusoids until fine-tuning reaches them.
 //
@@ -28,9 +29,7 @@
 #include "core/data/batching.hpp"
 #include "core/data/masked_lm.hpp"
 #include "core/data/text_files.hpp"
-#include "core/io/stop_signals.hpp"
 #include "examples/common.hpp"
-#include "layers/metrics.hpp"
 
 namespace ctrax::examples::pretrain {
 
@@ -83,6 +82,7 @@ Tensor batch_rows(const std::vector<std::vector<std::int32_t>>& all, const std::
 
 int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, examples::TrainFlags t, std::int64_t vocab_size,
                   std::int64_t piece_len) {
+  if (piece_len == 0) piece_len = std::min<std::int64_t>(128, m.arch.max_len);
   if (piece_len > m.arch.max_len)
     throw std::runtime_error(fmt::format("--piece-len {} is longer than --max-len {}", piece_len, m.arch.max_len));
   const bool resumed = examples::open_run(t);
@@ -123,25 +123,10 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
     return Stack{b.inputs, b.positions, b.targets, b.weights};
   };
   auto model = models::build(m.spec("MaskedLM", tok->vocab_size()), Mode::train);
-  train::Loop loop(
-      model,
-      {{.labeled_data = train_batch,
-        .loss_layer = layers::WeightedCategoryCrossEntropy(),
-        .optimizer = examples::optimizer(t),
-        .lr_schedule = examples::lr_schedule(t, m),
-        .n_steps_per_checkpoint = t.eval_every,
-        .loss_name = "loss"}},
-      {.eval_tasks = {{.labeled_data = valid_batch,
-                       .metrics = {layers::WeightedCategoryCrossEntropy(), layers::WeightedCategoryAccuracy()},
-                       .metric_names = {"loss", "accuracy"},
-                       .n_eval_batches = (n_valid + t.batch_size - 1) / t.batch_size}},
-       .output_dir = t.out,
-       .random_seed = t.seed,
-       .run_lock = std::move(lock),
-       .stop_requested = io::StopSignals::requested,
-       .config = examples::config_json(m, t, fmt::format(R"({{"vocab_size": {}, "mask_id": {}}})", tok->vocab_size(),
-                                                      masking.mask_id)),
-       .communicator = t.comm});
+  train::Loop loop = examples::make_loop(
+      model, m, t, {.train = train_batch, .eval = valid_batch, .n_eval_batches = (n_valid + t.batch_size - 1) / t.batch_size},
+      std::move(lock),
+      examples::config_json(m, t, fmt::format(R"({{"vocab_size": {}, "mask_id": {}}})", tok->vocab_size(), masking.mask_id)));
   train::train_until(loop, t.until(train::KeepBest{.metric = "loss", .higher_is_better = false}));
   fmt::print("held-out masked-token accuracy {:.4f}; fine-tune with `sentiment train --init-from {}`\n",
              loop.last_value("eval", "accuracy"), t.out);
@@ -165,14 +150,14 @@ int main(int argc, char** argv) {
   examples::ModelFlags m{.arch = {.d_model = 128, .d_ff = 256, .n_layers = 2, .n_heads = 4, .max_len = 512, .dropout = 0.1}};
   examples::TrainFlags t{.batch_size = 32, .steps = 10000, .warmup = 500, .eval_every = 500, .lr = 1e-3,
                          .schedule = "cosine", .out = "runs/mlm"};
-  std::int64_t vocab_size = 16000, piece_len = 128;
+  std::int64_t vocab_size = 16000, piece_len = 0;
   auto* train = app.add_subcommand("train", "pretrain (or resume)");
   examples::add_model_flags(*train, m);
   examples::add_train_flags(*train, t, true);
   train->add_option("--vocab-size", vocab_size, "SentencePiece vocabulary size")->capture_default_str()
       ->check(examples::number_in(16, 1e6));
-  train->add_option("--piece-len", piece_len, "longest piece of text a step reads (at most --max-len)")
-      ->capture_default_str()->check(examples::number_in(8, 1e6));
+  train->add_option("--piece-len", piece_len, "longest piece of text a step reads, at most --max-len (0: 128, or "
+                    "--max-len if shorter)")->capture_default_str()->check(examples::number_in(0, 1e6));
   examples::decimal_numbers(app);
   CLI11_PARSE(app, argc, argv);
   return examples::run_main("pretrain", [&] {

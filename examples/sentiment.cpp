@@ -40,12 +40,10 @@
 #include "core/data/sentencepiece.hpp"
 #include "core/data/text_files.hpp"
 #include "core/io/atomic_file.hpp"
-#include "core/io/stop_signals.hpp"
 #include "core/train/adam.hpp"
 #include "core/train/checkpoint.hpp"
 #include "examples/common.hpp"
 #include "examples/sentiment.hpp"
-#include "layers/metrics.hpp"
 
 namespace ctrax::examples::sentiment {
 
@@ -135,27 +133,16 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
       init_json = fmt::format(R"(, "init_from": {}, "init_from_crc32": {})", nlohmann::json(own.string("init_from")).dump(),
                               own.integer("init_from_crc32"));
   }
-  train::Loop loop(
-      model,
-      {{.labeled_data = train_stream,
-        .loss_layer = layers::WeightedCategoryCrossEntropy(),
-        .optimizer = examples::optimizer(t),
-        .lr_schedule = examples::lr_schedule(t, m),
-        .n_steps_per_checkpoint = t.eval_every,
-        .loss_name = "loss"}},
-      {.eval_tasks = {{.labeled_data = data::classification_stream(
-                           valid.tokens, valid.labels,
-                           {.batch_size = t.batch_size, .shuffle = false, .bucket_size = 1000, .drop_remainder = false}, pad),
-                       .metrics = {layers::WeightedCategoryCrossEntropy(), layers::WeightedCategoryAccuracy()},
-                       .metric_names = {"loss", "accuracy"},
-                       .n_eval_batches = (n_valid + t.batch_size - 1) / t.batch_size}},
-       .output_dir = t.out,
-       .random_seed = t.seed,
-       .run_lock = std::move(lock),
-       .stop_requested = io::StopSignals::requested,
-       .config = examples::config_json(m, t, fmt::format(R"({{"vocab_size": {}, "head": {}, "n_classes": {}{}}})",
-                                                      tok->vocab_size(), head, n_classes, init_json)),
-       .communicator = t.comm});
+  train::Loop loop = examples::make_loop(
+      model, m, t,
+      {.train = train_stream,
+       .eval = data::classification_stream(valid.tokens, valid.labels,
+                                           {.batch_size = t.batch_size, .shuffle = false, .bucket_size = 1000,
+                                            .drop_remainder = false}, pad),
+       .n_eval_batches = (n_valid + t.batch_size - 1) / t.batch_size},
+      std::move(lock),
+      examples::config_json(m, t, fmt::format(R"({{"vocab_size": {}, "head": {}, "n_classes": {}{}}})", tok->vocab_size(),
+                                              head, n_classes, init_json)));
   train::train_until(loop, t.until(train::KeepBest{.metric = "accuracy"}));
   fmt::print("held-out accuracy {:.4f}; run `sentiment eval` for the test split\n", loop.last_value("eval", "accuracy"));
   return 0;
@@ -208,6 +195,9 @@ int main(int argc, char** argv) {
   eval->add_option("--batch-size", eval_batch, "reviews per batch")->capture_default_str()->check(examples::number_in(1, 1 << 20));
   eval->add_option("--limit", limit, "use only the first N test reviews (0: all)")->capture_default_str()
       ->check(examples::number_in(0, 1e12));
+  std::string json_path;
+  eval->add_option("--json", json_path, "also write the accuracy and what the run learned from here "
+                   "(scripts/plot_label_curve.py)");
 
   std::vector<std::string> texts;
   auto* predict = app.add_subcommand("predict", "classify reviews given on the command line");
@@ -233,7 +223,7 @@ int main(int argc, char** argv) {
       auto lock = examples::settle_run(*train, t);
       return train_command(std::move(lock), m, t, vocab_size, head, limit, init_from);
     }
-    if (*eval) return eval_command(data_dir, out, threads, eval_batch, limit);
+    if (*eval) return eval_command(data_dir, out, threads, eval_batch, limit, json_path);
     return predict_command(out, threads, texts);
   });
 }

@@ -37,8 +37,10 @@ std::vector<std::int64_t> range(std::int64_t n);   // 0 … n−1
 std::vector<data::LabeledText> load_split(const std::string& dir, const std::string& split, std::int64_t limit,
                                           std::int32_t n_classes);
 
+// Accuracy on the test split; with json_path also written there (the run, its training --limit
+// and --init-from, the accuracy: scripts/plot_label_curve.py reads them).
 int eval_command(const std::string& data_dir, const std::string& out, int threads, std::int64_t batch_size,
-                 std::int64_t limit);
+                 std::int64_t limit, const std::string& json_path);
 int predict_command(const std::string& out, int threads, const std::vector<std::string>& texts);
 
 }  // namespace ctrax::examples::sentiment

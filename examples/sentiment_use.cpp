@@ -7,8 +7,10 @@
 #include <chrono>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "core/data/sentencepiece.hpp"
+#include "core/io/atomic_file.hpp"
 #include "core/tensor/autodiff.hpp"
 #include "core/tensor/ops.hpp"
 #include "core/train/checkpoint.hpp"
@@ -45,7 +47,7 @@ Classifier load_classifier(const std::string& out) {
 }  // namespace
 
 int eval_command(const std::string& data_dir, const std::string& out, int threads, std::int64_t batch_size,
-                 std::int64_t limit) {
+                 std::int64_t limit, const std::string& json_path) {
   examples::apply_threads(threads);
   const auto start = std::chrono::steady_clock::now();
   Classifier c = load_classifier(out);
@@ -79,9 +81,21 @@ int eval_command(const std::string& data_dir, const std::string& out, int thread
     fmt::print("{} of the {} reviews have no text; each was classified as the empty sequence\n", e.n_empty,
                test.size());
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  fmt::print("test accuracy {:.4f} ({} of {} texts), loss {:.4f}, in {:.0f} s\n",
-             static_cast<double>(correct) / static_cast<double>(test.size()), correct, test.size(),
+  const double accuracy = static_cast<double>(correct) / static_cast<double>(test.size());
+  fmt::print("test accuracy {:.4f} ({} of {} texts), loss {:.4f}, in {:.0f} s\n", accuracy, correct, test.size(),
              loss / static_cast<double>(test.size()), seconds);
+  if (!json_path.empty()) {   // what the run learned from, beside what it scored
+    const train::StoredConfig config = train::StoredConfig::of_run(out);
+    const nlohmann::json stored = nlohmann::json::parse(config.text());
+    const nlohmann::json flags = stored.value("flags", nlohmann::json::object());
+    const nlohmann::json j = {{"run", out},
+                              {"train_limit", std::stoll(flags.value("--limit", std::string("0")))},
+                              {"init_from", config.has("init_from") ? nlohmann::json(config.string("init_from")) : nlohmann::json()},
+                              {"accuracy", accuracy}, {"correct", correct}, {"n", test.size()},
+                              {"loss", loss / static_cast<double>(test.size())}};
+    io::write_atomically(json_path, j.dump(1) + "\n");
+    fmt::print("wrote {}\n", json_path);
+  }
   return 0;
 }
 

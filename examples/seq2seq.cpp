@@ -7,11 +7,9 @@
 #include "core/data/batching.hpp"
 #include "core/decode/beam_search.hpp"
 #include "core/decode/sampling.hpp"
-#include "core/io/stop_signals.hpp"
 #include "core/train/checkpoint.hpp"
 #include "core/train/loop.hpp"
 #include "layers/attention_weights.hpp"
-#include "layers/metrics.hpp"
 #include "models/transformer.hpp"
 
 namespace ctrax::examples {
@@ -61,27 +59,16 @@ void train_seq2seq(std::shared_ptr<io::RunLock> lock, const ModelFlags& m, const
   const data::PadOptions pad{.max_len = m.arch.max_len, .pad_multiple = 4};
   auto model = m.seq2seq_model(tok.vocab_size(), Mode::train);
   const auto n_val = static_cast<std::int64_t>(val_pairs.size());
-  train::Loop loop(
-      model,
-      {{.labeled_data = data::seq2seq_stream(train.source, train.target,
-                                             {.batch_size = t.batch_size, .seed = t.seed, .bucket_size = 32}, pad),
-        .loss_layer = layers::WeightedCategoryCrossEntropy(0.1),
-        .optimizer = optimizer(t),
-        .lr_schedule = lr_schedule(t, m),
-        .n_steps_per_checkpoint = t.eval_every,
-        .loss_name = "loss"}},
-      {.eval_tasks = {{.labeled_data = data::seq2seq_stream(
-                           val.source, val.target,
-                           {.batch_size = t.batch_size, .shuffle = false, .bucket_size = 1000, .drop_remainder = false}, pad),
-                       .metrics = {layers::WeightedCategoryCrossEntropy(), layers::WeightedCategoryAccuracy()},
-                       .metric_names = {"loss", "accuracy"},
-                       .n_eval_batches = (n_val + t.batch_size - 1) / t.batch_size}},
-       .output_dir = t.out,
-       .random_seed = t.seed,
-       .run_lock = std::move(lock),
-       .stop_requested = io::StopSignals::requested,
-       .config = config_json(m, t, extra),
-       .communicator = t.comm});
+  train::Loop loop = make_loop(
+      model, m, t,
+      {.train = data::seq2seq_stream(train.source, train.target,
+                                     {.batch_size = t.batch_size, .seed = t.seed, .bucket_size = 32}, pad),
+       .eval = data::seq2seq_stream(val.source, val.target,
+                                    {.batch_size = t.batch_size, .shuffle = false, .bucket_size = 1000,
+                                     .drop_remainder = false}, pad),
+       .n_eval_batches = (n_val + t.batch_size - 1) / t.batch_size,
+       .label_smoothing = 0.1},
+      std::move(lock), config_json(m, t, extra));
   train::train_until(loop, t.until(keep_best));
   fmt::print("validation loss {:.4f}, token accuracy {:.4f}\n", loop.last_value("eval", "loss"),
              loop.last_value("eval", "accuracy"));

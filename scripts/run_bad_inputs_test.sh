@@ -256,6 +256,7 @@ bad init-from-d-model     "--d-model: with --init-from" "$sentiment" train --out
 bad pretrain-no-data      "nowhere" "$build/examples/pretrain" train --out pnew --data nowhere --steps 1
 bad pretrain-empty        "empty.txt: no text to learn from" "$build/examples/pretrain" train --out pnew2 --data empty.txt --steps 1
 bad pretrain-too-few      "pieces of text are too few for batches of 100000" "$build/examples/pretrain" train --out pnew3 --data changing.txt --steps 1 --vocab-size 60 --max-len 16 --d-model 16 --d-ff 32 --n-layers 1 --n-heads 2 --threads 1 --batch-size 100000
+bad pretrain-piece-len    "--piece-len 32 is longer than --max-len 16" "$build/examples/pretrain" train --out pnew4 --data changing.txt --steps 1 --vocab-size 60 --max-len 16 --piece-len 32 --d-model 16 --d-ff 32 --n-layers 1 --n-heads 2 --threads 1
 
 # --- translate ------------------------------------------------------------------------------
 bad translate-empty       "TEXT 2 of 2 is empty: give a sentence to translate" "$translate" translate --out trun "A dog." "  "
@@ -370,8 +371,11 @@ bad image-label-range     "fm_label/train-labels-idx1-ubyte: item 9 has label 12
 bad image-count-mismatch  "holds 10 images but" "$image" train --data fm_count --out i5
 bad image-too-few         "fm_few: 10 training images are too few" "$image" train --data fm_few --out i6
 bad image-widths-with-wrn "--widths applies to --model mlp only (this run: --model wideresnet)" "$image" train --data fm_few --out i7 --model wideresnet --widths 8
-bad image-blocks-with-mlp "--n-blocks applies to --model wideresnet only (this run: --model mlp)" "$image" train --data fm_few --out i8 --n-blocks 2
-bad image-model-unknown   "--model: vgg not in {mlp,wideresnet}" "$image" train --data fm_few --out i9 --model vgg
+bad image-blocks-with-mlp "--n-blocks applies to --model convnet or wideresnet only (this run: --model mlp)" "$image" train --data fm_few --out i8 --n-blocks 2
+bad image-model-unknown   "--model: vgg not in {mlp,convnet,wideresnet}" "$image" train --data fm_few --out i9 --model vgg
+bad image-filters-with-mlp "--filters applies to --model convnet only (this run: --model mlp)" "$image" train --data fm_few --out i13 --filters 8
+bad image-filters-zero    "--filters: expected a number from 1 to 65536, got 0" "$image" train --data fm_few --out i14 --model convnet --filters 8,0
+bad image-dropout-range   "--dropout: expected a number from 0 to 0.99, got 1" "$image" train --data fm_few --out i15 --model convnet --dropout 1
 bad image-widths-zero     "--widths: expected a number from 1 to 1048576, got 0" "$image" train --data fm_few --out i10 --widths 64,0
 bad image-widen-zero      "--widen-factor: expected a number from 1 to 16, got 0" "$image" train --data fm_few --out i11 --model wideresnet --widen-factor 0
 bad image-eval-no-run     "i12" "$image" eval --out i12

@@ -161,7 +161,8 @@ sentiment)
     # A TSV's text column: 400 reviews (zcat ends on SIGPIPE when head has its lines: not a failure).
     (zcat "$data/imdb/train.tsv.gz" || true) | head -400 >"$tmp/unlabelled.tsv"
     "$pretrain" train --data "$tmp/unlabelled.tsv" --out "$tmp/mlm" --vocab-size 300 --steps 3 --eval-every 3 --max-len 64 \
-      --d-model 16 --d-ff 32 --n-layers 1 --n-heads 2 --batch-size 8 --threads 1 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "pretrain"; }
+      --piece-len 32 --d-model 16 --d-ff 32 --n-layers 1 --n-heads 2 --batch-size 8 --threads 1 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "pretrain"; }
+    expect "pieces of at most 32 tokens" "$tmp/log"
     expect "(<mask> = 3)" "$tmp/log"
     expect "held-out masked-token accuracy" "$tmp/log"
     "$exe" train --data "$data/imdb" --out "$tmp/ft" --init-from "$tmp/mlm" --limit 200 --steps 3 --eval-every 3 \
@@ -172,8 +173,13 @@ sentiment)
     cmp -s "$tmp/mlm/spm.model" "$tmp/ft/spm.model" || fail "the fine-tuned run's vocabulary is not the pretrained one"
     "$exe" train --data "$data/imdb" --out "$tmp/ft" --steps 4 --eval-every 1 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "fine-tune resume"; }
     expect "Ran 1 train steps" "$tmp/log"
-    "$exe" eval --data "$data/imdb" --out "$tmp/ft" --limit 20 --threads 1 >"$tmp/log" 2>&1 || fail "eval of the fine-tuned run"
+    "$exe" eval --data "$data/imdb" --out "$tmp/ft" --limit 20 --threads 1 --json "$tmp/ft.json" >"$tmp/log" 2>&1 ||
+      fail "eval of the fine-tuned run"
     expect "test accuracy .* of 20 texts" "$tmp/log"
+    # What plot_label_curve.py reads: the labels the run learned from and the run it started from.
+    expect '"train_limit": 200' "$tmp/ft.json"
+    expect "\"init_from\": \"$tmp/mlm/" "$tmp/ft.json"
+    expect '"n": 20' "$tmp/ft.json"
   fi
   ;;
 translate)

@@ -35,6 +35,9 @@ grep -q '^  LSTM_8 ' <<<"$out" || { echo "LSTMSeq2SeqAttn predict: no trace"; ex
 # The image models (tests/models/test_image_models.cpp counts them layer by layer)
 [ "$(total MLP --widths 512,512)" = 669706 ] || { echo "MLP: wrong total"; exit 1; }
 [ "$(total WideResnet --n-blocks 1)" = 100698 ] || { echo "WideResnet: wrong total"; exit 1; }
+[ "$(total ConvNet)" = 96746 ] || { echo "ConvNet: wrong total"; exit 1; }
+out=$("$inspect" ConvNet --filters 16 --n-blocks 1 --trace)
+grep -q '^  MaxPool ' <<<"$out" || { echo "ConvNet: no trace"; exit 1; }
 out=$("$inspect" WideResnet --n-blocks 1 --trace)
 grep -q '^  AvgPool ' <<<"$out" || { echo "WideResnet: no trace"; exit 1; }
 

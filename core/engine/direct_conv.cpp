@@ -22,6 +22,21 @@ constexpr bool kWide = false;
 #endif
 constexpr std::int64_t kTile = 16;
 
+// One tap's share of a tile: acc[p][n] += Σ_c src[p][c] · w[c·ld + n], for c < C — P broadcasts
+// of the input meet one row of the kernel per channel c.
+template <class T, int P, int NB>
+CTRAX_FULL_WIDTH_VECTORS __attribute__((always_inline)) inline void add_tap(T (&acc)[P][NB], const T* const (&src)[P],
+                                                                         const T* w, std::int64_t C, std::int64_t ld) {
+  for (std::int64_t c = 0; c < C; ++c) {
+    const T* wr = w + c * ld;
+    for (int p = 0; p < P; ++p) {
+      const T a = src[p][c];
+#pragma omp simd
+      for (int n = 0; n < NB; ++n) acc[p][n] += a * wr[n];
+    }
+  }
+}
+
 // One tile: output row (b, oy), pixels ox0 … ox0 + np − 1 (np ≤ P), channels co0 … co0 + NB − 1.
 template <class T, int P, int NB>
 CTRAX_FULL_WIDTH_VECTORS void forward_tile(const Geometry& g, const T* x, const T* w, T* y, std::int64_t b,
@@ -38,15 +53,7 @@ CTRAX_FULL_WIDTH_VECTORS void forward_tile(const Geometry& g, const T* x, const 
         const std::int64_t ix = (ox0 + p) * g.stride_w + j - g.pad_left;
         src[p] = row_inside && p < np && ix >= 0 && ix < g.W ? x + ((b * g.H + iy) * g.W + ix) * C : zeros;
       }
-      const T* wt = w + (i * g.kw + j) * C * g.C_out + co0;
-      for (std::int64_t ci = 0; ci < C; ++ci) {
-        const T* wr = wt + ci * g.C_out;
-        for (int p = 0; p < P; ++p) {
-          const T a = src[p][ci];
-#pragma omp simd
-          for (int n = 0; n < NB; ++n) acc[p][n] += a * wr[n];
-        }
-      }
+      add_tap<T, P, NB>(acc, src, w + (i * g.kw + j) * C * g.C_out + co0, C, g.C_out);
     }
   }
   T* out = y + ((b * g.OH + oy) * g.OW + ox0) * g.C_out + co0;
@@ -62,11 +69,11 @@ CTRAX_FULL_WIDTH_VECTORS void weight_row(const Geometry& g, const T* x, const T*
                                          std::int64_t co0) {
   const std::int64_t iy = oy * g.stride_h + i - g.pad_top;
   if (iy < 0 || iy >= g.H) return;
-  // The output columns whose input column ox·sw + j − pl lies inside the image.
-  const std::int64_t sw = g.stride_w, first = g.pad_left - j;
+  // The output columns whose input column ox·sw + j − pl lies inside the image: first ≤ ox·sw ≤ last.
+  const std::int64_t sw = g.stride_w, first = g.pad_left - j, last = g.W - 1 + g.pad_left - j;
+  if (last < 0) return;
   const std::int64_t ox_begin = first <= 0 ? 0 : (first + sw - 1) / sw;
-  const std::int64_t ox_end = std::min<std::int64_t>(g.OW, (g.W - 1 + g.pad_left - j) / sw + 1);
-  if (g.W - 1 + g.pad_left - j < 0) return;
+  const std::int64_t ox_end = std::min<std::int64_t>(g.OW, last / sw + 1);
   T acc[CB][NB] = {};
   const T* xrow = x + ((b * g.H + iy) * g.W) * g.C_in + ci0;
   const T* drow = dy + ((b * g.OH + oy) * g.OW) * g.C_out + co0;
@@ -117,15 +124,7 @@ CTRAX_FULL_WIDTH_VECTORS void input_grad_tile(const Geometry& g, const T* dy, co
         const std::int64_t ox = ox0 + p;
         src[p] = p < np && ox >= 0 && ox < g.OW ? dy + ((b * g.OH + oy) * g.OW + ox) * C : zeros;
       }
-      const T* wtap = wt + (i * g.kw + j) * C * g.C_in + ci0;
-      for (std::int64_t co = 0; co < C; ++co) {
-        const T* wr = wtap + co * g.C_in;
-        for (int p = 0; p < P; ++p) {
-          const T a = src[p][co];
-#pragma omp simd
-          for (int n = 0; n < NB; ++n) acc[p][n] += a * wr[n];
-        }
-      }
+      add_tap<T, P, NB>(acc, src, wt + (i * g.kw + j) * C * g.C_in + ci0, C, g.C_in);
     }
   }
   T* out = dx + ((b * g.H + iy) * g.W) * g.C_in + ci0;

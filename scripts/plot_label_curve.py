@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""Draws test accuracy against the number of labelled examples, from scratch and fine-tuned
+(`sentiment eval --json FILE` of each run).
+
+    scripts/plot_label_curve.py EVAL.json... [--all 25000] [--out docs/images/imdb_labels.png]
+
+Each JSON says how many training examples its run used (`train_limit`; 0 is the whole split,
+drawn at --all) and whether it started from a pretrained run (`init_from`); the runs are split
+into the two curves by that, and each point is labelled with its accuracy. Needs Debian's
+python3-matplotlib.
+"""
+import argparse
+import json
+import sys
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("evals", nargs="+")
+    parser.add_argument("--all", type=int, default=25000, help="the training split's size (train_limit 0)")
+    parser.add_argument("--title", default="IMDB: test accuracy against labelled reviews")
+    parser.add_argument("--out", default="docs/images/imdb_labels.png")
+    args = parser.parse_args()
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    curves = {"from scratch": [], "fine-tuned from the masked LM": []}
+    for path in args.evals:
+        r = json.load(open(path, encoding="utf-8"))
+        if "accuracy" not in r or "train_limit" not in r:
+            sys.exit(f"plot_label_curve: {path}: not a `sentiment eval --json` file (no accuracy or train_limit)")
+        labels = r["train_limit"] or args.all
+        key = "fine-tuned from the masked LM" if r.get("init_from") else "from scratch"
+        curves[key].append((labels, 100 * r["accuracy"]))
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), layout="constrained")
+    for (name, points), style in zip(curves.items(), ["o--", "s-"]):
+        if not points:
+            continue
+        points.sort()
+        xs, ys = [p[0] for p in points], [p[1] for p in points]
+        ax.plot(xs, ys, style, label=name)
+        for x, y in points:
+            ax.annotate(f"{y:.1f}%", (x, y), textcoords="offset points", xytext=(0, 7), ha="center", fontsize=8)
+    ax.set_xscale("log")
+    ax.set_xlabel("labelled training reviews (held-out tenth included)")
+    ax.set_ylabel("test accuracy (%)")
+    ax.set_title(args.title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.savefig(args.out, dpi=110)
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
