@@ -145,11 +145,12 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::TrainFlags t, con
   auto model = models::build(spec, Mode::train);
   fmt::print("{}: {} training images ({} held out), {}×{} pixels; {}{}\n", t.data, n_train, kHeldOut, side, side,
              spec.name, f.augment ? ", augmented (shifts, flips)" : "");
-  examples::ModelFlags m;
+  examples::ModelFlags m;   // config_json stores its "model" and "dropout" (the ConvNet's)
   m.model = f.model;
+  m.arch.dropout = f.dropout;
   const json extra = {{"n_classes", 10}, {"layer_widths", f.widths}, {"n_blocks", f.n_blocks},
                       {"widen_factor", f.widen_factor}, {"augment", f.augment}, {"side", side},
-                      {"filters", f.filters}, {"dropout", f.dropout}};
+                      {"filters", f.filters}};
   train::Loop loop = examples::make_loop(model, m, t,
                                          {.train = train_batch, .eval = valid_batch, .n_eval_batches = kHeldOut / eval_batch},
                                          std::move(lock), examples::config_json(m, t, extra.dump()));

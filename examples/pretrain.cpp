@@ -11,7 +11,9 @@
 // fine-tuned classifier reads its texts with this vocabulary. Texts are cut into pieces of at most
 // --piece-len tokens (128 unless --max-len is shorter: attention's cost grows with the square of
 // the length and a batch of reviews cut at 512 is half padding, so short pieces buy several times
-// the steps an hour); a seeded 1,000 pieces (at most a tenth) are held out.
+// the steps an hour); a seeded 1,000 pieces (at most a tenth) are held out. Batches are bucketed:
+// 32 batches' worth of pieces sorted by length, then cut, so short texts (a Korean movie review
+// is a line of a few words) are not padded to the longest of a random batch.
 // --max-len stays the classifier's (512): the position table is a weight of that length, and its
 // rows past --piece-len keep their sinusoids until fine-tuning reaches them.
 //
@@ -23,6 +25,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 
@@ -36,6 +39,7 @@ namespace ctrax::examples::pretrain {
 namespace {
 
 constexpr const char* kMaskPiece = "<mask>";
+constexpr std::int64_t kBucket = 32;   // batches sorted by length together (train_batch)
 
 // The texts of --data: a directory's training split, a TSV's last column, or a text file's lines.
 std::vector<std::string> read_texts(const std::string& path) {
@@ -108,10 +112,21 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
   const std::int64_t n_train = n - n_valid, per_epoch = n_train / t.batch_size;
   const auto epoch_order = std::make_shared<examples::EpochOrder>(t.seed, static_cast<std::int64_t>(train_idx.size()));
   const auto train_batch = [&all, train_idx, per_epoch, t, masking, epoch_order](std::int64_t i) {
-    const std::int64_t epoch = i / per_epoch, at = (i % per_epoch) * t.batch_size;
+    // Batch i: one of a window of kBucket batches of its epoch's order, whose pieces are sorted by
+    // length before they are cut into batches (each batch pads to its own longest), the window's
+    // batches taken in a seeded order.
+    const std::int64_t epoch = i / per_epoch, k = i % per_epoch, B = t.batch_size;
+    const std::int64_t first = k / kBucket * kBucket, n_batches = std::min(kBucket, per_epoch - first);
     const std::vector<std::int64_t>& order = epoch_order->of(epoch);
-    std::vector<std::int64_t> which;
-    for (std::int64_t k = 0; k < t.batch_size; ++k) which.push_back(train_idx[static_cast<std::size_t>(order[static_cast<std::size_t>(at + k)])]);
+    std::vector<std::int64_t> window;
+    for (std::int64_t r = first * B; r < (first + n_batches) * B; ++r)
+      window.push_back(train_idx[static_cast<std::size_t>(order[static_cast<std::size_t>(r)])]);
+    std::stable_sort(window.begin(), window.end(), [&all](std::int64_t a, std::int64_t b) {
+      return all[static_cast<std::size_t>(a)].size() < all[static_cast<std::size_t>(b)].size();
+    });
+    const std::int64_t slot = Rng(t.seed).fold_in(1u << 22).fold_in(static_cast<std::uint64_t>(epoch))
+                                  .fold_in(static_cast<std::uint64_t>(first)).permutation(n_batches)[static_cast<std::size_t>(k - first)];
+    const std::vector<std::int64_t> which(window.begin() + slot * B, window.begin() + (slot + 1) * B);
     const data::MaskedBatch b = data::mask_tokens(batch_rows(all, which), masking, Rng(t.seed).fold_in(1u << 20).fold_in(static_cast<std::uint64_t>(i)));
     return Stack{b.inputs, b.positions, b.targets, b.weights};
   };

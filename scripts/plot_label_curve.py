@@ -41,8 +41,12 @@ def main():
         xs, ys = [p[0] for p in points], [p[1] for p in points]
         ax.plot(xs, ys, style, label=name)
         for x, y in points:
-            ax.annotate(f"{y:.1f}%", (x, y), textcoords="offset points", xytext=(0, 7), ha="center", fontsize=8)
+            ax.annotate(f"{y:.2f}%", (x, y), textcoords="offset points", xytext=(0, 7), ha="center", fontsize=8)
     ax.set_xscale("log")
+    counts = sorted({x for points in curves.values() for x, _ in points})
+    ax.set_xticks(counts, [f"{x:,}" for x in counts])
+    ax.minorticks_off()
+    ax.margins(x=0.12, y=0.12)
     ax.set_xlabel("labelled training reviews (held-out tenth included)")
     ax.set_ylabel("test accuracy (%)")
     ax.set_title(args.title, fontsize=10)

@@ -262,7 +262,7 @@ image)
   "$exe" train --data "$tmp/nowhere" --out "$tmp/x" >"$tmp/log" 2>&1 && fail "train on a missing directory succeeded"
   expect "nowhere: no such file or directory" "$tmp/log"
   "$exe" train --out "$tmp/x" --n-blocks 2 >"$tmp/log" 2>&1 && fail "--n-blocks with --model mlp was accepted"
-  expect "n-blocks applies to --model wideresnet only" "$tmp/log"
+  expect "n-blocks applies to --model convnet or wideresnet only" "$tmp/log"
   fashion=/usr/share/datasets/fashion-mnist
   if [ -d "$fashion" ]; then
     run=$tmp/fashion
@@ -278,6 +278,12 @@ image)
     # WideResnet: a step with augmentation, then a resume.
     "$exe" train --out "$tmp/wrn" --model wideresnet --augment --steps 1 --eval-every 1 --batch-size 4 --threads 1 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "wideresnet"; }
     expect "32×32 pixels; WideResnet, augmented" "$tmp/log"
+    # ConvNet: its settings stored, so eval rebuilds the same model.
+    "$exe" train --out "$tmp/cnn" --model convnet --filters 16 --n-blocks 1 --dropout 0.2 --steps 2 --eval-every 2 \
+      --batch-size 4 --threads 1 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "convnet"; }
+    expect "28×28 pixels; ConvNet" "$tmp/log"
+    "$exe" eval --out "$tmp/cnn" --threads 1 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "convnet eval"; }
+    expect "ConvNet from" "$tmp/log"
   else
     echo "SKIP (image): $fashion not found (apt-get install dataset-fashion-mnist); dataset part skipped"
   fi
