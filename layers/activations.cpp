@@ -8,7 +8,18 @@
 
 namespace ctrax::layers {
 
-LayerPtr Relu(source_location c) { return Fn("Relu", [](TensorArg x) { return relu(x); }, 1, c); }
+namespace {
+class ReluLayer final : public Layer {
+ public:
+  explicit ReluLayer(source_location created) : Layer("Relu", 1, 1, created) {}
+
+ protected:
+  Stack forward(const Stack& inputs) override { return {relu(inputs[0])}; }
+};
+}  // namespace
+
+LayerPtr Relu(source_location c) { return std::make_shared<ReluLayer>(c); }
+bool is_relu(const Layer& layer) { return dynamic_cast<const ReluLayer*>(&layer) != nullptr; }
 LayerPtr Gelu(source_location c) { return Fn("Gelu", [](TensorArg x) { return gelu(x); }, 1, c); }
 LayerPtr FastGelu(source_location c) {
   return Fn("FastGelu", [](TensorArg x) { return gelu_tanh(x); }, 1, c);

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/tensor/ops.hpp"
+#include "layers/activations.hpp"
 #include "layers/initializers.hpp"
 
 namespace ctrax::layers {
@@ -46,16 +47,7 @@ class BatchNormLayer final : public Layer {
     const Tensor& x = inputs[0];
     if (x.shape().size() != stats_shape_.size())
       throw std::invalid_argument(fmt::format("BatchNorm was initialised for rank {}, got {}", stats_shape_.size(), x.signature()));
-    std::size_t w = 0;
-    const Tensor* beta = o_.center ? &weights()[w++] : nullptr;
-    const Tensor* gamma = o_.scale ? &weights()[w++] : nullptr;
-    if (mode() == Mode::train && per_last_axis()) {   // the common case (NHWC channels): one fused op
-      const std::int64_t C = x.dim(-1);
-      const BatchNormStatistics bn = batch_norm(x, gamma ? *gamma : Tensor::ones({C}, x.dtype()),
-                                                beta ? *beta : Tensor::zeros({C}, x.dtype()), o_.epsilon);
-      if (!x.is_meta()) update_running_statistics(reshape(bn.mean, stats_shape_), reshape(bn.var, stats_shape_));
-      return {bn.y};
-    }
+    if (mode() == Mode::train && per_last_axis()) return {normalize_per_channel(x, false)};
     Tensor mu, var;
     if (mode() == Mode::train) {
       mu = mean(x, axes_, true);
@@ -66,12 +58,37 @@ class BatchNormLayer final : public Layer {
       var = state()[1];
     }
     Tensor y = (x - mu) / sqrt(var + o_.epsilon);
-    if (gamma) y = y * reshape(*gamma, stats_shape_);
-    if (beta) y = y + reshape(*beta, stats_shape_);
+    if (gamma()) y = y * reshape(*gamma(), stats_shape_);
+    if (beta()) y = y + reshape(*beta(), stats_shape_);
     return {y};
   }
 
+  // The execution plan's rule (core/layer/plan.hpp): BatchNorm then Relu, in training, as one op
+  // over the channels (batch_norm with relu) — Trax's WideResnet and every conv net's pairing.
+  bool fuses_with(const Layer& next) const override { return mode() == Mode::train && is_relu(next); }
+
+  std::optional<Stack> forward_fused(const Stack& inputs, Layer&) override {
+    const Tensor& x = inputs[0];
+    if (x.shape().size() != stats_shape_.size() || !per_last_axis()) return std::nullopt;
+    return Stack{normalize_per_channel(x, true)};
+  }
+
  private:
+  // Training-mode BatchNorm over every axis but the last (NHWC channels): one op, batch_norm
+  // (core/tensor/nn_ops.hpp), then the running statistics; with relu, Relu's max(·, 0) in the
+  // same pass.
+  Tensor normalize_per_channel(const Tensor& x, bool relu) {
+    const std::int64_t C = x.dim(-1);
+    const BatchNormStatistics bn = batch_norm(x, gamma() ? *gamma() : Tensor::ones({C}, x.dtype()),
+                                              beta() ? *beta() : Tensor::zeros({C}, x.dtype()), o_.epsilon, relu);
+    if (!x.is_meta()) update_running_statistics(reshape(bn.mean, stats_shape_), reshape(bn.var, stats_shape_));
+    return bn.y;
+  }
+
+  // The weights, as init_weights_and_state adds them: beta (center), then gamma (scale).
+  const Tensor* beta() const { return o_.center ? &weights()[0] : nullptr; }
+  const Tensor* gamma() const { return o_.scale ? &weights()[o_.center ? 1 : 0] : nullptr; }
+
   // Normalising over every axis but the last: what batch_norm (core/tensor/nn_ops.hpp) fuses.
   bool per_last_axis() const {
     for (std::size_t i = 0; i < axes_.size(); ++i)

@@ -54,14 +54,15 @@ class ConvLayer final : public Layer {
     Tensor y;
     if (kind_ == Kind::transpose) {
       y = conv_transpose2d(x, w, {.strides = strides_, .dilation = dilation_, .padding = padding_});
-    } else if (spatial == 2) {
-      y = conv2d(x, w, {.strides = strides_, .padding = padding_});
+    } else if (spatial == 2) {   // the bias, if any, joins the convolution's own op
+      const Tensor bias = use_bias_ ? weights()[1] : Tensor();
+      y = conv2d(x, w, bias, {.strides = strides_, .padding = padding_});
     } else {
       if (kind_ == Kind::causal)   // k − 1 zeros before the first position
         x = concatenate({Tensor::zeros({x.dim(0), kernel_[0] - 1, x.dim(2)}, x.dtype()), x}, 1);
       y = conv1d(x, w, strides_[1], padding_);
     }
-    if (use_bias_) y = y + weights()[1];
+    if (use_bias_ && (kind_ == Kind::transpose || spatial != 2)) y = y + weights()[1];
     Shape out = lead;
     out.insert(out.end(), y.shape().begin() + 1, y.shape().end());
     return {reshape(y, out)};

@@ -39,10 +39,12 @@ CTRAX_FULL_WIDTH_VECTORS __attribute__((always_inline)) inline void add_tap(T (&
 
 // One tile: output row (b, oy), pixels ox0 … ox0 + np − 1 (np ≤ P), channels co0 … co0 + NB − 1.
 template <class T, int P, int NB>
-CTRAX_FULL_WIDTH_VECTORS void forward_tile(const Geometry& g, const T* x, const T* w, T* y, std::int64_t b,
-                                           std::int64_t oy, std::int64_t ox0, int np, std::int64_t co0,
-                                           const T* zeros) {
-  T acc[P][NB] = {};
+CTRAX_FULL_WIDTH_VECTORS void forward_tile(const Geometry& g, const T* x, const T* w, const T* bias, T* y,
+                                           std::int64_t b, std::int64_t oy, std::int64_t ox0, int np,
+                                           std::int64_t co0, const T* zeros) {
+  T acc[P][NB];
+  for (int p = 0; p < P; ++p)
+    for (int n = 0; n < NB; ++n) acc[p][n] = bias ? bias[co0 + n] : T(0);
   const std::int64_t C = g.C_in;
   for (std::int64_t i = 0; i < g.kh; ++i) {
     const std::int64_t iy = oy * g.stride_h + i - g.pad_top;
@@ -61,29 +63,34 @@ CTRAX_FULL_WIDTH_VECTORS void forward_tile(const Geometry& g, const T* x, const 
     for (int n = 0; n < NB; ++n) out[p * g.C_out + n] = acc[p][n];
 }
 
-// CB input channels (ci0 …) × NB output channels (co0 …) of tap (i, j), summed over output row
-// (b, oy) into dw (kh, kw, C_in, C_out).
+// CB input channels (ci0 …) × NB output channels (co0 …) of tap (i, j), summed over output rows
+// r0 … r1 − 1 (row r is image b = r / OH, output row oy = r % OH) in registers, then added into dw
+// (kh, kw, C_in, C_out): the accumulators stay in registers across the rows, so their write-back
+// is paid once per block of rows, not once per row (a 7-pixel row is 7 steps of arithmetic).
 template <class T, int CB, int NB>
-CTRAX_FULL_WIDTH_VECTORS void weight_row(const Geometry& g, const T* x, const T* dy, T* dw, std::int64_t b,
-                                         std::int64_t oy, std::int64_t i, std::int64_t j, std::int64_t ci0,
-                                         std::int64_t co0) {
-  const std::int64_t iy = oy * g.stride_h + i - g.pad_top;
-  if (iy < 0 || iy >= g.H) return;
+CTRAX_FULL_WIDTH_VECTORS void weight_rows(const Geometry& g, const T* x, const T* dy, T* dw, std::int64_t r0,
+                                          std::int64_t r1, std::int64_t i, std::int64_t j, std::int64_t ci0,
+                                          std::int64_t co0) {
   // The output columns whose input column ox·sw + j − pl lies inside the image: first ≤ ox·sw ≤ last.
   const std::int64_t sw = g.stride_w, first = g.pad_left - j, last = g.W - 1 + g.pad_left - j;
   if (last < 0) return;
   const std::int64_t ox_begin = first <= 0 ? 0 : (first + sw - 1) / sw;
   const std::int64_t ox_end = std::min<std::int64_t>(g.OW, last / sw + 1);
   T acc[CB][NB] = {};
-  const T* xrow = x + ((b * g.H + iy) * g.W) * g.C_in + ci0;
-  const T* drow = dy + ((b * g.OH + oy) * g.OW) * g.C_out + co0;
-  for (std::int64_t ox = ox_begin; ox < ox_end; ++ox) {
-    const T* xs = xrow + (ox * sw + j - g.pad_left) * g.C_in;
-    const T* d = drow + ox * g.C_out;
-    for (int c = 0; c < CB; ++c) {
-      const T a = xs[c];
+  for (std::int64_t r = r0; r < r1; ++r) {
+    const std::int64_t b = r / g.OH, oy = r % g.OH;
+    const std::int64_t iy = oy * g.stride_h + i - g.pad_top;
+    if (iy < 0 || iy >= g.H) continue;
+    const T* xrow = x + ((b * g.H + iy) * g.W) * g.C_in + ci0;
+    const T* drow = dy + ((b * g.OH + oy) * g.OW) * g.C_out + co0;
+    for (std::int64_t ox = ox_begin; ox < ox_end; ++ox) {
+      const T* xs = xrow + (ox * sw + j - g.pad_left) * g.C_in;
+      const T* d = drow + ox * g.C_out;
+      for (int c = 0; c < CB; ++c) {
+        const T a = xs[c];
 #pragma omp simd
-      for (int n = 0; n < NB; ++n) acc[c][n] += a * d[n];
+        for (int n = 0; n < NB; ++n) acc[c][n] += a * d[n];
+      }
     }
   }
   T* out = dw + ((i * g.kw + j) * g.C_in + ci0) * g.C_out + co0;
@@ -92,14 +99,14 @@ CTRAX_FULL_WIDTH_VECTORS void weight_row(const Geometry& g, const T* x, const T*
 }
 
 template <class T, int NB>
-void weight_row_all(const Geometry& g, const T* x, const T* dy, T* dw, std::int64_t b, std::int64_t oy,
-                    std::int64_t co0) {
+void weight_rows_all(const Geometry& g, const T* x, const T* dy, T* dw, std::int64_t r0, std::int64_t r1,
+                     std::int64_t co0) {
   for (std::int64_t i = 0; i < g.kh; ++i)
     for (std::int64_t j = 0; j < g.kw; ++j) {
       std::int64_t ci = 0;
-      for (; ci + 8 <= g.C_in; ci += 8) weight_row<T, 8, NB>(g, x, dy, dw, b, oy, i, j, ci, co0);
-      for (; ci + 4 <= g.C_in; ci += 4) weight_row<T, 4, NB>(g, x, dy, dw, b, oy, i, j, ci, co0);
-      for (; ci < g.C_in; ++ci) weight_row<T, 1, NB>(g, x, dy, dw, b, oy, i, j, ci, co0);
+      for (; ci + 8 <= g.C_in; ci += 8) weight_rows<T, 8, NB>(g, x, dy, dw, r0, r1, i, j, ci, co0);
+      for (; ci + 4 <= g.C_in; ci += 4) weight_rows<T, 4, NB>(g, x, dy, dw, r0, r1, i, j, ci, co0);
+      for (; ci < g.C_in; ++ci) weight_rows<T, 1, NB>(g, x, dy, dw, r0, r1, i, j, ci, co0);
     }
 }
 
@@ -137,7 +144,7 @@ CTRAX_FULL_WIDTH_VECTORS void input_grad_tile(const Geometry& g, const T* dy, co
 bool applies(std::int64_t c_out) { return c_out > 0 && c_out % kTile == 0; }
 
 template <class T>
-void forward(const Geometry& g, const T* x, const T* w, T* y) {
+void forward(const Geometry& g, const T* x, const T* w, const T* bias, T* y) {
   const std::vector<T> zeros(static_cast<std::size_t>(g.C_in), T(0));
   const bool wide = kWide && g.C_out % 32 == 0;
   const std::int64_t rows = g.B * g.OH;
@@ -148,8 +155,8 @@ void forward(const Geometry& g, const T* x, const T* w, T* y) {
       for (std::int64_t co = 0; co < g.C_out; co += wide ? 32 : 16)
         for (std::int64_t ox = 0; ox < g.OW; ox += kPixels) {
           const int np = static_cast<int>(std::min<std::int64_t>(kPixels, g.OW - ox));
-          if (wide) forward_tile<T, kPixels, 32>(g, x, w, y, b, oy, ox, np, co, zeros.data());
-          else forward_tile<T, kPixels, 16>(g, x, w, y, b, oy, ox, np, co, zeros.data());
+          if (wide) forward_tile<T, kPixels, 32>(g, x, w, bias, y, b, oy, ox, np, co, zeros.data());
+          else forward_tile<T, kPixels, 16>(g, x, w, bias, y, b, oy, ox, np, co, zeros.data());
         }
     }
   });
@@ -162,13 +169,18 @@ void weight_grad(const Geometry& g, const T* x, const T* dy, T* dw) {
   const std::int64_t parts = work >= (1 << 18) ? fixed_parts(rows, 8) : 1;
   std::vector<T> partial(static_cast<std::size_t>(parts * n), T(0));
   const bool wide = kWide && g.C_out % 32 == 0;
+  // Each part walks its rows in blocks whose input and output rows fit in the core's L2 cache
+  // (~64 KB), every tap and channel block sweeping a block while it is there.
+  const std::int64_t row_bytes = (g.stride_h * g.W * g.C_in + g.OW * g.C_out) * static_cast<std::int64_t>(sizeof(T));
+  const std::int64_t block = std::max<std::int64_t>(1, (64 << 10) / row_bytes);
   parallel_parts(parts, [&](std::int64_t p) {
     T* mine = partial.data() + p * n;
-    for (std::int64_t r = rows * p / parts; r < rows * (p + 1) / parts; ++r) {
-      const std::int64_t b = r / g.OH, oy = r % g.OH;
+    const std::int64_t end = rows * (p + 1) / parts;
+    for (std::int64_t r0 = rows * p / parts; r0 < end; r0 += block) {
+      const std::int64_t r1 = std::min(end, r0 + block);
       for (std::int64_t co = 0; co < g.C_out; co += wide ? 32 : 16) {
-        if (wide) weight_row_all<T, 32>(g, x, dy, mine, b, oy, co);
-        else weight_row_all<T, 16>(g, x, dy, mine, b, oy, co);
+        if (wide) weight_rows_all<T, 32>(g, x, dy, mine, r0, r1, co);
+        else weight_rows_all<T, 16>(g, x, dy, mine, r0, r1, co);
       }
     }
   });
@@ -200,8 +212,8 @@ void input_grad(const Geometry& g, const T* dy, const T* wt, T* dx) {
   });
 }
 
-template void forward<float>(const Geometry&, const float*, const float*, float*);
-template void forward<double>(const Geometry&, const double*, const double*, double*);
+template void forward<float>(const Geometry&, const float*, const float*, const float*, float*);
+template void forward<double>(const Geometry&, const double*, const double*, const double*, double*);
 template void weight_grad<float>(const Geometry&, const float*, const float*, float*);
 template void weight_grad<double>(const Geometry&, const double*, const double*, double*);
 template void input_grad<float>(const Geometry&, const float*, const float*, float*);

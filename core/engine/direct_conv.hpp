@@ -18,9 +18,10 @@
 //                their taps (their "phase"), so a tile of P of them × NB input channels is summed
 //                in registers over those taps and the output channels — no zeros inserted.
 //   weight grad  dw[i, j, ci, co] = Σ_{b, oy, ox} x̃[b, oy·sh + i − pt, ox·sw + j − pl, ci] · dy[b, oy, ox, co]
-//                CB input × NB output channels in registers, summed along each row of pixels; rows
-//                cut into parts fixed by the size, each part its own partial sum, added in part
-//                order (parallel.hpp, FIXED PARTS): the same bits on any team.
+//                CB input × NB output channels in registers, summed over a block of rows of pixels
+//                (kept in cache while every tap sweeps it); rows cut into parts fixed by the size,
+//                each part its own partial sum, added in part order (parallel.hpp, FIXED PARTS):
+//                the same bits on any team.
 //
 // No dilation, C_out a multiple of 16 (the vector tile; C_in too for the input gradient); conv2d
 // keeps the im2col path for the rest. Every output element of the forward pass and of the input
@@ -41,8 +42,9 @@ struct Geometry {
 // Whether these kernels compute a convolution of this shape (C_out a multiple of the tile).
 bool applies(std::int64_t c_out);
 
+// y = x ⋆ w, plus bias (C_out) on every pixel when bias is not null (each tile starts from it).
 template <class T>
-void forward(const Geometry& g, const T* x, const T* w, T* y);
+void forward(const Geometry& g, const T* x, const T* w, const T* bias, T* y);
 template <class T>
 void weight_grad(const Geometry& g, const T* x, const T* dy, T* dw);
 // dx (B, H, W, C_in) from dy (B, OH, OW, C_out) and wt = w transposed to (kh, kw, C_out, C_in) (not

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <unordered_set>
 
+#include "core/layer/plan.hpp"
 #include "core/layer/trace.hpp"
 #include "core/tensor/autodiff.hpp"
 #include "core/tensor/indexing.hpp"
@@ -57,7 +58,7 @@ std::string indent(const std::string& s) {
 // --- Layer -------------------------------------------------------------------------------------
 
 Layer::Layer(std::string name, int n_in, int n_out, std::source_location created)
-    : name_(std::move(name)), n_in_(n_in), n_out_(n_out), created_(created) {}
+    : name_(std::move(name)), n_in_(n_in), n_out_(n_out), created_(created), plan_(plan_by_default()) {}
 
 void Layer::init_weights_and_state(const Signature&) {}
 
@@ -110,6 +111,43 @@ std::string Layer::display_name() const {
 void Layer::set_mode(Mode mode) {
   mode_ = mode;
   for (auto& s : sublayers_) s->set_mode(mode);
+}
+
+void Layer::set_execution_plan(bool on) {
+  plan_ = on;
+  for (auto& s : sublayers_) s->set_execution_plan(on);
+}
+
+bool Layer::fuses_with(const Layer&) const { return false; }
+bool Layer::fuses_sublayers() const { return false; }
+std::optional<Stack> Layer::forward_fused(const Stack&, Layer&) { return std::nullopt; }
+
+std::optional<Stack> Layer::call_fused(Layer& next, const Stack& stack) {
+  if (!plan_ || t_init || Trace::active() || !initialized_ || !next.initialized_ || mode_ != next.mode_ ||
+      next.n_in_ != n_out_ || static_cast<int>(stack.size()) < n_in_ || !fuses_with(next))
+    return std::nullopt;
+  Stack top;
+  if (static_cast<int>(stack.size()) != n_in_) top.assign(stack.begin(), stack.begin() + n_in_);
+  const Stack& inputs = static_cast<int>(stack.size()) == n_in_ ? stack : top;
+  for (const Tensor& x : inputs)
+    if (x.is_meta()) return std::nullopt;
+  std::optional<NoGrad> no_grad;
+  if (mode_ != Mode::train) no_grad.emplace();
+  std::optional<Stack> outputs;
+  try {
+    outputs = forward_fused(inputs, next);
+  } catch (LayerError& e) {
+    e.prepend(name_);
+    throw;
+  } catch (const std::exception& e) {
+    throw LayerError(name_, "forward", created_, signatures(inputs), e.what());
+  }
+  if (!outputs) return std::nullopt;
+  if (static_cast<int>(outputs->size()) != next.n_out_)
+    throw std::logic_error(fmt::format("{}.forward_fused with {} returned {} outputs but {} has n_out {}", name_,
+                                       next.name_, outputs->size(), next.name_, next.n_out_));
+  outputs->insert(outputs->end(), stack.begin() + n_in_, stack.end());
+  return outputs;
 }
 
 LayerPtr with_mode(LayerPtr layer, Mode mode) {
@@ -382,6 +420,24 @@ std::string Layer::to_string() const {
   std::vector<std::string> lines;
   for (const auto& c : children) lines.push_back(indent(c ? c->to_string() : "None"));
   return fmt::format("{}[\n{}\n]", display_name(), fmt::join(lines, "\n"));
+}
+
+std::string plan_to_string(const Layer& layer) {
+  const auto& children = layer.sublayers();
+  if (children.empty()) return layer.display_name();
+  std::vector<std::string> lines;
+  for (std::size_t i = 0; i < children.size(); ++i) {
+    // The pairs as a Serial takes them: left to right, each layer in at most one step.
+    if (layer.fuses_sublayers() && layer.execution_plan() && i + 1 < children.size() &&
+        children[i]->fuses_with(*children[i + 1])) {
+      lines.push_back(indent(fmt::format("{} + {}   (one step)", children[i]->display_name(),
+                                         children[i + 1]->display_name())));
+      ++i;
+      continue;
+    }
+    lines.push_back(indent(plan_to_string(*children[i])));
+  }
+  return fmt::format("{}[\n{}\n]", layer.display_name(), fmt::join(lines, "\n"));
 }
 
 }  // namespace ctrax

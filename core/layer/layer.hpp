@@ -145,6 +145,22 @@ class Layer {
   // The tree in Trax's format: display name, then "[" + sublayers indented by two spaces + "]".
   std::string to_string() const;
 
+  // --- the execution plan (core/layer/plan.hpp) -----------------------------------------------
+  // Whether a Serial at or below this layer may run neighbouring layers as one fused step: on
+  // unless CTRAX_PLAN=0 is in the environment when the layer is built; this sets it for the layer
+  // and every one below it (off: the tree runs op by op, for learning and debugging).
+  void set_execution_plan(bool on);
+  bool execution_plan() const { return plan_; }
+  // The rule: whether this layer, directly followed by `next` in a Serial, runs with it as one
+  // step. A pattern over the two layers (kinds, options, modes), never over data.
+  virtual bool fuses_with(const Layer& next) const;
+  // Whether this layer runs its sublayers so (Serial does); the plan's printer asks.
+  virtual bool fuses_sublayers() const;
+  // Runs this layer and then `next` (fuses_with(next)) on the stack as one step. nullopt when the
+  // plan is off, while initialising, tracing or inferring shapes, or when forward_fused declines
+  // these inputs: then the caller runs the two one by one, and bad input gets the tree's error.
+  std::optional<Stack> call_fused(Layer& next, const Stack& stack);
+
  protected:
   Layer(std::string name, int n_in, int n_out, std::source_location created);
 
@@ -163,6 +179,10 @@ class Layer {
   // wrapper's place: Serial/Cache[2]/Dense_8[0]/w is named Serial/Dense_8[2]/w, so a predict-mode
   // model (which adds Cache wrappers) loads a train-mode checkpoint by name. Default: false.
   virtual bool transparent_in_weight_paths() const;
+  // The fused step of fuses_with(next): exactly next's outputs on this layer's outputs — the same
+  // values and gradients — or nullopt to decline (inputs of a kind it does not take). Runs with
+  // this layer's mode, gradients recorded as for forward. Default: nullopt.
+  virtual std::optional<Stack> forward_fused(const Stack& inputs, Layer& next);
 
   void set_sublayers(std::vector<LayerPtr> sublayers);
   // What to_string() prints under this layer (nullptr prints "None"); default: sublayers().
@@ -200,6 +220,7 @@ class Layer {
   std::vector<std::string> weight_names_;
   std::vector<Tensor> state_;
   Rng rng_;
+  bool plan_;
   Mode mode_ = Mode::train;
   bool initialized_ = false;
 };

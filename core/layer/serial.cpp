@@ -39,12 +39,32 @@ class SerialLayer final : public Layer {
   }
 
  protected:
+  // Layer by layer, except where the execution plan (core/layer/plan.hpp) runs a layer and the
+  // next as one step.
   Stack forward(const Stack& inputs) override {
-    if (sublayers().empty()) return inputs;
-    Stack stack = call_sublayer(0, inputs);
-    for (std::size_t i = 1; i < sublayers().size(); ++i) stack = call_sublayer(i, stack);
+    const auto& layers = sublayers();
+    Stack stack = inputs;
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      if (i + 1 < layers.size()) {
+        std::optional<Stack> fused;
+        try {
+          fused = layers[i]->call_fused(*layers[i + 1], stack);
+        } catch (LayerError& e) {
+          e.mark_index(i);
+          throw;
+        }
+        if (fused) {
+          stack = std::move(*fused);
+          ++i;
+          continue;
+        }
+      }
+      stack = call_sublayer(i, stack);
+    }
     return stack;
   }
+
+  bool fuses_sublayers() const override { return true; }
 
   std::string short_of_inputs(int n_given) const override {
     int depth = n_given;   // the stack's depth as the layers run

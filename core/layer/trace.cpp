@@ -17,6 +17,8 @@ Trace::Trace(std::vector<std::string> keep_inputs_of)
 }
 Trace::~Trace() { t_trace = previous_; }
 
+bool Trace::active() { return t_trace != nullptr; }
+
 std::size_t Trace::enter(Layer& layer, const Stack& stack) {
   Trace* t = t_trace;
   if (!t) return kNoEvent;

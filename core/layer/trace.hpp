@@ -56,6 +56,9 @@ class Trace {
   const std::vector<Kept>& kept() const { return kept_; }
   std::string to_string() const;
 
+  // Whether a Trace is alive on this thread (an execution plan then runs the tree layer by layer,
+  // so every layer is seen).
+  static bool active();
   // Called by Layer::operator() (no-ops when no Trace is alive).
   static std::size_t enter(Layer& layer, const Stack& stack);
   // `stack` null: the layer threw (printed as "(failed)").

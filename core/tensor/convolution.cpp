@@ -10,6 +10,7 @@
 #include "core/engine/parallel.hpp"
 #include "core/tensor/elementwise.hpp"
 #include "core/tensor/matmul.hpp"
+#include "core/tensor/reduce.hpp"
 #include "core/tensor/op.hpp"
 #include "core/tensor/reduce.hpp"
 #include "core/tensor/shape_ops.hpp"
@@ -179,18 +180,22 @@ Tensor transposed(const Tensor& w) {
 }
 
 // conv2d without dilation, read in place (core/engine/direct_conv.hpp): the same sums as the
-// patches' product, without writing the patches.
-Tensor direct_conv2d(const Tensor& x, const Tensor& w, std::array<std::int64_t, 2> strides,
+// patches' product, without writing the patches. With a bias (C_out) each output starts from it,
+// and its gradient is dy summed over every pixel — no pass of its own over y.
+Tensor direct_conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, std::array<std::int64_t, 2> strides,
                      std::array<std::int64_t, 2> rows, std::array<std::int64_t, 2> cols) {
   const direct_conv::Geometry g{x.dim(0), x.dim(1), x.dim(2), x.dim(3), w.dim(0), w.dim(1), w.dim(3),
                                 (x.dim(1) + rows[0] + rows[1] - w.dim(0)) / strides[0] + 1,
                                 (x.dim(2) + cols[0] + cols[1] - w.dim(1)) / strides[1] + 1,
                                 rows[0], cols[0], strides[0], strides[1]};
   const Shape shape{g.B, g.OH, g.OW, g.C_out};
-  return define_op(kConv2d, {x, w}, shape, x.dtype(), [&] {
+  const std::vector<Tensor> inputs = bias.defined() ? std::vector<Tensor>{x, w, bias} : std::vector<Tensor>{x, w};
+  return define_op(kConv2d, inputs, shape, x.dtype(), [&] {
     Tensor y = Tensor::empty(shape, x.dtype());
-    dispatch_float(x.dtype(), [&]<class T>(T) { direct_conv::forward<T>(g, x.data<T>(), w.data<T>(), y.data<T>()); });
-    return record(kConv2d, y, {x, w}, [x, w, g](const Tensor& dy) {
+    dispatch_float(x.dtype(), [&]<class T>(T) {
+      direct_conv::forward<T>(g, x.data<T>(), w.data<T>(), bias.defined() ? bias.data<T>() : nullptr, y.data<T>());
+    });
+    return record(kConv2d, y, inputs, [x, w, bias, g](const Tensor& dy) {
       Tensor dx, dw;
       dispatch_float(dy.dtype(), [&]<class T>(T) {
         if (x.requires_grad() && g.stride_h == 1 && g.stride_w == 1) {
@@ -199,7 +204,7 @@ Tensor direct_conv2d(const Tensor& x, const Tensor& w, std::array<std::int64_t, 
                                            g.kh - 1 - g.pad_top, g.kw - 1 - g.pad_left};
           const Tensor wt = flipped_transposed<T>(w);
           dx = Tensor::empty(x.shape(), dy.dtype());
-          direct_conv::forward<T>(back, dy.data<T>(), wt.data<T>(), dx.data<T>());
+          direct_conv::forward<T>(back, dy.data<T>(), wt.data<T>(), nullptr, dx.data<T>());
         } else if (x.requires_grad()) {   // strided: each input pixel from the taps of its phase
           const Tensor wt = transposed<T>(w);
           dx = Tensor::empty(x.shape(), dy.dtype());
@@ -210,28 +215,35 @@ Tensor direct_conv2d(const Tensor& x, const Tensor& w, std::array<std::int64_t, 
           direct_conv::weight_grad<T>(g, x.data<T>(), dy.data<T>(), dw.data<T>());
         }
       });
-      return std::vector<Tensor>{dx, dw};
+      std::vector<Tensor> grads{dx, dw};
+      if (bias.defined()) grads.push_back(bias.requires_grad() ? sum(dy, {0, 1, 2}) : Tensor());
+      return grads;
     });
   });
 }
 
 }  // namespace
 
-Tensor conv2d(const Tensor& x, const Tensor& w, const WindowOptions& o) {
+Tensor conv2d(const Tensor& x, const Tensor& w, const WindowOptions& o) { return conv2d(x, w, Tensor(), o); }
+
+Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const WindowOptions& o) {
   if (w.rank() != 4)
     throw std::invalid_argument(fmt::format("conv2d needs a kernel (kh, kw, C_in, C_out), got {}", w.signature()));
   if (x.rank() != 4 || x.dim(3) != w.dim(2))
     throw std::invalid_argument(fmt::format("conv2d: images {} (B, H, W, C_in) and kernel {} (kh, kw, C_in, C_out) "
                                             "do not fit", x.signature(), w.signature()));
+  if (bias.defined() && (bias.rank() != 1 || bias.dim(0) != w.dim(3)))
+    throw std::invalid_argument(fmt::format("conv2d: the bias {} should be ({}), one per output channel of the "
+                                            "kernel {}", bias.signature(), w.dim(3), w.signature()));
   // No dilation, C_out a multiple of the tile — and, if x needs its gradient, C_in too (that
   // gradient's tile runs over input channels): read in place. Otherwise the patches.
   const bool direct = o.dilation == std::array<std::int64_t, 2>{1, 1} && o.strides[0] >= 1 && o.strides[1] >= 1 &&
                       direct_conv::applies(w.dim(3)) && (!x.requires_grad() || direct_conv::applies(w.dim(2))) &&
-                      x.dtype() == w.dtype();
+                      x.dtype() == w.dtype() && (!bias.defined() || bias.dtype() == w.dtype());
   if (direct)
-    return direct_conv2d(x, w, o.strides, padding_of(o.padding, x.dim(1), w.dim(0), o.strides[0], 1),
+    return direct_conv2d(x, w, bias, o.strides, padding_of(o.padding, x.dim(1), w.dim(0), o.strides[0], 1),
                          padding_of(o.padding, x.dim(2), w.dim(1), o.strides[1], 1));
-  return conv2d_patches(x, w, o);
+  return bias.defined() ? conv2d_patches(x, w, o) + bias : conv2d_patches(x, w, o);
 }
 
 Tensor conv2d_patches(const Tensor& x, const Tensor& w, const WindowOptions& o) {

@@ -60,6 +60,8 @@ Tensor image_patches(const Tensor& x, std::array<std::int64_t, 2> kernel, const 
                      double pad_value = 0);
 
 Tensor conv2d(const Tensor& x, const Tensor& w, const WindowOptions& o = {});   // NHWC, HWIO
+// x ⋆ w + bias (C_out,): Trax's Conv with its bias, one op (the bias enters as the sums start).
+Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const WindowOptions& o = {});
 Tensor conv2d_patches(const Tensor& x, const Tensor& w, const WindowOptions& o = {});
 Tensor conv1d(const Tensor& x, const Tensor& w, std::int64_t stride = 1, Padding padding = Padding::valid,
               std::int64_t dilation = 1);                                     // NWC, WIO

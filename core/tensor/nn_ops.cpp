@@ -195,7 +195,7 @@ std::vector<double> channel_sums(std::int64_t rows, std::int64_t C, int n_sums, 
 
 }  // namespace
 
-BatchNormStatistics batch_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, double epsilon) {
+BatchNormStatistics batch_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, double epsilon, bool relu) {
   if (x.rank() < 2) throw std::invalid_argument("batch_norm needs (…, C) with at least one axis to average over, got " + x.signature());
   const std::int64_t C = x.dim(-1);
   if (scale.shape() != Shape{C} || bias.shape() != Shape{C} || scale.dtype() != x.dtype() || bias.dtype() != x.dtype())
@@ -234,27 +234,42 @@ BatchNormStatistics batch_norm(const Tensor& x, const Tensor& scale, const Tenso
       T* py = y.data<T>();
       parallel_chunks(rows, rows * C >= kParallelElements, [&](std::int64_t r0, std::int64_t r1) {
         const T *pa = a.data(), *pbb = b.data();
-        for (std::int64_t r = r0; r < r1; ++r)
+        if (relu) {   // relu's own expression (elementwise.cpp), so the bits are the unfused ones
+          for (std::int64_t r = r0; r < r1; ++r)
   #pragma omp simd
-          for (std::int64_t c = 0; c < C; ++c) py[r * C + c] = px[r * C + c] * pa[c] + pbb[c];
+            for (std::int64_t c = 0; c < C; ++c) {
+              const T z = px[r * C + c] * pa[c] + pbb[c];
+              py[r * C + c] = z > 0 ? z : T(0);
+            }
+        } else {
+          for (std::int64_t r = r0; r < r1; ++r)
+  #pragma omp simd
+            for (std::int64_t c = 0; c < C; ++c) py[r * C + c] = px[r * C + c] * pa[c] + pbb[c];
+        }
       });
     });
     out.mean = mean;
     out.var = var;
-    return record(kBatchNorm, y, {x, scale, bias}, [x, mean, rstd, scale, rows, C](const Tensor& g) {
+    // With relu, the gradient reaching the normalisation is g where y > 0 (there z > 0), else 0:
+    // read through the mask in both passes below, never written out.
+    const Tensor y_if_relu = relu ? y : Tensor();
+    return record(kBatchNorm, y, {x, scale, bias}, [x, mean, rstd, scale, rows, C, y_if_relu](const Tensor& g) {
       Tensor dx = Tensor::empty(g.shape(), g.dtype());
       Tensor dscale = Tensor::empty({C}, g.dtype()), dbias = Tensor::empty({C}, g.dtype());
-      dispatch_float(g.dtype(), [&]<class T>(T) {
+      const auto passes = [&]<class T, bool kMasked>(T, std::bool_constant<kMasked>) {
         const T *pg = g.data<T>(), *px = x.data<T>(), *pm = mean.data<T>(), *pr = rstd.data<T>(), *ps = scale.data<T>();
+        const T* py = kMasked ? y_if_relu.data<T>() : nullptr;
         // Σ g and Σ g·x̂ per channel, x̂ = (x − μ)·rstd recomputed (not stored).
         const std::vector<double> sums = channel_sums(rows, C, 2, [&](std::int64_t r, double* acc) {
-          const T *gr = pg + r * C, *xr = px + r * C;
+          const T *gr = pg + r * C, *xr = px + r * C, *yr = kMasked ? py + r * C : nullptr;
           double* sg = acc;
           double* sgx = acc + C;
   #pragma omp simd
           for (std::int64_t c = 0; c < C; ++c) {
-            sg[c] += gr[c];
-            sgx[c] += static_cast<double>(gr[c]) * (xr[c] - pm[c]) * pr[c];
+            const T gv = gr[c];   // loaded unconditionally, then selected: the loop vectorises
+            const T gc = kMasked ? (yr[c] > 0 ? gv : T(0)) : gv;
+            sg[c] += gc;
+            sgx[c] += static_cast<double>(gc) * (xr[c] - pm[c]) * pr[c];
           }
         });
         std::vector<T> k(static_cast<std::size_t>(C)), mg(k), mgx(k);
@@ -269,13 +284,21 @@ BatchNormStatistics batch_norm(const Tensor& x, const Tensor& scale, const Tenso
         T* pdx = dx.data<T>();
         parallel_chunks(rows, rows * C >= kParallelElements, [&](std::int64_t r0, std::int64_t r1) {
           const T *pk = k.data(), *pmg = mg.data(), *pmgx = mgx.data();
+          const T *g0 = pg, *x0 = px, *y0 = py, *m0 = pm, *r0s = pr;   // locals: no reload per element
+          T* dx0 = pdx;
           for (std::int64_t r = r0; r < r1; ++r)
   #pragma omp simd
             for (std::int64_t c = 0; c < C; ++c) {
-              const T xhat = (px[r * C + c] - pm[c]) * pr[c];
-              pdx[r * C + c] = pk[c] * (pg[r * C + c] - pmg[c] - xhat * pmgx[c]);
+              const T gv = g0[r * C + c];
+              const T gc = kMasked ? (y0[r * C + c] > 0 ? gv : T(0)) : gv;
+              const T xhat = (x0[r * C + c] - m0[c]) * r0s[c];
+              dx0[r * C + c] = pk[c] * (gc - pmg[c] - xhat * pmgx[c]);
             }
         });
+      };
+      dispatch_float(g.dtype(), [&]<class T>(T) {
+        if (y_if_relu.defined()) passes(T(), std::true_type());
+        else passes(T(), std::false_type());
       });
       return std::vector<Tensor>{dx, dscale, dbias};
     });

@@ -35,7 +35,10 @@ Tensor layer_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, doub
 struct BatchNormStatistics {
   Tensor y, mean, var;   // mean, var: (C,), no gradient
 };
-BatchNormStatistics batch_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, double epsilon);
+// relu: y = max(x̂ ⊙ scale + bias, 0) in the same pass — BatchNorm followed by Relu in an execution
+// plan (core/layer/plan.hpp); the same bits as relu(batch_norm(…).y), values and gradients.
+BatchNormStatistics batch_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, double epsilon,
+                               bool relu = false);
 Tensor cross_entropy_with_logits(const Tensor& logits, const Tensor& targets,
                                  double label_smoothing = 0.0);
 

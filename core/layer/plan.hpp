@@ -1,0 +1,44 @@
+// ctrax/core/layer/plan.hpp — the execution plan: neighbouring layers run as one fused step.
+//
+// Trax never runs its layers one op at a time: `jit` hands the traced layer tree to XLA, which
+// fuses it. ctrax does the same by rule. The tree stays Trax's — printed, named, checkpointed and
+// reporting errors exactly as before — and a Serial, walking its layers, asks each one whether it
+// runs together with the next (Layer::fuses_with, a pattern over the two layers' kinds and
+// options); if so the pair runs as one step (Layer::forward_fused), which computes exactly what
+// the two compute one after the other: the same values and the same gradients, in fewer passes
+// over memory. The plan is derived from the tree, so every model gets it, users' own included.
+//
+//   rule                  what runs                        what it saves
+//   BatchNorm, Relu       batch_norm(…, relu = true)       a pass over the activations forward
+//                                                          and one backward; one tensor less
+//
+// A fused step declines inputs it does not take (then the two layers run one by one, and bad
+// input gets the tree's own error, naming the layer that refused it), and the plan stands aside
+// while a model initialises, infers shapes, or runs under a Trace (which shows every layer).
+//
+// THE SWITCH. model->set_execution_plan(false) — or CTRAX_PLAN=0 in the environment, read once,
+// for every layer built after — runs the tree layer by layer, op by op: for learning what each
+// layer does, and for debugging. Tests hold the two equal on every model (test_plan.cpp).
+//
+//   std::cout << plan_to_string(*model);   // the tree with its fused steps marked:
+//
+//   Serial[
+//     Conv
+//     BatchNorm + Relu   (one step)
+//     ...
+#pragma once
+
+#include <string>
+
+#include "core/layer/layer.hpp"
+
+namespace ctrax {
+
+// The default for layers built from now on: false when CTRAX_PLAN is "0" in the environment.
+bool plan_by_default();
+
+// The tree as to_string prints it (the layers that run, in order), each fused step on one line:
+// its layers joined by " + ", then "(one step)".
+std::string plan_to_string(const Layer& layer);
+
+}  // namespace ctrax

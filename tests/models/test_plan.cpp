@@ -1,0 +1,158 @@
+// The execution plan (core/layer/plan.hpp): fused steps compute exactly what the tree computes,
+// op by op — values, gradients and state, on every model of the registry — and the switch, the
+// printed plan and the error paths.
+#include <doctest/doctest.h>
+
+#include <functional>
+
+#include "core/layer/plan.hpp"
+#include "core/layer/trace.hpp"
+#include "core/tensor/ops.hpp"
+#include "layers/activations.hpp"
+#include "layers/batch_norm.hpp"
+#include "models/registry.hpp"
+#include "tests/helpers.hpp"
+
+using namespace ctrax;
+
+namespace {
+
+struct Run {
+  Stack outputs;
+  std::vector<Tensor> grads, state;
+};
+
+// One training-mode step of `model` on `inputs` (dropout drawn from the same rng each time):
+// its outputs, the gradient of Σ outputs₀ · r (r fixed, random) for every weight, and its state after.
+Run run(const LayerPtr& model, const Stack& inputs, bool plan) {
+  model->set_execution_plan(plan);
+  model->set_rng(Rng(11));
+  Run r;
+  r.outputs = (*model)(inputs);
+  const Tensor& y = r.outputs[0];
+  if (model->mode() == Mode::train && is_floating(y.dtype())) {
+    const Tensor seed = testing::randn(y.shape(), 3).to(y.dtype());
+    r.grads = grad(y, model->all_weights(), {.seed = seed});
+  }
+  for (const auto& [name, t] : model->named_state()) r.state.push_back(t);
+  return r;
+}
+
+void expect_identical(const Run& a, const Run& b) {
+  REQUIRE(a.outputs.size() == b.outputs.size());
+  for (std::size_t i = 0; i < a.outputs.size(); ++i) CHECK(a.outputs[i].to_doubles() == b.outputs[i].to_doubles());
+  REQUIRE(a.grads.size() == b.grads.size());
+  for (std::size_t i = 0; i < a.grads.size(); ++i) CHECK(a.grads[i].to_doubles() == b.grads[i].to_doubles());
+  REQUIRE(a.state.size() == b.state.size());
+  for (std::size_t i = 0; i < a.state.size(); ++i) CHECK(a.state[i].to_doubles() == b.state[i].to_doubles());
+}
+
+// The plan and the tree from the same weights and state: the same bits, in train and in eval mode.
+void expect_plan_equals_tree(const std::function<LayerPtr()>& make, const Stack& inputs) {
+  auto plan = make(), tree = make();
+  plan->init(signature_of(inputs), Rng(5));
+  tree->init(signature_of(inputs), Rng(5));
+  for (Mode mode : {Mode::train, Mode::eval}) {
+    plan->set_mode(mode);
+    tree->set_mode(mode);
+    expect_identical(run(plan, inputs, true), run(tree, inputs, false));
+  }
+}
+
+Tensor image(std::int64_t B, std::int64_t H, std::int64_t C, DType dtype) {
+  return testing::randn({B, H, H, C}, 7).to(dtype);
+}
+
+}  // namespace
+
+TEST_CASE("plan: BatchNorm then Relu is one step with the tree's values, gradients and running statistics") {
+  // Literal values: 2 × 3 rows of 2 channels; channel 0 has mean 2, channel 1 mean 0.
+  const Tensor x = Tensor::from_doubles({1, -1, 2, 0, 3, 1, 1, -2, 2, 0, 3, 2}, {2, 3, 2}, DType::float64);
+  auto make = [] { return layers::Serial(layers::BatchNorm({.axis = {0, 1}}), layers::Relu()); };
+  auto model = make();
+  model->init(signature_of(Stack{x}));
+  // x̂ of channel 0 is (x − 2)/√(2/3 + ε): the rows at 1 fall below 0 and Relu zeroes them.
+  const Tensor y = (*model)(x);
+  const std::vector<double> out = y.to_doubles();
+  const double s0 = 1 / std::sqrt(2.0 / 3 + 1e-5), s1 = 1 / std::sqrt(10.0 / 6 + 1e-5);
+  const std::vector<double> expected{0, 0, 0, 0, s0, s1, 0, 0, 0, 0, s0, 2 * s1};
+  for (std::size_t i = 0; i < out.size(); ++i) CHECK(out[i] == doctest::Approx(expected[i]).epsilon(1e-12));
+  expect_plan_equals_tree(make, {x});
+  expect_plan_equals_tree(make, {image(3, 5, 16, DType::float32)});
+  // The fused step itself (not only the Serial that asks for it) runs and agrees.
+  auto bn = layers::BatchNorm({.axis = {0, 1}}), relu = layers::Relu();
+  bn->init(signature_of(Stack{x}));
+  relu->init(signature_of(Stack{x}));
+  REQUIRE(bn->fuses_with(*relu));
+  const std::optional<Stack> fused = bn->call_fused(*relu, Stack{x, x});
+  REQUIRE(fused.has_value());
+  CHECK(fused->size() == 2);   // the item below BatchNorm's input rides along
+  CHECK((*fused)[0].to_doubles() == out);
+}
+
+TEST_CASE("plan: a fused step's gradient passes the shared finite-difference check") {
+  auto model = layers::Serial(layers::BatchNorm(), layers::Relu());
+  const Tensor x = image(2, 3, 2, DType::float64);
+  model->init(signature_of(Stack{x}));
+  REQUIRE(model->execution_plan());
+  testing::expect_layer_gradients(model, {x});
+}
+
+TEST_CASE("plan: the printed plan marks the fused steps; the tree prints as Trax's") {
+  auto model = layers::Serial(layers::BatchNorm(), layers::Relu(), layers::Relu(), layers::BatchNorm(), layers::Relu());
+  CHECK(model->to_string() == "Serial[\n  BatchNorm\n  Relu\n  Relu\n  BatchNorm\n  Relu\n]");
+  CHECK(plan_to_string(*model) ==
+        "Serial[\n  BatchNorm + Relu   (one step)\n  Relu\n  BatchNorm + Relu   (one step)\n]");
+  model->set_execution_plan(false);
+  CHECK(plan_to_string(*model) == model->to_string());
+  // Eval mode has nothing to fuse (BatchNorm's running statistics make it an affine map).
+  auto eval = layers::Serial(layers::BatchNorm({.mode = Mode::eval}), layers::Relu());
+  CHECK(plan_to_string(*eval) == eval->to_string());
+}
+
+TEST_CASE("plan: a Trace sees every layer; bad input gets the tree's own error") {
+  auto model = layers::Serial(layers::BatchNorm(), layers::Relu());
+  model->init(ShapeDtype{{2, 4, 4, 3}});
+  {
+    Trace trace;
+    (*model)(image(2, 4, 3, DType::float32));
+    CHECK(trace.to_string().find("Relu") != std::string::npos);
+  }
+  // Rank 3 where BatchNorm was built for rank 4: the fused step declines, BatchNorm reports it.
+  try {
+    (*model)(Tensor::zeros({2, 4, 3}));
+    FAIL("no error");
+  } catch (const LayerError& e) {
+    const std::string what = e.what();
+    CHECK(what.find("layer Serial/BatchNorm[0] (in forward)") != std::string::npos);
+    CHECK(what.find("BatchNorm was initialised for rank 4, got f32[2,4,3]") != std::string::npos);
+  }
+}
+
+TEST_CASE("plan: every model of the registry, plan on and off, computes the same bits") {
+  using models::ModelSpec;
+  const models::TransformerConfig small{.d_model = 8, .d_ff = 16, .n_layers = 2, .n_encoder_layers = 2,
+                                        .n_decoder_layers = 1, .n_heads = 2, .max_len = 12, .dropout = 0.1};
+  const Tensor tokens = Tensor::from_doubles({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 1, 2}, {2, 6}, DType::int32);
+  const Tensor targets = Tensor::from_doubles({3, 4, 5, 6, 1, 2, 3, 4, 5, 6}, {2, 5}, DType::int32);
+  const Tensor positions = Tensor::from_doubles({0, 2, 1, 4}, {2, 2}, DType::int32);
+  const std::vector<std::pair<ModelSpec, Stack>> cases{
+      {{.name = "TransformerLM", .vocab_size = 11, .config = small}, {tokens}},
+      {{.name = "TransformerEncoder", .vocab_size = 11, .n_classes = 3, .config = small}, {tokens}},
+      {{.name = "Transformer", .vocab_size = 11, .output_vocab_size = 7, .config = small}, {tokens, targets}},
+      {{.name = "MaskedLM", .vocab_size = 11, .config = small}, {tokens, positions}},
+      {{.name = "GRULM", .vocab_size = 11, .config = small}, {tokens}},
+      {{.name = "RNNLM", .vocab_size = 11, .config = small}, {tokens}},
+      {{.name = "LSTMSeq2SeqAttn", .vocab_size = 11, .config = small, .decoder_layers = 1}, {tokens, targets}},
+      {{.name = "SentenceCNN", .vocab_size = 11, .n_classes = 3, .config = small, .n_filters = 4}, {tokens}},
+      {{.name = "MLP", .n_classes = 10, .layer_widths = {32, 16}}, {image(2, 28, 1, DType::float64)}},
+      {{.name = "WideResnet", .n_classes = 10, .n_blocks = 1, .widen_factor = 1}, {image(2, 32, 1, DType::float32)}},
+      {{.name = "ConvNet", .n_classes = 10, .config = {.dropout = 0.2}, .filters = {16, 32}, .n_blocks = 2},
+       {image(2, 28, 1, DType::float32)}},
+  };
+  CHECK(cases.size() == models::model_names().size());
+  for (const auto& [spec, inputs] : cases) {
+    CAPTURE(spec.name);
+    expect_plan_equals_tree([&] { return models::build(spec, Mode::train); }, inputs);
+  }
+}
