@@ -251,8 +251,9 @@ BatchNormStatistics batch_norm(const Tensor& x, const Tensor& scale, const Tenso
     out.mean = mean;
     out.var = var;
     // With relu, the gradient reaching the normalisation is g where y > 0 (there z > 0), else 0:
-    // read through the mask in both passes below, never written out.
-    const Tensor y_if_relu = relu ? y : Tensor();
+    // read through the mask in both passes below, never written out. (Detached: y itself will
+    // hold this backward, which holding y would make a cycle that outlives an unused tape.)
+    const Tensor y_if_relu = relu ? y.detach() : Tensor();
     return record(kBatchNorm, y, {x, scale, bias}, [x, mean, rstd, scale, rows, C, y_if_relu](const Tensor& g) {
       Tensor dx = Tensor::empty(g.shape(), g.dtype());
       Tensor dscale = Tensor::empty({C}, g.dtype()), dbias = Tensor::empty({C}, g.dtype());
