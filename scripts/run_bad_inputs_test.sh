@@ -285,6 +285,7 @@ bad env-threads-text      "CTRAX_NUM_THREADS: expected a whole number from 1 to 
 bad env-threads-negative  "CTRAX_NUM_THREADS: expected a whole number from 1 to 1024 in decimal digits, got '-1'" env CTRAX_NUM_THREADS=-1 "${S[@]}"
 bad env-threads-hex       "CTRAX_NUM_THREADS: expected a whole number from 1 to 1024 in decimal digits, got '0x4'" env CTRAX_NUM_THREADS=0x4 "${S[@]}"
 bad env-threads-exponent  "CTRAX_NUM_THREADS: expected a whole number from 1 to 1024 in decimal digits, got '1e3'" env CTRAX_NUM_THREADS=1e3 "$lm" train --out new --data text.txt
+bad env-plan-word         "CTRAX_PLAN: expected 1 (the execution plan on) or 0 (the tree op by op), got 'off'" env CTRAX_PLAN=off "${S[@]}"
 bad env-threads-bench     "CTRAX_NUM_THREADS: expected a whole number from 1 to 1024" env CTRAX_NUM_THREADS=abc "$bench" --bandwidth --bandwidth-mb 1
 
 # --- flags the chosen model or tokenizer does not read ----------------------------------------

@@ -34,8 +34,11 @@
 
 namespace ctrax {
 
-// The default for layers built from now on: false when CTRAX_PLAN is "0" in the environment.
+// The default for layers built from now on: CTRAX_PLAN's setting (plan_setting), on when unset.
 bool plan_by_default();
+// What a CTRAX_PLAN value means: "1" or "" on, "0" off; anything else is an error naming the
+// variable, the value and what it takes (never a silent default: "off" must not mean on).
+bool plan_setting(const char* value);
 
 // The tree as to_string prints it (the layers that run, in order), each fused step on one line:
 // its layers joined by " + ", then "(one step)".

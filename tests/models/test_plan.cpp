@@ -110,6 +110,16 @@ TEST_CASE("plan: the printed plan marks the fused steps; the tree prints as Trax
   CHECK(plan_to_string(*eval) == eval->to_string());
 }
 
+TEST_CASE("plan: CTRAX_PLAN takes 1 or 0, and any other value is an error naming it") {
+  CHECK(plan_setting(nullptr));
+  CHECK(plan_setting(""));
+  CHECK(plan_setting("1"));
+  CHECK_FALSE(plan_setting("0"));
+  CHECK_THROWS_WITH_AS(plan_setting("off"),
+                       "CTRAX_PLAN: expected 1 (the execution plan on) or 0 (the tree op by op), got 'off'",
+                       std::invalid_argument);
+}
+
 TEST_CASE("plan: a Trace sees every layer; bad input gets the tree's own error") {
   auto model = layers::Serial(layers::BatchNorm(), layers::Relu());
   model->init(ShapeDtype{{2, 4, 4, 3}});
