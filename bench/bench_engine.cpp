@@ -7,7 +7,9 @@
 //   - ctrax matmul vs a direct cblas_sgemm call on the same buffers (target >= 95% of direct);
 //   - 64 attention-shaped products (B·H = 64 of 128×64 · 64×128), outer loop parallel and BLAS
 //     single-threaded inside (target >= 250 GFLOP/s on 2 threads);
-//   - fused softmax and layer norm, forward + backward, in GB/s of compulsory traffic.
+//   - fused softmax and layer norm, forward + backward, in GB/s of compulsory traffic;
+//   - conv2d on each convolution shape of bench_train's WRN-10-1 (batch 128, 32×32): forward,
+//     and forward + both gradients, in GFLOP/s (the figure to hold against the sgemm peak above).
 #include <cblas.h>
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "core/tensor/blas_kernels.hpp"
+#include "core/tensor/convolution.hpp"
 #include "core/tensor/ops.hpp"
 #include "examples/flags.hpp"
 #include "core/tensor/runtime.hpp"
@@ -83,6 +86,20 @@ void bench_fused(int reps) {
   fmt::print("layer_norm fwd+bwd ({}x{})         {:6.1f} GB/s\n", tokens, d, 6 * lbytes / t_ln / 1e9);
 }
 
+// One convolution of shape (B, n, n, c_in) ⋆ (k, k, c_in, c_out), SAME padding, the given stride.
+void bench_conv(int reps, std::int64_t n, std::int64_t c_in, std::int64_t c_out, std::int64_t k, std::int64_t stride) {
+  const std::int64_t B = 128, out = (n + stride - 1) / stride;
+  const Tensor x = Rng(9).normal({B, n, n, c_in}).requires_grad_();
+  const Tensor w = Rng(10).normal({k, k, c_in, c_out}).requires_grad_();
+  const Tensor g = Rng(11).normal({B, out, out, c_out});
+  const WindowOptions o{.strides = {stride, stride}, .padding = Padding::same};
+  const double flops = 2.0 * B * out * out * k * k * c_in * c_out;
+  const double fwd = median_seconds(reps, [&] { (void)conv2d(x.detach(), w.detach(), o); });
+  const double all = median_seconds(reps, [&] { grad(conv2d(x, w, o), {x, w}, {.seed = g}); });
+  fmt::print("conv2d {:>2}x{:<2} {:>2}->{:<2} {}x{} /{}   forward {:6.1f} GFLOP/s   forward + both grads {:6.1f} GFLOP/s\n",
+             n, n, c_in, c_out, k, k, stride, flops / fwd / 1e9, 3 * flops / all / 1e9);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -98,5 +115,9 @@ int main(int argc, char** argv) {
   bench_matmul(reps, 2048, 256, 1024);
   bench_attention(reps);
   bench_fused(reps);
+  for (const auto [n, c_in, c_out, k, stride] : {std::array<std::int64_t, 5>{32, 1, 16, 3, 1}, {32, 16, 16, 3, 1},
+                                                {32, 16, 32, 3, 2}, {32, 16, 32, 1, 2}, {16, 32, 32, 3, 1},
+                                                {16, 32, 64, 3, 2}, {8, 64, 64, 3, 1}})
+    bench_conv(std::max(3, reps / 4), n, c_in, c_out, k, stride);
   return 0;
 }

@@ -139,12 +139,127 @@ CTRAX_FULL_WIDTH_VECTORS void input_grad_tile(const Geometry& g, const T* dy, co
     for (int n = 0; n < NB; ++n) out[(ix0 + p * sw) * g.C_in + n] = acc[p][n];
 }
 
+// THE STRIP. forward_tile above finds each pixel's input for each tap on its own (inside the image
+// or the row of zeros): P pointers live through the channel loop, which caps P at 8 and costs a
+// set-up per tap that a 16-channel tap (16 steps of arithmetic) feels. For C_in a multiple of 16
+// the input rows an output row reads (kh of them) are first copied into a small buffer, padded
+// with zeros and blocked by 16 channels: strip[i][cb][col][16] = x̃[b, oy·sh + i − pt, col − pl,
+// cb·16 …]. In it pixel p of a tile lies a constant 16·sw floats after pixel p − 1, for every tap
+// and channel: one pointer per tap, every offset known to the compiler, so the tile can hold 16
+// pixels of a 16-channel output. The copy is kh·Wp·C_in floats per output row, against
+// OW·kh·kw·C_in·C_out multiply-adds. Rows of the strip outside the image are skipped, not summed.
+// The columns run to the last tile's last pixel (a tile past OW computes pixels it does not store).
+constexpr std::int64_t kBlock = 16;
+
+template <class T>
+void fill_strip(const Geometry& g, const T* x, std::int64_t b, std::int64_t oy, std::int64_t Wp, T* strip) {
+  const std::int64_t CB = g.C_in / kBlock;
+  for (std::int64_t i = 0; i < g.kh; ++i) {
+    const std::int64_t iy = oy * g.stride_h + i - g.pad_top;
+    T* rows = strip + i * CB * Wp * kBlock;
+    if (iy < 0 || iy >= g.H) continue;   // never read: strip_tile skips the tap row
+    // columns col with ix = col − pl inside the image: lo ≤ col < hi; zeros around them
+    const std::int64_t lo = std::min(Wp, g.pad_left), hi = std::max(lo, std::min(Wp, g.W + g.pad_left));
+    const T* src = x + ((b * g.H + iy) * g.W + (lo - g.pad_left)) * g.C_in;
+    for (std::int64_t cb = 0; cb < CB; ++cb) {
+      T* dst = rows + cb * Wp * kBlock;
+      std::fill(dst, dst + lo * kBlock, T(0));
+      for (std::int64_t col = lo; col < hi; ++col)
+        for (std::int64_t c = 0; c < kBlock; ++c) dst[col * kBlock + c] = src[(col - lo) * g.C_in + cb * kBlock + c];
+      std::fill(dst + hi * kBlock, dst + Wp * kBlock, T(0));
+    }
+  }
+}
+
+// One tile of the strip: pixels ox0 … ox0 + np − 1 of the strip's output row, channels co0 … co0 + NB − 1,
+// tap rows i0 … i1 − 1 (those inside the image).
+template <class T, int P, int NB, int SW>
+CTRAX_FULL_WIDTH_VECTORS void strip_tile(const Geometry& g, const T* strip, std::int64_t Wp, std::int64_t i0,
+                                         std::int64_t i1, const T* w, const T* bias, T* out, std::int64_t ox0,
+                                         int np, std::int64_t co0) {
+  T acc[P][NB];
+  for (int p = 0; p < P; ++p)
+    for (int n = 0; n < NB; ++n) acc[p][n] = bias ? bias[co0 + n] : T(0);
+  const std::int64_t CB = g.C_in / kBlock, block = Wp * kBlock, C_out = g.C_out;
+  for (std::int64_t i = i0; i < i1; ++i)
+    for (std::int64_t j = 0; j < g.kw; ++j) {
+      const T* s = strip + i * CB * block + (ox0 * SW + j) * kBlock;
+      const T* wr = w + (i * g.kw + j) * g.C_in * C_out + co0;
+      for (std::int64_t cb = 0; cb < CB; ++cb, s += block)
+        for (int c = 0; c < kBlock; ++c, wr += C_out)
+          for (int p = 0; p < P; ++p) {
+            const T a = s[p * SW * kBlock + c];
+#pragma omp simd
+            for (int n = 0; n < NB; ++n) acc[p][n] += a * wr[n];
+          }
+    }
+  T* o = out + ox0 * C_out + co0;
+  for (int p = 0; p < np; ++p)
+    for (int n = 0; n < NB; ++n) o[p * C_out + n] = acc[p][n];
+}
+
+// Pixels per strip tile for NB output channels: as many as the vector registers hold (P·NB/lanes
+// accumulators), or half that where the row is too short for the larger tile.
+template <class T, int NB>
+constexpr int strip_pixels(bool short_row) {
+#if defined(__AVX512F__) || defined(CTRAX_AVX512_KERNELS)
+  constexpr int lanes = 64 / sizeof(T), registers = 16;
+#else
+  constexpr int lanes = 32 / sizeof(T), registers = 8;
+#endif
+  constexpr int full = std::max(1, registers * lanes / NB);
+  return short_row ? std::max(1, full / 2) : full;
+}
+
+template <class T, int P, int NB, int SW>
+void strip_rows(const Geometry& g, const T* x, const T* w, const T* bias, T* y) {
+  const std::int64_t tiles = (g.OW + P - 1) / P, Wp = (tiles * P - 1) * SW + g.kw;
+  const std::int64_t rows = g.B * g.OH;
+  const std::int64_t work = rows * g.OW * g.C_out * g.kh * g.kw * g.C_in;
+  parallel_chunks(rows, work >= (1 << 18), [&](std::int64_t r0, std::int64_t r1) {
+    std::vector<T> strip(static_cast<std::size_t>(g.kh * g.C_in * Wp));
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const std::int64_t b = r / g.OH, oy = r % g.OH;
+      fill_strip(g, x, b, oy, Wp, strip.data());
+      const std::int64_t top = oy * g.stride_h - g.pad_top;   // the input row of tap row 0
+      const std::int64_t i0 = std::max<std::int64_t>(0, -top), i1 = std::min(g.kh, g.H - top);
+      T* out = y + r * g.OW * g.C_out;
+      for (std::int64_t co = 0; co < g.C_out; co += NB)
+        for (std::int64_t t = 0; t < tiles; ++t) {
+          const int np = static_cast<int>(std::min<std::int64_t>(P, g.OW - t * P));
+          strip_tile<T, P, NB, SW>(g, strip.data(), Wp, i0, i1, w, bias, out, t * P, np, co);
+        }
+    }
+  });
+}
+
+// The strip's tile for this layer: 32 output channels where AVX-512 has the registers for them,
+// and the larger pixel count unless the smaller one wastes fewer computed pixels past the row's end.
+template <class T, int SW>
+void strip_forward(const Geometry& g, const T* x, const T* w, const T* bias, T* y) {
+  const auto waste = [&](int p) { return (g.OW + p - 1) / p * p - g.OW; };
+  if (kWide && g.C_out % 32 == 0) {
+    constexpr int full = strip_pixels<T, 32>(false), half = strip_pixels<T, 32>(true);
+    if (waste(half) < waste(full)) strip_rows<T, half, 32, SW>(g, x, w, bias, y);
+    else strip_rows<T, full, 32, SW>(g, x, w, bias, y);
+  } else {
+    constexpr int full = strip_pixels<T, 16>(false), half = strip_pixels<T, 16>(true);
+    if (waste(half) < waste(full)) strip_rows<T, half, 16, SW>(g, x, w, bias, y);
+    else strip_rows<T, full, 16, SW>(g, x, w, bias, y);
+  }
+}
+
 }  // namespace
 
 bool applies(std::int64_t c_out) { return c_out > 0 && c_out % kTile == 0; }
 
 template <class T>
 void forward(const Geometry& g, const T* x, const T* w, const T* bias, T* y) {
+  if (g.C_in % kBlock == 0 && (g.stride_w == 1 || g.stride_w == 2)) {
+    if (g.stride_w == 1) strip_forward<T, 1>(g, x, w, bias, y);
+    else strip_forward<T, 2>(g, x, w, bias, y);
+    return;
+  }
   const std::vector<T> zeros(static_cast<std::size_t>(g.C_in), T(0));
   const bool wide = kWide && g.C_out % 32 == 0;
   const std::int64_t rows = g.B * g.OH;

@@ -9,7 +9,10 @@
 //   forward      y[b, oy, ox, co] = Σ_{i, j, ci} x̃[b, oy·sh + i − pt, ox·sw + j − pl, ci] · w[i, j, ci, co]
 //                a tile of P output pixels along a row × NB output channels is held in registers;
 //                for each tap (i, j) and input channel, P broadcasts of x meet one row of w.
-//                Pixels in the padding read a row of zeros.
+//                For C_in a multiple of 16 the kh input rows of an output row are first copied
+//                into a zero-padded strip blocked by 16 channels (the strip, in the .cpp), where
+//                every pixel of a tile lies a fixed distance from the last: one pointer per tap,
+//                up to 16 pixels a tile. Otherwise pixels in the padding read a row of zeros.
 //   input grad   at stride 1, dx = the forward convolution of dy with w flipped in (i, j) and its
 //                channels swapped, padded (kh − 1 − pt, kw − 1 − pl): the same kernel. At stride s
 //                (input_grad) an input pixel receives only from the taps whose offset is a multiple
