@@ -142,39 +142,37 @@ CTRAX_FULL_WIDTH_VECTORS void input_grad_tile(const Geometry& g, const T* dy, co
 // THE STRIP. forward_tile above finds each pixel's input for each tap on its own (inside the image
 // or the row of zeros): P pointers live through the channel loop, which caps P at 8 and costs a
 // set-up per tap that a 16-channel tap (16 steps of arithmetic) feels. For C_in a multiple of 16
-// the input rows an output row reads (kh of them) are first copied into a small buffer, padded
-// with zeros and blocked by 16 channels: strip[i][cb][col][16] = x̃[b, oy·sh + i − pt, col − pl,
-// cb·16 …]. In it pixel p of a tile lies a constant 16·sw floats after pixel p − 1, for every tap
-// and channel: one pointer per tap, every offset known to the compiler, so the tile can hold 16
-// pixels of a 16-channel output. The copy is kh·Wp·C_in floats per output row, against
-// OW·kh·kw·C_in·C_out multiply-adds. Rows of the strip outside the image are skipped, not summed.
-// The columns run to the last tile's last pixel (a tile past OW computes pixels it does not store).
+// each input row is first copied into a small buffer, padded with zeros and blocked by 16
+// channels: row[cb][col][16] = x̃[b, iy, col − pl, cb·16 …]. In it pixel p of a tile lies a
+// constant 16·sw floats after pixel p − 1, for every tap and channel: one pointer per tap, every
+// offset known to the compiler, so the tile can hold 16 pixels of a 16-channel output. An output
+// row reads kh such rows; they are kept in a ring of kh slots (input row iy in slot iy mod kh), so
+// the next output row copies only the sh rows it does not share: each input row is copied about
+// once, Wp·C_in floats against OW·kh·kw·C_in·C_out multiply-adds. Tap rows outside the image are
+// skipped, not summed. The columns run to the last tile's last pixel (a tile past OW computes
+// pixels it does not store).
 constexpr std::int64_t kBlock = 16;
 
+// Input row iy of image b into row (C_in / 16 blocks of Wp × 16).
 template <class T>
-void fill_strip(const Geometry& g, const T* x, std::int64_t b, std::int64_t oy, std::int64_t Wp, T* strip) {
+void fill_row(const Geometry& g, const T* x, std::int64_t b, std::int64_t iy, std::int64_t Wp, T* row) {
   const std::int64_t CB = g.C_in / kBlock;
-  for (std::int64_t i = 0; i < g.kh; ++i) {
-    const std::int64_t iy = oy * g.stride_h + i - g.pad_top;
-    T* rows = strip + i * CB * Wp * kBlock;
-    if (iy < 0 || iy >= g.H) continue;   // never read: strip_tile skips the tap row
-    // columns col with ix = col − pl inside the image: lo ≤ col < hi; zeros around them
-    const std::int64_t lo = std::min(Wp, g.pad_left), hi = std::max(lo, std::min(Wp, g.W + g.pad_left));
-    const T* src = x + ((b * g.H + iy) * g.W + (lo - g.pad_left)) * g.C_in;
-    for (std::int64_t cb = 0; cb < CB; ++cb) {
-      T* dst = rows + cb * Wp * kBlock;
-      std::fill(dst, dst + lo * kBlock, T(0));
-      for (std::int64_t col = lo; col < hi; ++col)
-        for (std::int64_t c = 0; c < kBlock; ++c) dst[col * kBlock + c] = src[(col - lo) * g.C_in + cb * kBlock + c];
-      std::fill(dst + hi * kBlock, dst + Wp * kBlock, T(0));
-    }
+  // columns col with ix = col − pl inside the image: lo ≤ col < hi; zeros around them
+  const std::int64_t lo = std::min(Wp, g.pad_left), hi = std::max(lo, std::min(Wp, g.W + g.pad_left));
+  const T* src = x + ((b * g.H + iy) * g.W + (lo - g.pad_left)) * g.C_in;
+  for (std::int64_t cb = 0; cb < CB; ++cb) {
+    T* dst = row + cb * Wp * kBlock;
+    std::fill(dst, dst + lo * kBlock, T(0));
+    for (std::int64_t col = lo; col < hi; ++col)
+      for (std::int64_t c = 0; c < kBlock; ++c) dst[col * kBlock + c] = src[(col - lo) * g.C_in + cb * kBlock + c];
+    std::fill(dst + hi * kBlock, dst + Wp * kBlock, T(0));
   }
 }
 
-// One tile of the strip: pixels ox0 … ox0 + np − 1 of the strip's output row, channels co0 … co0 + NB − 1,
-// tap rows i0 … i1 − 1 (those inside the image).
+// One tile of an output row: pixels ox0 … ox0 + np − 1, channels co0 … co0 + NB − 1, from the
+// copied input rows of tap rows i0 … i1 − 1 (those inside the image; rows[i] for tap row i).
 template <class T, int P, int NB, int SW>
-CTRAX_FULL_WIDTH_VECTORS void strip_tile(const Geometry& g, const T* strip, std::int64_t Wp, std::int64_t i0,
+CTRAX_FULL_WIDTH_VECTORS void strip_tile(const Geometry& g, const T* const* rows, std::int64_t Wp, std::int64_t i0,
                                          std::int64_t i1, const T* w, const T* bias, T* out, std::int64_t ox0,
                                          int np, std::int64_t co0) {
   T acc[P][NB];
@@ -183,7 +181,7 @@ CTRAX_FULL_WIDTH_VECTORS void strip_tile(const Geometry& g, const T* strip, std:
   const std::int64_t CB = g.C_in / kBlock, block = Wp * kBlock, C_out = g.C_out;
   for (std::int64_t i = i0; i < i1; ++i)
     for (std::int64_t j = 0; j < g.kw; ++j) {
-      const T* s = strip + i * CB * block + (ox0 * SW + j) * kBlock;
+      const T* s = rows[i] + (ox0 * SW + j) * kBlock;
       const T* wr = w + (i * g.kw + j) * g.C_in * C_out + co0;
       for (std::int64_t cb = 0; cb < CB; ++cb, s += block)
         for (int c = 0; c < kBlock; ++c, wr += C_out)
@@ -217,17 +215,28 @@ void strip_rows(const Geometry& g, const T* x, const T* w, const T* bias, T* y) 
   const std::int64_t rows = g.B * g.OH;
   const std::int64_t work = rows * g.OW * g.C_out * g.kh * g.kw * g.C_in;
   parallel_chunks(rows, work >= (1 << 18), [&](std::int64_t r0, std::int64_t r1) {
-    std::vector<T> strip(static_cast<std::size_t>(g.kh * g.C_in * Wp));
+    const std::int64_t row_size = g.C_in * Wp;
+    std::vector<T> ring(static_cast<std::size_t>(g.kh * row_size));
+    std::vector<std::int64_t> held(static_cast<std::size_t>(g.kh), -1);   // b·H + iy of each slot
+    std::vector<const T*> tap_rows(static_cast<std::size_t>(g.kh));
     for (std::int64_t r = r0; r < r1; ++r) {
       const std::int64_t b = r / g.OH, oy = r % g.OH;
-      fill_strip(g, x, b, oy, Wp, strip.data());
       const std::int64_t top = oy * g.stride_h - g.pad_top;   // the input row of tap row 0
       const std::int64_t i0 = std::max<std::int64_t>(0, -top), i1 = std::min(g.kh, g.H - top);
+      for (std::int64_t i = i0; i < i1; ++i) {
+        const std::int64_t iy = top + i, slot = iy % g.kh;
+        T* row = ring.data() + slot * row_size;
+        if (held[slot] != b * g.H + iy) {
+          fill_row(g, x, b, iy, Wp, row);
+          held[slot] = b * g.H + iy;
+        }
+        tap_rows[i] = row;
+      }
       T* out = y + r * g.OW * g.C_out;
       for (std::int64_t co = 0; co < g.C_out; co += NB)
         for (std::int64_t t = 0; t < tiles; ++t) {
           const int np = static_cast<int>(std::min<std::int64_t>(P, g.OW - t * P));
-          strip_tile<T, P, NB, SW>(g, strip.data(), Wp, i0, i1, w, bias, out, t * P, np, co);
+          strip_tile<T, P, NB, SW>(g, tap_rows.data(), Wp, i0, i1, w, bias, out, t * P, np, co);
         }
     }
   });
