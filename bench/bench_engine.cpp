@@ -84,6 +84,17 @@ void bench_fused(int reps) {
   // forward reads x, writes y and x̂; backward reads g and x̂, writes dx: 6 passes
   const double t_ln = median_seconds(reps, [&] { grad(layer_norm(h, scale, bias), {h, scale, bias}, {.seed = gh}); });
   fmt::print("layer_norm fwd+bwd ({}x{})         {:6.1f} GB/s\n", tokens, d, 6 * lbytes / t_ln / 1e9);
+
+  // batch norm + relu over WRN-10-1's first activations (128 images of 32×32×16): forward reads x
+  // twice (statistics, then y), writes y; backward reads g and x twice, writes dx: 7 passes
+  const Tensor img = Rng(12).normal({128, 32, 32, 16}).requires_grad_();
+  const Tensor bn_scale = Tensor::ones({16}).requires_grad_(), bn_bias = Tensor::zeros({16}).requires_grad_();
+  const Tensor gi = Rng(13).normal({128, 32, 32, 16});
+  const double bbytes = 4.0 * img.numel();
+  const double t_bn = median_seconds(reps, [&] {
+    grad(batch_norm(img, bn_scale, bn_bias, 1e-5, true).y, {img, bn_scale, bn_bias}, {.seed = gi});
+  });
+  fmt::print("batch_norm + relu fwd+bwd ({}x32x32x16) {:6.1f} GB/s\n", 128, 7 * bbytes / t_bn / 1e9);
 }
 
 // One convolution of shape (B, n, n, c_in) ⋆ (k, k, c_in, c_out), SAME padding, the given stride.

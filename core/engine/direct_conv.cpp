@@ -104,6 +104,8 @@ void weight_rows_all(const Geometry& g, const T* x, const T* dy, T* dw, std::int
   for (std::int64_t i = 0; i < g.kh; ++i)
     for (std::int64_t j = 0; j < g.kw; ++j) {
       std::int64_t ci = 0;
+      if constexpr (NB == 16 && kWide)   // 16 × 16 accumulators: every step 17 loads for 16 multiply-adds
+        for (; ci + 16 <= g.C_in; ci += 16) weight_rows<T, 16, NB>(g, x, dy, dw, r0, r1, i, j, ci, co0);
       for (; ci + 8 <= g.C_in; ci += 8) weight_rows<T, 8, NB>(g, x, dy, dw, r0, r1, i, j, ci, co0);
       for (; ci + 4 <= g.C_in; ci += 4) weight_rows<T, 4, NB>(g, x, dy, dw, r0, r1, i, j, ci, co0);
       for (; ci < g.C_in; ++ci) weight_rows<T, 1, NB>(g, x, dy, dw, r0, r1, i, j, ci, co0);

@@ -208,6 +208,7 @@ BatchNormStatistics batch_norm(const Tensor& x, const Tensor& scale, const Tenso
     const std::int64_t rows = C == 0 ? 0 : x.numel() / C;
     Tensor y = Tensor::empty(x.shape(), x.dtype());
     Tensor mean = Tensor::empty({C}, x.dtype()), rstd = Tensor::empty({C}, x.dtype()), var = Tensor::empty({C}, x.dtype());
+    Tensor affine_a = Tensor::empty({C}, x.dtype()), affine_b = Tensor::empty({C}, x.dtype());
     dispatch_float(x.dtype(), [&]<class T>(T) {
       const T *px = x.data<T>(), *ps = scale.data<T>(), *pb = bias.data<T>();
       const std::vector<double> sums = channel_sums(rows, C, 2, [&](std::int64_t r, double* acc) {
@@ -220,7 +221,8 @@ BatchNormStatistics batch_norm(const Tensor& x, const Tensor& scale, const Tenso
           s2[c] += static_cast<double>(xr[c]) * xr[c];
         }
       });
-      std::vector<T> a(static_cast<std::size_t>(C)), b(static_cast<std::size_t>(C));   // y = x·a + b
+      T* a = affine_a.data<T>();   // y = x·a + b
+      T* b = affine_b.data<T>();
       for (std::int64_t c = 0; c < C; ++c) {
         const double mu = sums[static_cast<std::size_t>(c)] / static_cast<double>(rows);
         const double v = std::max(sums[static_cast<std::size_t>(C + c)] / static_cast<double>(rows) - mu * mu, 0.0);
@@ -228,12 +230,12 @@ BatchNormStatistics batch_norm(const Tensor& x, const Tensor& scale, const Tenso
         mean.data<T>()[c] = static_cast<T>(mu);
         var.data<T>()[c] = static_cast<T>(v);
         rstd.data<T>()[c] = static_cast<T>(rs);
-        a[static_cast<std::size_t>(c)] = static_cast<T>(rs * ps[c]);
-        b[static_cast<std::size_t>(c)] = static_cast<T>(pb[c] - mu * rs * ps[c]);
+        a[c] = static_cast<T>(rs * ps[c]);
+        b[c] = static_cast<T>(pb[c] - mu * rs * ps[c]);
       }
       T* py = y.data<T>();
       parallel_chunks(rows, rows * C >= kParallelElements, [&](std::int64_t r0, std::int64_t r1) {
-        const T *pa = a.data(), *pbb = b.data();
+        const T *pa = a, *pbb = b;
         if (relu) {   // relu's own expression (elementwise.cpp), so the bits are the unfused ones
           for (std::int64_t r = r0; r < r1; ++r)
   #pragma omp simd
@@ -250,25 +252,26 @@ BatchNormStatistics batch_norm(const Tensor& x, const Tensor& scale, const Tenso
     });
     out.mean = mean;
     out.var = var;
-    // With relu, the gradient reaching the normalisation is g where y > 0 (there z > 0), else 0:
-    // read through the mask in both passes below, never written out. (Detached: y itself will
-    // hold this backward, which holding y would make a cycle that outlives an unused tape.)
-    const Tensor y_if_relu = relu ? y.detach() : Tensor();
-    return record(kBatchNorm, y, {x, scale, bias}, [x, mean, rstd, scale, rows, C, y_if_relu](const Tensor& g) {
+    // With relu, the gradient reaching the normalisation is g where z = x·a + b > 0, else 0: z is
+    // recomputed in both passes below by the forward's own expression (the same bits, so the same
+    // mask), which reads x — read anyway — instead of y.
+    const Tensor mask_a = relu ? affine_a : Tensor(), mask_b = relu ? affine_b : Tensor();
+    return record(kBatchNorm, y, {x, scale, bias}, [x, mean, rstd, scale, rows, C, mask_a, mask_b](const Tensor& g) {
       Tensor dx = Tensor::empty(g.shape(), g.dtype());
       Tensor dscale = Tensor::empty({C}, g.dtype()), dbias = Tensor::empty({C}, g.dtype());
       const auto passes = [&]<class T, bool kMasked>(T, std::bool_constant<kMasked>) {
         const T *pg = g.data<T>(), *px = x.data<T>(), *pm = mean.data<T>(), *pr = rstd.data<T>(), *ps = scale.data<T>();
-        const T* py = kMasked ? y_if_relu.data<T>() : nullptr;
+        const T* pa = kMasked ? mask_a.data<T>() : nullptr;
+        const T* pb = kMasked ? mask_b.data<T>() : nullptr;
         // Σ g and Σ g·x̂ per channel, x̂ = (x − μ)·rstd recomputed (not stored).
         const std::vector<double> sums = channel_sums(rows, C, 2, [&](std::int64_t r, double* acc) {
-          const T *gr = pg + r * C, *xr = px + r * C, *yr = kMasked ? py + r * C : nullptr;
+          const T *gr = pg + r * C, *xr = px + r * C;
           double* sg = acc;
           double* sgx = acc + C;
   #pragma omp simd
           for (std::int64_t c = 0; c < C; ++c) {
             const T gv = gr[c];   // loaded unconditionally, then selected: the loop vectorises
-            const T gc = kMasked ? (yr[c] > 0 ? gv : T(0)) : gv;
+            const T gc = kMasked ? (xr[c] * pa[c] + pb[c] > 0 ? gv : T(0)) : gv;
             sg[c] += gc;
             sgx[c] += static_cast<double>(gc) * (xr[c] - pm[c]) * pr[c];
           }
@@ -285,20 +288,20 @@ BatchNormStatistics batch_norm(const Tensor& x, const Tensor& scale, const Tenso
         T* pdx = dx.data<T>();
         parallel_chunks(rows, rows * C >= kParallelElements, [&](std::int64_t r0, std::int64_t r1) {
           const T *pk = k.data(), *pmg = mg.data(), *pmgx = mgx.data();
-          const T *g0 = pg, *x0 = px, *y0 = py, *m0 = pm, *r0s = pr;   // locals: no reload per element
+          const T *g0 = pg, *x0 = px, *m0 = pm, *r0s = pr, *a0 = pa, *b0 = pb;   // locals: no reload per element
           T* dx0 = pdx;
           for (std::int64_t r = r0; r < r1; ++r)
   #pragma omp simd
             for (std::int64_t c = 0; c < C; ++c) {
               const T gv = g0[r * C + c];
-              const T gc = kMasked ? (y0[r * C + c] > 0 ? gv : T(0)) : gv;
+              const T gc = kMasked ? (x0[r * C + c] * a0[c] + b0[c] > 0 ? gv : T(0)) : gv;
               const T xhat = (x0[r * C + c] - m0[c]) * r0s[c];
               dx0[r * C + c] = pk[c] * (gc - pmg[c] - xhat * pmgx[c]);
             }
         });
       };
       dispatch_float(g.dtype(), [&]<class T>(T) {
-        if (y_if_relu.defined()) passes(T(), std::true_type());
+        if (mask_a.defined()) passes(T(), std::true_type());
         else passes(T(), std::false_type());
       });
       return std::vector<Tensor>{dx, dscale, dbias};
