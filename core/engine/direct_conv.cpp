@@ -295,10 +295,10 @@ void weight_grad(const Geometry& g, const T* x, const T* dy, T* dw) {
   const std::int64_t parts = work >= (1 << 18) ? fixed_parts(rows, 8) : 1;
   std::vector<T> partial(static_cast<std::size_t>(parts * n), T(0));
   const bool wide = kWide && g.C_out % 32 == 0;
-  // Each part walks its rows in blocks whose input and output rows fit in the core's L2 cache
-  // (~64 KB), every tap and channel block sweeping a block while it is there.
+  // Each part walks its rows in blocks whose input and output rows fit in the core's L1 cache
+  // (32 KB), every tap and channel block sweeping a block while it is there.
   const std::int64_t row_bytes = (g.stride_h * g.W * g.C_in + g.OW * g.C_out) * static_cast<std::int64_t>(sizeof(T));
-  const std::int64_t block = std::max<std::int64_t>(1, (64 << 10) / row_bytes);
+  const std::int64_t block = std::max<std::int64_t>(1, (32 << 10) / row_bytes);
   parallel_parts(parts, [&](std::int64_t p) {
     T* mine = partial.data() + p * n;
     const std::int64_t end = rows * (p + 1) / parts;
