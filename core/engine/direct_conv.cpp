@@ -289,8 +289,9 @@ void forward(const Geometry& g, const T* x, const T* w, const T* bias, T* y) {
 }
 
 template <class T>
-void weight_grad(const Geometry& g, const T* x, const T* dy, T* dw) {
-  const std::int64_t rows = g.B * g.OH, n = g.kh * g.kw * g.C_in * g.C_out;
+void weight_grad(const Geometry& g, const T* x, const T* dy, T* dw, T* db) {
+  // n sums of dw, then (with db) C_out sums of dy — the bias's gradient, taken while dy's rows are in cache
+  const std::int64_t rows = g.B * g.OH, n_dw = g.kh * g.kw * g.C_in * g.C_out, n = n_dw + (db ? g.C_out : 0);
   const std::int64_t work = rows * g.OW * n;
   const std::int64_t parts = work >= (1 << 18) ? fixed_parts(rows, 8) : 1;
   std::vector<T> partial(static_cast<std::size_t>(parts * n), T(0));
@@ -308,11 +309,19 @@ void weight_grad(const Geometry& g, const T* x, const T* dy, T* dw) {
         if (wide) weight_rows_all<T, 32>(g, x, dy, mine, r0, r1, co);
         else weight_rows_all<T, 16>(g, x, dy, mine, r0, r1, co);
       }
+      if (db) {
+        T* bias_sums = mine + n_dw;
+        const std::int64_t C_out = g.C_out;
+        for (const T* d = dy + r0 * g.OW * C_out; d < dy + r1 * g.OW * C_out; d += C_out)
+#pragma omp simd
+          for (std::int64_t c = 0; c < C_out; ++c) bias_sums[c] += d[c];
+      }
     }
   });
-  std::fill_n(dw, n, T(0));
+  std::fill_n(dw, n_dw, T(0));
+  if (db) std::fill_n(db, g.C_out, T(0));
   for (std::int64_t p = 0; p < parts; ++p)
-    for (std::int64_t k = 0; k < n; ++k) dw[k] += partial[static_cast<std::size_t>(p * n + k)];
+    for (std::int64_t k = 0; k < n; ++k) (k < n_dw ? dw[k] : db[k - n_dw]) += partial[static_cast<std::size_t>(p * n + k)];
 }
 
 template <class T>
@@ -340,8 +349,8 @@ void input_grad(const Geometry& g, const T* dy, const T* wt, T* dx) {
 
 template void forward<float>(const Geometry&, const float*, const float*, const float*, float*);
 template void forward<double>(const Geometry&, const double*, const double*, const double*, double*);
-template void weight_grad<float>(const Geometry&, const float*, const float*, float*);
-template void weight_grad<double>(const Geometry&, const double*, const double*, double*);
+template void weight_grad<float>(const Geometry&, const float*, const float*, float*, float*);
+template void weight_grad<double>(const Geometry&, const double*, const double*, double*, double*);
 template void input_grad<float>(const Geometry&, const float*, const float*, float*);
 template void input_grad<double>(const Geometry&, const double*, const double*, double*);
 

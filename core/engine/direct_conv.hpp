@@ -48,8 +48,10 @@ bool applies(std::int64_t c_out);
 // y = x ⋆ w, plus bias (C_out) on every pixel when bias is not null (each tile starts from it).
 template <class T>
 void forward(const Geometry& g, const T* x, const T* w, const T* bias, T* y);
+// dw (kh, kw, C_in, C_out); and when db is not null, the bias's gradient db (C_out) = dy summed
+// over every pixel, in the same pass over dy's rows.
 template <class T>
-void weight_grad(const Geometry& g, const T* x, const T* dy, T* dw);
+void weight_grad(const Geometry& g, const T* x, const T* dy, T* dw, T* db = nullptr);
 // dx (B, H, W, C_in) from dy (B, OH, OW, C_out) and wt = w transposed to (kh, kw, C_out, C_in) (not
 // flipped); any stride, C_in a multiple of 16.
 template <class T>

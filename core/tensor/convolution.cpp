@@ -181,7 +181,8 @@ Tensor transposed(const Tensor& w) {
 
 // conv2d without dilation, read in place (core/engine/direct_conv.hpp): the same sums as the
 // patches' product, without writing the patches. With a bias (C_out) each output starts from it,
-// and its gradient is dy summed over every pixel — no pass of its own over y.
+// and its gradient is dy summed over every pixel — no pass of its own over y, and (beside the
+// weight gradient) none over dy.
 Tensor direct_conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, std::array<std::int64_t, 2> strides,
                      std::array<std::int64_t, 2> rows, std::array<std::int64_t, 2> cols) {
   const direct_conv::Geometry g{x.dim(0), x.dim(1), x.dim(2), x.dim(3), w.dim(0), w.dim(1), w.dim(3),
@@ -196,7 +197,7 @@ Tensor direct_conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, std::
       direct_conv::forward<T>(g, x.data<T>(), w.data<T>(), bias.defined() ? bias.data<T>() : nullptr, y.data<T>());
     });
     return record(kConv2d, y, inputs, [x, w, bias, g](const Tensor& dy) {
-      Tensor dx, dw;
+      Tensor dx, dw, db;
       dispatch_float(dy.dtype(), [&]<class T>(T) {
         if (x.requires_grad() && g.stride_h == 1 && g.stride_w == 1) {
           // dy convolved with the flipped, transposed kernel, "full" padding
@@ -210,13 +211,14 @@ Tensor direct_conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, std::
           dx = Tensor::empty(x.shape(), dy.dtype());
           direct_conv::input_grad<T>(g, dy.data<T>(), wt.data<T>(), dx.data<T>());
         }
-        if (w.requires_grad()) {
+        if (w.requires_grad()) {   // the bias's gradient in the same pass over dy
           dw = Tensor::empty(w.shape(), dy.dtype());
-          direct_conv::weight_grad<T>(g, x.data<T>(), dy.data<T>(), dw.data<T>());
+          if (bias.defined() && bias.requires_grad()) db = Tensor::empty(bias.shape(), dy.dtype());
+          direct_conv::weight_grad<T>(g, x.data<T>(), dy.data<T>(), dw.data<T>(), db.defined() ? db.data<T>() : nullptr);
         }
       });
       std::vector<Tensor> grads{dx, dw};
-      if (bias.defined()) grads.push_back(bias.requires_grad() ? sum(dy, {0, 1, 2}) : Tensor());
+      if (bias.defined()) grads.push_back(db.defined() || !bias.requires_grad() ? db : sum(dy, {0, 1, 2}));
       return grads;
     });
   });

@@ -150,8 +150,26 @@ TEST_CASE("conv2d reads the image in place: equal to the patches' product, value
     const Tensor y32 = conv2d(x.detach().to(DType::float32), w.detach().to(DType::float32), o);
     expect_close(y32.to(DType::float64), ref.detach(), 1e-4);
   }
+  // With a bias: it starts each output's sum, and its gradient comes out of the weight gradient's
+  // pass over dy (or a sum of dy when the kernel is frozen).
+  for (const bool kernel_frozen : {false, true}) {
+    CAPTURE(kernel_frozen);
+    Tensor x = randn({2, 5, 7, 16}, 68), w = randn({3, 3, 16, 32}, 69), b = randn({32}, 70);
+    x.requires_grad_();
+    b.requires_grad_();
+    if (!kernel_frozen) w.requires_grad_();
+    const WindowOptions o{.strides = {2, 1}, .padding = Padding::same};
+    const Tensor y = conv2d(x, w, b, o), ref = conv2d_patches(x, w, o) + b;
+    expect_close(y, ref, 1e-12);
+    const Tensor seed = randn(y.shape(), 71);
+    const std::vector<Tensor> wrt = kernel_frozen ? std::vector<Tensor>{x, b} : std::vector<Tensor>{x, w, b};
+    const auto g = grad(y, wrt, {.seed = seed}), g_ref = grad(ref, wrt, {.seed = seed});
+    for (std::size_t i = 0; i < wrt.size(); ++i) expect_close(g[i], g_ref[i], 1e-12);
+  }
   expect_gradients([](const V& t) { return conv2d(t[0], t[1], {.padding = Padding::same}); },
                    {randn({1, 3, 4, 16}, 64), randn({3, 3, 16, 16}, 65)});
+  expect_gradients([](const V& t) { return conv2d(t[0], t[1], t[2], {.padding = Padding::same}); },
+                   {randn({1, 3, 4, 16}, 72), randn({3, 3, 16, 16}, 73), randn({16}, 74)});
   expect_gradients([](const V& t) { return conv2d(t[0], t[1], {.strides = {2, 2}, .padding = Padding::same}); },
                    {randn({1, 5, 6, 16}, 66), randn({3, 3, 16, 16}, 67)});
   // Big enough for the team: the same bits on one thread and two.
