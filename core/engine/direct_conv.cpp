@@ -198,17 +198,18 @@ CTRAX_FULL_WIDTH_VECTORS void strip_tile(const Geometry& g, const T* const* rows
     for (int n = 0; n < NB; ++n) o[p * C_out + n] = acc[p][n];
 }
 
-// Pixels per strip tile for NB output channels: as many as the vector registers hold (P·NB/lanes
-// accumulators), or half that where the row is too short for the larger tile.
+// Pixels per strip tile for NB output channels: as many as the accumulator registers hold
+// (P·NB/lanes of them: 16 of AVX-512's 32, 12 of AVX2's 16, leaving room for the kernel's row and
+// a broadcast), or for short rows as many as 8 accumulators hold (still enough independent sums
+// to keep both multiply-add units busy).
 template <class T, int NB>
 constexpr int strip_pixels(bool short_row) {
 #if defined(__AVX512F__) || defined(CTRAX_AVX512_KERNELS)
   constexpr int lanes = 64 / sizeof(T), registers = 16;
 #else
-  constexpr int lanes = 32 / sizeof(T), registers = 8;
+  constexpr int lanes = 32 / sizeof(T), registers = 12;
 #endif
-  constexpr int full = std::max(1, registers * lanes / NB);
-  return short_row ? std::max(1, full / 2) : full;
+  return std::max(1, (short_row ? 8 : registers) * lanes / NB);
 }
 
 template <class T, int P, int NB, int SW>
@@ -244,18 +245,23 @@ void strip_rows(const Geometry& g, const T* x, const T* w, const T* bias, T* y) 
   });
 }
 
-// The strip's tile for this layer: 32 output channels where AVX-512 has the registers for them,
-// and the larger pixel count unless the smaller one wastes fewer computed pixels past the row's end.
+// The strip's tile for this layer: 32 output channels where AVX-512 has the registers for them;
+// of the two pixel counts the one that computes a row for less: each tile of P pixels costs them
+// and about two pixels' worth more (its sums' start and store, and with few pixels the kernel's row
+// read per step weighs more), and a tile past the row's end computes pixels it does not store.
 template <class T, int SW>
 void strip_forward(const Geometry& g, const T* x, const T* w, const T* bias, T* y) {
-  const auto waste = [&](int p) { return (g.OW + p - 1) / p * p - g.OW; };
+  const auto smaller_is_cheaper = [&](int full, int half) {
+    const auto cost = [&](int p) { return (g.OW + p - 1) / p * (p + 2); };
+    return cost(half) < cost(full);
+  };
   if (kWide && g.C_out % 32 == 0) {
     constexpr int full = strip_pixels<T, 32>(false), half = strip_pixels<T, 32>(true);
-    if (waste(half) < waste(full)) strip_rows<T, half, 32, SW>(g, x, w, bias, y);
+    if (smaller_is_cheaper(full, half)) strip_rows<T, half, 32, SW>(g, x, w, bias, y);
     else strip_rows<T, full, 32, SW>(g, x, w, bias, y);
   } else {
     constexpr int full = strip_pixels<T, 16>(false), half = strip_pixels<T, 16>(true);
-    if (waste(half) < waste(full)) strip_rows<T, half, 16, SW>(g, x, w, bias, y);
+    if (smaller_is_cheaper(full, half)) strip_rows<T, half, 16, SW>(g, x, w, bias, y);
     else strip_rows<T, full, 16, SW>(g, x, w, bias, y);
   }
 }
