@@ -6,6 +6,7 @@
 #include <cstring>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <optional>
 
 #include "core/layer/branch.hpp"
@@ -242,7 +243,17 @@ void Loop::evaluate() {
   Optimizer& opt = *tasks_[0].optimizer;
   std::optional<AveragesIn> averages_in;
   if (opt.initialized() && !opt.averages().empty()) averages_in.emplace(opt, model_->all_weights());
-  if (eval_model_ != model_) eval_model_->set_all_weights(model_->all_weights());
+  if (eval_model_ != model_) {
+    eval_model_->set_all_weights(model_->all_weights());
+    // And the state training keeps (BatchNorm's running statistics), under the same name and shape;
+    // state only the eval model has (a predict model's caches) stays its own.
+    std::map<std::string, Tensor> trained;
+    for (const auto& [name, t] : model_->named_state()) trained.emplace(name, t);
+    for (auto& [name, t] : eval_model_->named_state()) {
+      const auto it = trained.find(name);
+      if (it != trained.end() && it->second.shape() == t.shape() && it->second.dtype() == t.dtype()) t.copy_from(it->second);
+    }
+  }
   ModeScope eval_mode(*eval_model_, Mode::eval);
   for (std::size_t e = 0; e < eval_with_metrics_.size(); ++e) {
     const EvalTask& task = options_.eval_tasks[e];

@@ -79,7 +79,9 @@ struct StepTime {
 };
 
 struct LoopOptions {
-  LayerPtr eval_model = nullptr;        // none: the training model, switched to eval mode
+  // none: the training model, switched to eval mode; given, it gets the training model's weights
+  // and state (BatchNorm's running statistics, matched by name) before every evaluation
+  LayerPtr eval_model = nullptr;
   std::vector<EvalTask> eval_tasks = {};
   std::string output_dir = "";          // none: no checkpoints, no metrics file
   std::uint64_t random_seed = 0;        // weights' init and every step's randomness

@@ -17,6 +17,7 @@
 #include "layers/dense.hpp"
 #include "layers/dropout.hpp"
 #include "layers/metrics.hpp"
+#include "layers/batch_norm.hpp"
 #include "tests/core/train/temp_dir.hpp"
 #include "tests/file_size_limit.hpp"
 #include "tests/helpers.hpp"
@@ -116,6 +117,35 @@ TEST_CASE("evaluation runs in eval mode: dropout off, and training continues in 
   model->set_mode(Mode::eval);
   auto loss = WeightedCategoryCrossEntropy();
   auto with_loss = Serial(model, loss);
+  double sum = 0;
+  for (int b = 0; b < 4; ++b) {
+    const Stack batch = make_batch(b, 99);
+    const Tensor logits = (*model)(batch[0]);
+    loss->init(signature_of(Stack{logits, batch[1], batch[2]}));
+    sum += (*loss)(Stack{logits, batch[1], batch[2]})[0].item();
+  }
+  CHECK(loop.last_value("eval", "WeightedCategoryCrossEntropy") == doctest::Approx(sum / 4).epsilon(1e-6));
+}
+
+TEST_CASE("a separate eval model gets the trained weights and state: BatchNorm's running statistics") {
+  const auto net = [] { return Serial(Dense(16), BatchNorm({.axis = {0}}), Relu(), Dense(2)); };
+  auto model = net();
+  auto evaluator = net();
+  std::ostringstream out;
+  Loop loop(model, {task()}, {.eval_model = evaluator, .eval_tasks = {eval_task()}, .out = &out});
+  loop.run(10);   // evaluates at step 10, after the statistics moved away from their start
+  const auto trained = model->named_state(), copied = evaluator->named_state();
+  REQUIRE(trained.size() == 3);   // running mean, running variance, batches seen (Trax's)
+  REQUIRE(copied.size() == 3);
+  CHECK(trained[0].second.to_doubles() != std::vector<double>(16, 0.0));
+  CHECK(trained[1].second.to_doubles() != std::vector<double>(16, 1.0));
+  for (std::size_t i = 0; i < trained.size(); ++i) {
+    CHECK(copied[i].first == trained[i].first);
+    CHECK(copied[i].second.to_doubles() == trained[i].second.to_doubles());
+  }
+  // The reported loss is the eval-mode model with those statistics.
+  model->set_mode(Mode::eval);
+  auto loss = WeightedCategoryCrossEntropy();
   double sum = 0;
   for (int b = 0; b < 4; ++b) {
     const Stack batch = make_batch(b, 99);
