@@ -25,6 +25,9 @@
 //   sums      each gradient, scaled by the share, joins a bucket as soon as the backward pass
 //             completes it (grad()'s on_ready), and full buckets are summed while the pass goes on
 //             (gradient_buckets.hpp); overlap off sums them all after the pass, to measure the gain.
+// NOT THE SINGLE PROCESS: BatchNorm in training normalises each process's rows by their own
+// statistics and keeps its own running statistics (process 0's are checkpointed), as Trax under
+// pmap and PyTorch's DDP without SyncBatchNorm do (docs/12_scale.md).
 #pragma once
 
 #include <functional>
