@@ -44,6 +44,32 @@ Stack meta_inputs(const Signature& sig) {
   return xs;
 }
 
+// A layer's inputs: the whole stack when it holds exactly n_in items (the common case, and no
+// copy), else a copy of its top n_in, made in `top`.
+const Stack& top_of(const Stack& stack, int n_in, Stack& top) {
+  if (static_cast<int>(stack.size()) == n_in) return stack;
+  top.assign(stack.begin(), stack.begin() + n_in);
+  return top;
+}
+
+// Runs compute(); what it throws leaves as a LayerError naming this layer — one from a layer below
+// gets this layer's name prepended to its path, anything else becomes one (the layer, the method,
+// where it was created, its inputs' signatures). on_throw runs first.
+template <class Compute, class OnThrow>
+auto naming_errors(const std::string& name, const char* method, const std::source_location& created,
+                   const Stack& inputs, Compute&& compute, OnThrow&& on_throw) {
+  try {
+    return compute();
+  } catch (LayerError& e) {
+    on_throw();
+    e.prepend(name);
+    throw;
+  } catch (const std::exception& e) {
+    on_throw();
+    throw LayerError(name, method, created, signatures(inputs), e.what());
+  }
+}
+
 std::string indent(const std::string& s) {
   std::string out = "  ";
   for (char c : s) {
@@ -127,21 +153,13 @@ std::optional<Stack> Layer::call_fused(Layer& next, const Stack& stack) {
       next.n_in_ != n_out_ || static_cast<int>(stack.size()) < n_in_ || !fuses_with(next))
     return std::nullopt;
   Stack top;
-  if (static_cast<int>(stack.size()) != n_in_) top.assign(stack.begin(), stack.begin() + n_in_);
-  const Stack& inputs = static_cast<int>(stack.size()) == n_in_ ? stack : top;
+  const Stack& inputs = top_of(stack, n_in_, top);
   for (const Tensor& x : inputs)
     if (x.is_meta()) return std::nullopt;
   std::optional<NoGrad> no_grad;
   if (mode_ != Mode::train) no_grad.emplace();
-  std::optional<Stack> outputs;
-  try {
-    outputs = forward_fused(inputs, next);
-  } catch (LayerError& e) {
-    e.prepend(name_);
-    throw;
-  } catch (const std::exception& e) {
-    throw LayerError(name_, "forward", created_, signatures(inputs), e.what());
-  }
+  std::optional<Stack> outputs = naming_errors(name_, "forward", created_, inputs,
+                                               [&] { return forward_fused(inputs, next); }, [] {});
   if (!outputs) return std::nullopt;
   if (static_cast<int>(outputs->size()) != next.n_out_)
     throw std::logic_error(fmt::format("{}.forward_fused with {} returned {} outputs but {} has n_out {}", name_,
@@ -201,23 +219,11 @@ Stack Layer::operator()(const Stack& stack) {
     throw LayerError(name_, method, created_, signatures(stack),
                      fmt::format("number of inputs ({}) to {}.forward less than n_in ({}){}",
                                  stack.size(), name_, n_in_, short_of_inputs(static_cast<int>(stack.size()))));
-  // The layer's inputs: the whole stack when it holds exactly n_in items (the common case, and no
-  // copy), else a copy of its top n_in.
   Stack top;
-  if (static_cast<int>(stack.size()) != n_in_) top.assign(stack.begin(), stack.begin() + n_in_);
-  const Stack& inputs = static_cast<int>(stack.size()) == n_in_ ? stack : top;
+  const Stack& inputs = top_of(stack, n_in_, top);
   const std::size_t trace_event = Trace::enter(*this, stack);
-  Stack outputs;
-  try {
-    outputs = apply(inputs);
-  } catch (LayerError& e) {
-    Trace::exit(trace_event, nullptr);
-    e.prepend(name_);
-    throw;
-  } catch (const std::exception& e) {
-    Trace::exit(trace_event, nullptr);
-    throw LayerError(name_, method, created_, signatures(inputs), e.what());
-  }
+  Stack outputs = naming_errors(name_, method, created_, inputs, [&] { return apply(inputs); },
+                                [&] { Trace::exit(trace_event, nullptr); });
   outputs.insert(outputs.end(), stack.begin() + n_in_, stack.end());
   Trace::exit(trace_event, &outputs);
   return outputs;
