@@ -160,7 +160,7 @@ template <class T>
 void fill_row(const Geometry& g, const T* x, std::int64_t b, std::int64_t iy, std::int64_t Wp, T* row) {
   const std::int64_t CB = g.C_in / kBlock;
   // columns col with ix = col − pl inside the image: lo ≤ col < hi; zeros around them
-  const std::int64_t lo = std::min(Wp, g.pad_left), hi = std::max(lo, std::min(Wp, g.W + g.pad_left));
+  const std::int64_t lo = std::clamp<std::int64_t>(g.pad_left, 0, Wp), hi = std::clamp(g.W + g.pad_left, lo, Wp);
   const T* src = x + ((b * g.H + iy) * g.W + (lo - g.pad_left)) * g.C_in;
   for (std::int64_t cb = 0; cb < CB; ++cb) {
     T* dst = row + cb * Wp * kBlock;
