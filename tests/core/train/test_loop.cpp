@@ -59,6 +59,19 @@ EvalTask eval_task() {
           .n_eval_batches = 4};
 }
 
+// The eval task's mean loss computed by hand: the model (already in eval mode) on its 4 batches.
+double eval_loss_by_hand(Layer& model) {
+  auto loss = WeightedCategoryCrossEntropy();
+  double sum = 0;
+  for (int b = 0; b < 4; ++b) {
+    const Stack batch = make_batch(b, 99);
+    const Tensor logits = model(batch[0]);
+    loss->init(signature_of(Stack{logits, batch[1], batch[2]}));
+    sum += (*loss)(Stack{logits, batch[1], batch[2]})[0].item();
+  }
+  return sum / 4;
+}
+
 bool bit_equal(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i)
@@ -115,16 +128,7 @@ TEST_CASE("evaluation runs in eval mode: dropout off, and training continues in 
   CHECK(model->mode() == Mode::train);
   // The reported eval loss equals the eval-mode computation done by hand.
   model->set_mode(Mode::eval);
-  auto loss = WeightedCategoryCrossEntropy();
-  auto with_loss = Serial(model, loss);
-  double sum = 0;
-  for (int b = 0; b < 4; ++b) {
-    const Stack batch = make_batch(b, 99);
-    const Tensor logits = (*model)(batch[0]);
-    loss->init(signature_of(Stack{logits, batch[1], batch[2]}));
-    sum += (*loss)(Stack{logits, batch[1], batch[2]})[0].item();
-  }
-  CHECK(loop.last_value("eval", "WeightedCategoryCrossEntropy") == doctest::Approx(sum / 4).epsilon(1e-6));
+  CHECK(loop.last_value("eval", "WeightedCategoryCrossEntropy") == doctest::Approx(eval_loss_by_hand(*model)).epsilon(1e-6));
 }
 
 TEST_CASE("a separate eval model gets the trained weights and state: BatchNorm's running statistics") {
@@ -145,15 +149,7 @@ TEST_CASE("a separate eval model gets the trained weights and state: BatchNorm's
   }
   // The reported loss is the eval-mode model with those statistics.
   model->set_mode(Mode::eval);
-  auto loss = WeightedCategoryCrossEntropy();
-  double sum = 0;
-  for (int b = 0; b < 4; ++b) {
-    const Stack batch = make_batch(b, 99);
-    const Tensor logits = (*model)(batch[0]);
-    loss->init(signature_of(Stack{logits, batch[1], batch[2]}));
-    sum += (*loss)(Stack{logits, batch[1], batch[2]})[0].item();
-  }
-  CHECK(loop.last_value("eval", "WeightedCategoryCrossEntropy") == doctest::Approx(sum / 4).epsilon(1e-6));
+  CHECK(loop.last_value("eval", "WeightedCategoryCrossEntropy") == doctest::Approx(eval_loss_by_hand(*model)).epsilon(1e-6));
 }
 
 TEST_CASE("with weight averaging, evaluation runs on the averages and training on the weights") {
