@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <type_traits>
 #include <vector>
 
 #include "core/engine/axis_view.hpp"
@@ -24,19 +25,28 @@ constexpr OpDef kLayerNorm{"layer_norm", profile::Family::layer_norm};
 constexpr OpDef kBatchNorm{"batch_norm", profile::Family::layer_norm};
 constexpr OpDef kCrossEntropy{"cross_entropy_with_logits", profile::Family::softmax};
 
-// Calls row(base, stride) for every 1-D line of `v` along its axis.
+// Calls row(base, stride) for every 1-D line of `v` along its axis, the lines shared among the
+// threads when there are enough elements (each line is one thread's, in a fixed order: the same
+// bits on any team). Lines along the last axis (stride 1) go to row with the stride a constant,
+// so its loops read contiguous memory and vectorise.
 template <class F>
 void for_each_line(const AxisView& v, F row) {
-  for (std::int64_t o = 0; o < v.outer; ++o)
-    for (std::int64_t i = 0; i < v.inner; ++i) row(v.at(o, 0, i), v.inner);
+  const std::int64_t lines = v.outer * v.inner;
+  parallel_chunks(lines, lines * v.n >= kParallelElements, [&](std::int64_t l0, std::int64_t l1) {
+    for (std::int64_t l = l0; l < l1; ++l) {
+      const std::int64_t base = v.at(l / v.inner, 0, l % v.inner);
+      if (v.inner == 1) row(base, std::integral_constant<std::int64_t, 1>());
+      else row(base, v.inner);
+    }
+  });
 }
 
 // softmax (log_probs=false) or log-softmax (true) of one line.
 // In float32 the exponentials are the vectorised exp_nonpositive (fast_exp.hpp): with a vocabulary
 // of 8k, std::exp was a visible share of a translation training step (docs/11_performance.md). omp
 // simd lets the reductions be reordered into vector lanes.
-template <class T>
-void softmax_line(const T* x, T* y, std::int64_t n, std::int64_t s, bool log_probs) {
+template <class T, class Stride>
+void softmax_line(const T* x, T* y, std::int64_t n, Stride s, bool log_probs) {
   T m = -std::numeric_limits<T>::infinity();
 #pragma omp simd reduction(max : m)
   for (std::int64_t k = 0; k < n; ++k) m = x[k * s] > m ? x[k * s] : m;
@@ -61,9 +71,7 @@ Tensor softmax_impl(const OpDef& op, const Tensor& x, int axis, bool log_probs) 
     dispatch_float(x.dtype(), [&]<class T>(T) {
       const T* px = x.data<T>();
       T* py = y.data<T>();
-      for_each_line(v, [&](std::int64_t base, std::int64_t s) {
-        softmax_line(px + base, py + base, v.n, s, log_probs);
-      });
+      for_each_line(v, [&](std::int64_t base, auto s) { softmax_line(px + base, py + base, v.n, s, log_probs); });
     });
     const Tensor y_saved = y.detach();
     return record(op, y, {x}, [y_saved, v, log_probs](const Tensor& g) {
@@ -72,7 +80,7 @@ Tensor softmax_impl(const OpDef& op, const Tensor& x, int axis, bool log_probs) 
         const T* py = y_saved.data<T>();
         const T* pg = g.data<T>();
         T* pd = dx.data<T>();
-        for_each_line(v, [&](std::int64_t base, std::int64_t s) {
+        for_each_line(v, [&](std::int64_t base, auto s) {
           double dot = 0;  // softmax: Σ g·y;  log-softmax: Σ g
           for (std::int64_t k = 0; k < v.n; ++k)
             dot += log_probs ? pg[base + k * s] : pg[base + k * s] * py[base + k * s];
