@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
   bench_matmul(reps, 2048, 256, 1024);
   bench_attention(reps);
   bench_fused(reps);
-  for (const auto [n, c_in, c_out, k, stride] : {std::array<std::int64_t, 5>{32, 1, 16, 3, 1}, {32, 16, 16, 3, 1},
+  for (const auto [n, c_in, c_out, k, stride] : {std::array<std::int64_t, 5>{32, 1, 16, 3, 1}, {32, 3, 16, 3, 1}, {32, 16, 16, 3, 1},
                                                 {32, 16, 32, 3, 2}, {32, 16, 32, 1, 2}, {16, 32, 32, 3, 1},
                                                 {16, 32, 64, 3, 2}, {8, 64, 64, 3, 1}})
     bench_conv(std::max(3, reps / 4), n, c_in, c_out, k, stride);

@@ -172,23 +172,24 @@ void fill_row(const Geometry& g, const T* x, std::int64_t b, std::int64_t iy, st
 }
 
 // One tile of an output row: pixels ox0 … ox0 + np − 1, channels co0 … co0 + NB − 1, from the
-// copied input rows of tap rows i0 … i1 − 1 (those inside the image; rows[i] for tap row i).
-template <class T, int P, int NB, int SW>
+// copied input rows of tap rows i0 … i1 − 1 (those inside the image; rows[i] for tap row i), their
+// channels in blocks of Block.
+template <class T, int P, int NB, int SW, int Block>
 CTRAX_FULL_WIDTH_VECTORS void strip_tile(const Geometry& g, const T* const* rows, std::int64_t Wp, std::int64_t i0,
                                          std::int64_t i1, const T* w, const T* bias, T* out, std::int64_t ox0,
                                          int np, std::int64_t co0) {
   T acc[P][NB];
   for (int p = 0; p < P; ++p)
     for (int n = 0; n < NB; ++n) acc[p][n] = bias ? bias[co0 + n] : T(0);
-  const std::int64_t CB = g.C_in / kBlock, block = Wp * kBlock, C_out = g.C_out;
+  const std::int64_t CB = g.C_in / Block, block = Wp * Block, C_out = g.C_out;
   for (std::int64_t i = i0; i < i1; ++i)
     for (std::int64_t j = 0; j < g.kw; ++j) {
-      const T* s = rows[i] + (ox0 * SW + j) * kBlock;
+      const T* s = rows[i] + (ox0 * SW + j) * Block;
       const T* wr = w + (i * g.kw + j) * g.C_in * C_out + co0;
       for (std::int64_t cb = 0; cb < CB; ++cb, s += block)
-        for (int c = 0; c < kBlock; ++c, wr += C_out)
+        for (int c = 0; c < Block; ++c, wr += C_out)
           for (int p = 0; p < P; ++p) {
-            const T a = s[p * SW * kBlock + c];
+            const T a = s[p * SW * Block + c];
 #pragma omp simd
             for (int n = 0; n < NB; ++n) acc[p][n] += a * wr[n];
           }
@@ -212,8 +213,9 @@ constexpr int strip_pixels(bool short_row) {
   return std::max(1, (short_row ? 8 : registers) * lanes / NB);
 }
 
-template <class T, int P, int NB, int SW>
-void strip_rows(const Geometry& g, const T* x, const T* w, const T* bias, T* y) {
+// Every output row through the strip: fill(b, iy, Wp, row) copies input row iy of image b.
+template <class T, int P, int NB, int SW, int Block, class Fill>
+void strip_rows(const Geometry& g, const Fill& fill, const T* w, const T* bias, T* y) {
   const std::int64_t tiles = (g.OW + P - 1) / P, Wp = (tiles * P - 1) * SW + g.kw;
   const std::int64_t rows = g.B * g.OH;
   const std::int64_t work = rows * g.OW * g.C_out * g.kh * g.kw * g.C_in;
@@ -230,7 +232,7 @@ void strip_rows(const Geometry& g, const T* x, const T* w, const T* bias, T* y) 
         const std::int64_t iy = top + i, slot = iy % g.kh;
         T* row = ring.data() + slot * row_size;
         if (held[slot] != b * g.H + iy) {
-          fill_row(g, x, b, iy, Wp, row);
+          fill(b, iy, Wp, row);
           held[slot] = b * g.H + iy;
         }
         tap_rows[i] = row;
@@ -239,7 +241,7 @@ void strip_rows(const Geometry& g, const T* x, const T* w, const T* bias, T* y) 
       for (std::int64_t co = 0; co < g.C_out; co += NB)
         for (std::int64_t t = 0; t < tiles; ++t) {
           const int np = static_cast<int>(std::min<std::int64_t>(P, g.OW - t * P));
-          strip_tile<T, P, NB, SW>(g, tap_rows.data(), Wp, i0, i1, w, bias, out, t * P, np, co);
+          strip_tile<T, P, NB, SW, Block>(g, tap_rows.data(), Wp, i0, i1, w, bias, out, t * P, np, co);
         }
     }
   });
@@ -249,21 +251,55 @@ void strip_rows(const Geometry& g, const T* x, const T* w, const T* bias, T* y) 
 // of the two pixel counts the one that computes a row for less: each tile of P pixels costs them
 // and about two pixels' worth more (its sums' start and store, and with few pixels the kernel's row
 // read per step weighs more), and a tile past the row's end computes pixels it does not store.
-template <class T, int SW>
-void strip_forward(const Geometry& g, const T* x, const T* w, const T* bias, T* y) {
+template <class T, int SW, int Block, class Fill>
+void strip_forward(const Geometry& g, const Fill& fill, const T* w, const T* bias, T* y) {
   const auto smaller_is_cheaper = [&](int full, int half) {
     const auto cost = [&](int p) { return (g.OW + p - 1) / p * (p + 2); };
     return cost(half) < cost(full);
   };
   if (kWide && g.C_out % 32 == 0) {
     constexpr int full = strip_pixels<T, 32>(false), half = strip_pixels<T, 32>(true);
-    if (smaller_is_cheaper(full, half)) strip_rows<T, half, 32, SW>(g, x, w, bias, y);
-    else strip_rows<T, full, 32, SW>(g, x, w, bias, y);
+    if (smaller_is_cheaper(full, half)) strip_rows<T, half, 32, SW, Block>(g, fill, w, bias, y);
+    else strip_rows<T, full, 32, SW, Block>(g, fill, w, bias, y);
   } else {
     constexpr int full = strip_pixels<T, 16>(false), half = strip_pixels<T, 16>(true);
-    if (smaller_is_cheaper(full, half)) strip_rows<T, half, 16, SW>(g, x, w, bias, y);
-    else strip_rows<T, full, 16, SW>(g, x, w, bias, y);
+    if (smaller_is_cheaper(full, half)) strip_rows<T, half, 16, SW, Block>(g, fill, w, bias, y);
+    else strip_rows<T, full, 16, SW, Block>(g, fill, w, bias, y);
   }
+}
+
+// THE STEM: a grey image's first layer has one input channel, and forward_tile spends each tap's
+// pointer set-up on a single multiply-add per pixel. Where a tap row's kw·C_in inputs fit in a
+// block of 4, the strip holds for each output column those inputs side by side, zero-padded:
+// row[ox][j·C_in + c] = x̃[b, iy, ox·sw + j − pl, c]. That is a convolution of kw = 1, stride 1 and
+// C_in = 4 over the strip, with the kernel's rows laid out the same way, (kh, 1, 4, C_out), zero
+// past kw·C_in: the same tile computes it, and the sums run in the same order. (An RGB image's
+// 3 × 3 taps, 9 inputs, padded to a block of 16 ran slower than forward_tile, measured: not taken.)
+constexpr int kPatch = 4;
+
+template <class T, int Block>
+void patch_forward(const Geometry& g, const T* x, const T* w, const T* bias, T* y) {
+  const std::int64_t K = g.kw * g.C_in;
+  std::vector<T> wp(static_cast<std::size_t>(g.kh * Block * g.C_out), T(0));
+  for (std::int64_t i = 0; i < g.kh; ++i) std::copy_n(w + i * K * g.C_out, K * g.C_out, wp.data() + i * Block * g.C_out);
+  Geometry pg = g;
+  pg.C_in = Block;
+  pg.kw = 1;
+  pg.stride_w = 1;
+  pg.pad_left = 0;
+  const auto fill = [&](std::int64_t b, std::int64_t iy, std::int64_t Wp, T* row) {
+    const T* src = x + (b * g.H + iy) * g.W * g.C_in;
+    for (std::int64_t ox = 0; ox < Wp; ++ox) {
+      T* dst = row + ox * Block;
+      for (std::int64_t j = 0; j < g.kw; ++j) {
+        const std::int64_t ix = ox * g.stride_w + j - g.pad_left;
+        const bool inside = ix >= 0 && ix < g.W;
+        for (std::int64_t c = 0; c < g.C_in; ++c) dst[j * g.C_in + c] = inside ? src[ix * g.C_in + c] : T(0);
+      }
+      std::fill(dst + K, dst + Block, T(0));
+    }
+  };
+  strip_forward<T, 1, Block>(pg, fill, wp.data(), bias, y);
 }
 
 }  // namespace
@@ -273,10 +309,12 @@ bool applies(std::int64_t c_out) { return c_out > 0 && c_out % kTile == 0; }
 template <class T>
 void forward(const Geometry& g, const T* x, const T* w, const T* bias, T* y) {
   if (g.C_in % kBlock == 0 && (g.stride_w == 1 || g.stride_w == 2)) {
-    if (g.stride_w == 1) strip_forward<T, 1>(g, x, w, bias, y);
-    else strip_forward<T, 2>(g, x, w, bias, y);
+    const auto fill = [&](std::int64_t b, std::int64_t iy, std::int64_t Wp, T* row) { fill_row(g, x, b, iy, Wp, row); };
+    if (g.stride_w == 1) strip_forward<T, 1, kBlock>(g, fill, w, bias, y);
+    else strip_forward<T, 2, kBlock>(g, fill, w, bias, y);
     return;
   }
+  if (g.kw * g.C_in <= kPatch) return patch_forward<T, kPatch>(g, x, w, bias, y);
   const std::vector<T> zeros(static_cast<std::size_t>(g.C_in), T(0));
   const bool wide = kWide && g.C_out % 32 == 0;
   const std::int64_t rows = g.B * g.OH;
