@@ -98,6 +98,20 @@ CTRAX_FULL_WIDTH_VECTORS void weight_rows(const Geometry& g, const T* x, const T
     for (int n = 0; n < NB; ++n) out[c * g.C_out + n] += acc[c][n];
 }
 
+// sums[c] += Σ_p dy[p, c] over n pixels of C_out channels (a multiple of 16): 16 channels at a time,
+// their sums in registers across the pixels (a sum kept in memory would wait on its own store
+// every pixel).
+template <class T>
+CTRAX_FULL_WIDTH_VECTORS void add_bias_sums(const T* dy, std::int64_t n, std::int64_t C_out, T* sums) {
+  for (std::int64_t co = 0; co < C_out; co += kTile) {
+    T acc[kTile] = {};
+    for (std::int64_t p = 0; p < n; ++p)
+#pragma omp simd
+      for (int c = 0; c < kTile; ++c) acc[c] += dy[p * C_out + co + c];
+    for (int c = 0; c < kTile; ++c) sums[co + c] += acc[c];
+  }
+}
+
 template <class T, int NB>
 void weight_rows_all(const Geometry& g, const T* x, const T* dy, T* dw, std::int64_t r0, std::int64_t r1,
                      std::int64_t co0) {
@@ -353,13 +367,7 @@ void weight_grad(const Geometry& g, const T* x, const T* dy, T* dw, T* db) {
         if (wide) weight_rows_all<T, 32>(g, x, dy, mine, r0, r1, co);
         else weight_rows_all<T, 16>(g, x, dy, mine, r0, r1, co);
       }
-      if (db) {
-        T* bias_sums = mine + n_dw;
-        const std::int64_t C_out = g.C_out;
-        for (const T* d = dy + r0 * g.OW * C_out; d < dy + r1 * g.OW * C_out; d += C_out)
-#pragma omp simd
-          for (std::int64_t c = 0; c < C_out; ++c) bias_sums[c] += d[c];
-      }
+      if (db) add_bias_sums(dy + r0 * g.OW * g.C_out, (r1 - r0) * g.OW, g.C_out, mine + n_dw);
     }
   });
   std::fill_n(dw, n_dw, T(0));
