@@ -126,35 +126,6 @@ void weight_rows_all(const Geometry& g, const T* x, const T* dy, T* dw, std::int
     }
 }
 
-// One tile of the input gradient: input row (b, iy), pixels ix0, ix0 + sw, … (np ≤ P of them, one
-// phase), input channels ci0 … ci0 + NB − 1; wt is (kh, kw, C_out, C_in).
-template <class T, int P, int NB>
-CTRAX_FULL_WIDTH_VECTORS void input_grad_tile(const Geometry& g, const T* dy, const T* wt, T* dx, std::int64_t b,
-                                              std::int64_t iy, std::int64_t ix0, int np, std::int64_t ci0,
-                                              const T* zeros) {
-  T acc[P][NB] = {};
-  const std::int64_t sh = g.stride_h, sw = g.stride_w, C = g.C_out;
-  for (std::int64_t i = 0; i < g.kh; ++i) {
-    const std::int64_t ry = iy + g.pad_top - i;   // = oy·sh for the output row that reads iy through tap i
-    if (ry < 0 || ry % sh != 0 || ry / sh >= g.OH) continue;
-    const std::int64_t oy = ry / sh;
-    for (std::int64_t j = 0; j < g.kw; ++j) {
-      const std::int64_t rx = ix0 + g.pad_left - j;   // = ox·sw for the tile's first pixel
-      if (((rx % sw) + sw) % sw != 0) continue;
-      const std::int64_t ox0 = rx / sw;               // exact: rx is a multiple of sw
-      const T* src[P];
-      for (int p = 0; p < P; ++p) {
-        const std::int64_t ox = ox0 + p;
-        src[p] = p < np && ox >= 0 && ox < g.OW ? dy + ((b * g.OH + oy) * g.OW + ox) * C : zeros;
-      }
-      add_tap<T, P, NB>(acc, src, wt + (i * g.kw + j) * C * g.C_in + ci0, C, g.C_in);
-    }
-  }
-  T* out = dx + ((b * g.H + iy) * g.W) * g.C_in + ci0;
-  for (int p = 0; p < np; ++p)
-    for (int n = 0; n < NB; ++n) out[(ix0 + p * sw) * g.C_in + n] = acc[p][n];
-}
-
 // THE STRIP. forward_tile above finds each pixel's input for each tap on its own (inside the image
 // or the row of zeros): P pointers live through the channel loop, which caps P at 8 and costs a
 // set-up per tap that a 16-channel tap (16 steps of arithmetic) feels. For C_in a multiple of 16
@@ -376,27 +347,103 @@ void weight_grad(const Geometry& g, const T* x, const T* dy, T* dw, T* db) {
     for (std::int64_t k = 0; k < n; ++k) (k < n_dw ? dw[k] : db[k - n_dw]) += partial[static_cast<std::size_t>(p * n + k)];
 }
 
-template <class T>
-void input_grad(const Geometry& g, const T* dy, const T* wt, T* dx) {
-  const std::vector<T> zeros(static_cast<std::size_t>(g.C_out), T(0));
-  const bool wide = kWide && g.C_in % 32 == 0;
-  const std::int64_t rows = g.B * g.H, sw = g.stride_w;
-  const std::int64_t work = rows * g.W * g.C_in * g.kh * g.kw * g.C_out / (g.stride_h * sw);
+// One tile of the input gradient from the strip: np ≤ P pixels of one phase, NB input channels.
+// Tap t reads its pixels at src[t] + p·16 (pixel p's output column, in dy's copied row) and its
+// kernel rows at w[t] (C_out rows of ld floats, NB of them used); pixel p goes to out + p·pixel.
+template <class T, int P, int NB>
+CTRAX_FULL_WIDTH_VECTORS void phase_tile(const T* const* src, const T* const* w, int n_taps, std::int64_t CB,
+                                         std::int64_t block, std::int64_t ld, T* out, std::int64_t pixel, int np) {
+  T acc[P][NB] = {};
+  for (int t = 0; t < n_taps; ++t) {
+    const T* s = src[t];
+    const T* wr = w[t];
+    for (std::int64_t cb = 0; cb < CB; ++cb, s += block)
+      for (int c = 0; c < kBlock; ++c, wr += ld)
+        for (int p = 0; p < P; ++p) {
+          const T a = s[p * kBlock + c];
+#pragma omp simd
+          for (int n = 0; n < NB; ++n) acc[p][n] += a * wr[n];
+        }
+  }
+  for (int p = 0; p < np; ++p)
+    for (int n = 0; n < NB; ++n) out[p * pixel + n] = acc[p][n];
+}
+
+// THE INPUT GRADIENT AT A STRIDE, through a strip of dy's rows (copied as the forward copies its
+// input: blocked by 16 channels, zero columns around, a ring of kh rows). Input row iy takes, for
+// each phase rx (pixels ix = rx + sw·k), the taps i, j whose offsets land on it: output row
+// oy = (iy + pt − i)/sh, and pixel k reads output column (rx + pl − j)/sw + k — consecutive
+// columns of the copied row, at fixed offsets. Each pixel is one thread's sum over its taps in
+// (i, j) order and the output channels in order, as before.
+template <class T, int P, int NB>
+void strip_input_grad(const Geometry& g, const T* dy, const T* wt, T* dx) {
+  const std::int64_t sh = g.stride_h, sw = g.stride_w, CB = g.C_out / kBlock;
+  // dy's row as the strip holds it: column ox + lead, for ox from −lead (a phase's first pixel
+  // under the last tap) to past any tile's last pixel
+  const std::int64_t lead = (g.kw + sw - 1) / sw;
+  const std::int64_t Wd = lead + std::max(g.OW, (g.W + g.pad_left) / sw + 2 * P + 1);
+  const Geometry dy_rows{g.B, g.OH, g.OW, g.C_out, 1, 1, g.C_out, g.OH, g.OW, 0, lead};
+  const std::int64_t rows = g.B * g.H, row_size = g.C_out * Wd, block = Wd * kBlock;
+  const std::int64_t work = rows * g.W * g.C_in * g.kh * g.kw * g.C_out / (sh * sw);
   parallel_chunks(rows, work >= (1 << 18), [&](std::int64_t r0, std::int64_t r1) {
+    std::vector<T> ring(static_cast<std::size_t>(g.kh * row_size));
+    std::vector<std::int64_t> held(static_cast<std::size_t>(g.kh), -1);   // b·OH + oy of each slot
+    // per tap: where its pixels and its kernel rows start (base, wbase), and for the tile at hand (src, w)
+    std::vector<const T*> base(static_cast<std::size_t>(g.kh * g.kw)), wbase(base.size()), src(base.size()), w(base.size());
     for (std::int64_t r = r0; r < r1; ++r) {
       const std::int64_t b = r / g.H, iy = r % g.H;
-      for (std::int64_t ci = 0; ci < g.C_in; ci += wide ? 32 : 16)
-        for (std::int64_t phase = 0; phase < sw && phase < g.W; ++phase) {
-          const std::int64_t n_phase = (g.W - phase + sw - 1) / sw;   // pixels phase, phase + sw, …
-          for (std::int64_t k = 0; k < n_phase; k += kPixels) {
-            const int np = static_cast<int>(std::min<std::int64_t>(kPixels, n_phase - k));
-            const std::int64_t ix0 = phase + k * sw;
-            if (wide) input_grad_tile<T, kPixels, 32>(g, dy, wt, dx, b, iy, ix0, np, ci, zeros.data());
-            else input_grad_tile<T, kPixels, 16>(g, dy, wt, dx, b, iy, ix0, np, ci, zeros.data());
+      for (std::int64_t rx = 0; rx < std::min(sw, g.W); ++rx) {
+        int n_taps = 0;
+        for (std::int64_t i = 0; i < g.kh; ++i) {
+          const std::int64_t ry = iy + g.pad_top - i;   // = oy·sh
+          if (ry < 0 || ry % sh != 0 || ry / sh >= g.OH) continue;
+          const std::int64_t oy = ry / sh, slot = oy % g.kh;
+          T* row = ring.data() + slot * row_size;
+          if (held[slot] != b * g.OH + oy) {
+            fill_row(dy_rows, dy, b, oy, Wd, row);
+            held[slot] = b * g.OH + oy;
+          }
+          for (std::int64_t j = 0; j < g.kw; ++j) {
+            const std::int64_t rc = rx + g.pad_left - j;   // = ox·sw for the phase's first pixel
+            if (((rc % sw) + sw) % sw != 0) continue;
+            base[n_taps] = row + (rc / sw + lead) * kBlock;
+            wbase[n_taps] = wt + (i * g.kw + j) * g.C_out * g.C_in;
+            ++n_taps;
           }
         }
+        const std::int64_t n_phase = (g.W - rx + sw - 1) / sw;   // pixels rx, rx + sw, …
+        T* out = dx + ((b * g.H + iy) * g.W + rx) * g.C_in;
+        for (std::int64_t ci = 0; ci < g.C_in; ci += NB)
+          for (std::int64_t k = 0; k < n_phase; k += P) {
+            for (int t = 0; t < n_taps; ++t) {
+              src[t] = base[t] + k * kBlock;
+              w[t] = wbase[t] + ci;
+            }
+            const int np = static_cast<int>(std::min<std::int64_t>(P, n_phase - k));
+            phase_tile<T, P, NB>(src.data(), w.data(), n_taps, CB, block, g.C_in, out + k * sw * g.C_in + ci,
+                                 sw * g.C_in, np);
+          }
+      }
     }
   });
+}
+
+template <class T>
+void input_grad(const Geometry& g, const T* dy, const T* wt, T* dx) {
+  const std::int64_t n_phase = (g.W + g.stride_w - 1) / g.stride_w;   // a phase's pixels (at most)
+  const auto short_is_cheaper = [&](int full, int half) {
+    const auto cost = [&](int p) { return (n_phase + p - 1) / p * (p + 2); };
+    return cost(half) < cost(full);
+  };
+  if (kWide && g.C_in % 32 == 0) {
+    constexpr int full = strip_pixels<T, 32>(false), half = strip_pixels<T, 32>(true);
+    if (short_is_cheaper(full, half)) strip_input_grad<T, half, 32>(g, dy, wt, dx);
+    else strip_input_grad<T, full, 32>(g, dy, wt, dx);
+  } else {
+    constexpr int full = strip_pixels<T, 16>(false), half = strip_pixels<T, 16>(true);
+    if (short_is_cheaper(full, half)) strip_input_grad<T, half, 16>(g, dy, wt, dx);
+    else strip_input_grad<T, full, 16>(g, dy, wt, dx);
+  }
 }
 
 template void forward<float>(const Geometry&, const float*, const float*, const float*, float*);

@@ -19,7 +19,9 @@
 //                of s away: dx[b, iy, ix, ci] = Σ dy[b, oy, ox, co] · w[i, j, ci, co] over
 //                oy·sh + i − pt = iy, ox·sw + j − pl = ix. Pixels ix, ix + sw, ix + 2sw, … share
 //                their taps (their "phase"), so a tile of P of them × NB input channels is summed
-//                in registers over those taps and the output channels — no zeros inserted.
+//                in registers over those taps and the output channels — no zeros inserted. dy's
+//                rows are read from a strip as the forward pass reads x: a phase's consecutive
+//                pixels read consecutive output columns, at fixed offsets.
 //   weight grad  dw[i, j, ci, co] = Σ_{b, oy, ox} x̃[b, oy·sh + i − pt, ox·sw + j − pl, ci] · dy[b, oy, ox, co]
 //                CB input × NB output channels in registers, summed over a block of rows of pixels
 //                (kept in cache while every tap sweeps it); rows cut into parts fixed by the size,
