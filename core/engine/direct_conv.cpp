@@ -373,8 +373,8 @@ CTRAX_FULL_WIDTH_VECTORS void phase_tile(const T* const* src, const T* const* w,
 // input: blocked by 16 channels, zero columns around, a ring of kh rows). Input row iy takes, for
 // each phase rx (pixels ix = rx + sw·k), the taps i, j whose offsets land on it: output row
 // oy = (iy + pt − i)/sh, and pixel k reads output column (rx + pl − j)/sw + k — consecutive
-// columns of the copied row, at fixed offsets. Each pixel is one thread's sum over its taps in
-// (i, j) order and the output channels in order, as before.
+// columns of the copied row, at fixed offsets. Each pixel is one thread's sum, over its taps in
+// (i, j) order and over the output channels in order.
 template <class T, int P, int NB>
 void strip_input_grad(const Geometry& g, const T* dy, const T* wt, T* dx) {
   const std::int64_t sh = g.stride_h, sw = g.stride_w, CB = g.C_out / kBlock;
