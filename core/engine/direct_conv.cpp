@@ -156,32 +156,31 @@ void fill_row(const Geometry& g, const T* x, std::int64_t b, std::int64_t iy, st
   }
 }
 
-// One tile of an output row: pixels ox0 … ox0 + np − 1, channels co0 … co0 + NB − 1, from the
-// copied input rows of tap rows i0 … i1 − 1 (those inside the image; rows[i] for tap row i), their
-// channels in blocks of Block.
-template <class T, int P, int NB, int SW, int Block>
-CTRAX_FULL_WIDTH_VECTORS void strip_tile(const Geometry& g, const T* const* rows, std::int64_t Wp, std::int64_t i0,
-                                         std::int64_t i1, const T* w, const T* bias, T* out, std::int64_t ox0,
-                                         int np, std::int64_t co0) {
+// One tile of the strip, for the forward pass and the strided input gradient alike: P pixels × NB
+// output channels in registers, started from bias (or zero). Tap t reads pixel p's channels at
+// src[t] + p·Step (blocks of Block channels, `block` floats apart) and its kernel rows at w[t] (one
+// row of ld floats per channel, NB of them used); pixel p of the np < P stored goes to
+// out + p·pixel. The sums run over the taps in order, then the channels in order.
+template <class T, int P, int NB, int Step, int Block>
+CTRAX_FULL_WIDTH_VECTORS void strip_tile(const T* const* src, const T* const* w, int n_taps, std::int64_t CB,
+                                         std::int64_t block, std::int64_t ld, const T* bias, T* out,
+                                         std::int64_t pixel, int np) {
   T acc[P][NB];
   for (int p = 0; p < P; ++p)
-    for (int n = 0; n < NB; ++n) acc[p][n] = bias ? bias[co0 + n] : T(0);
-  const std::int64_t CB = g.C_in / Block, block = Wp * Block, C_out = g.C_out;
-  for (std::int64_t i = i0; i < i1; ++i)
-    for (std::int64_t j = 0; j < g.kw; ++j) {
-      const T* s = rows[i] + (ox0 * SW + j) * Block;
-      const T* wr = w + (i * g.kw + j) * g.C_in * C_out + co0;
-      for (std::int64_t cb = 0; cb < CB; ++cb, s += block)
-        for (int c = 0; c < Block; ++c, wr += C_out)
-          for (int p = 0; p < P; ++p) {
-            const T a = s[p * SW * Block + c];
+    for (int n = 0; n < NB; ++n) acc[p][n] = bias ? bias[n] : T(0);
+  for (int t = 0; t < n_taps; ++t) {
+    const T* s = src[t];
+    const T* wr = w[t];
+    for (std::int64_t cb = 0; cb < CB; ++cb, s += block)
+      for (int c = 0; c < Block; ++c, wr += ld)
+        for (int p = 0; p < P; ++p) {
+          const T a = s[p * Step + c];
 #pragma omp simd
-            for (int n = 0; n < NB; ++n) acc[p][n] += a * wr[n];
-          }
-    }
-  T* o = out + ox0 * C_out + co0;
+          for (int n = 0; n < NB; ++n) acc[p][n] += a * wr[n];
+        }
+  }
   for (int p = 0; p < np; ++p)
-    for (int n = 0; n < NB; ++n) o[p * C_out + n] = acc[p][n];
+    for (int n = 0; n < NB; ++n) out[p * pixel + n] = acc[p][n];
 }
 
 // Pixels per strip tile for NB output channels: as many as the accumulator registers hold
@@ -208,11 +207,15 @@ void strip_rows(const Geometry& g, const Fill& fill, const T* w, const T* bias, 
     const std::int64_t row_size = g.C_in * Wp;
     std::vector<T> ring(static_cast<std::size_t>(g.kh * row_size));
     std::vector<std::int64_t> held(static_cast<std::size_t>(g.kh), -1);   // b·H + iy of each slot
-    std::vector<const T*> tap_rows(static_cast<std::size_t>(g.kh));
+    // per tap (i, j) inside the image: where its pixels and its kernel rows start (base, wbase),
+    // and for the tile at hand (src, w)
+    const auto taps = static_cast<std::size_t>(g.kh * g.kw);
+    std::vector<const T*> base(taps), wbase(taps), src(taps), wt(taps);
     for (std::int64_t r = r0; r < r1; ++r) {
       const std::int64_t b = r / g.OH, oy = r % g.OH;
       const std::int64_t top = oy * g.stride_h - g.pad_top;   // the input row of tap row 0
       const std::int64_t i0 = std::max<std::int64_t>(0, -top), i1 = std::min(g.kh, g.H - top);
+      int n_taps = 0;
       for (std::int64_t i = i0; i < i1; ++i) {
         const std::int64_t iy = top + i, slot = iy % g.kh;
         T* row = ring.data() + slot * row_size;
@@ -220,13 +223,21 @@ void strip_rows(const Geometry& g, const Fill& fill, const T* w, const T* bias, 
           fill(b, iy, Wp, row);
           held[slot] = b * g.H + iy;
         }
-        tap_rows[i] = row;
+        for (std::int64_t j = 0; j < g.kw; ++j, ++n_taps) {
+          base[n_taps] = row + j * Block;
+          wbase[n_taps] = w + (i * g.kw + j) * g.C_in * g.C_out;
+        }
       }
       T* out = y + r * g.OW * g.C_out;
       for (std::int64_t co = 0; co < g.C_out; co += NB)
         for (std::int64_t t = 0; t < tiles; ++t) {
+          for (int k = 0; k < n_taps; ++k) {
+            src[k] = base[k] + t * P * SW * Block;
+            wt[k] = wbase[k] + co;
+          }
           const int np = static_cast<int>(std::min<std::int64_t>(P, g.OW - t * P));
-          strip_tile<T, P, NB, SW, Block>(g, tap_rows.data(), Wp, i0, i1, w, bias, out, t * P, np, co);
+          strip_tile<T, P, NB, SW * Block, Block>(src.data(), wt.data(), n_taps, g.C_in / Block, Wp * Block, g.C_out,
+                                                  bias ? bias + co : nullptr, out + t * P * g.C_out + co, g.C_out, np);
         }
     }
   });
@@ -347,28 +358,6 @@ void weight_grad(const Geometry& g, const T* x, const T* dy, T* dw, T* db) {
     for (std::int64_t k = 0; k < n; ++k) (k < n_dw ? dw[k] : db[k - n_dw]) += partial[static_cast<std::size_t>(p * n + k)];
 }
 
-// One tile of the input gradient from the strip: np ≤ P pixels of one phase, NB input channels.
-// Tap t reads its pixels at src[t] + p·16 (pixel p's output column, in dy's copied row) and its
-// kernel rows at w[t] (C_out rows of ld floats, NB of them used); pixel p goes to out + p·pixel.
-template <class T, int P, int NB>
-CTRAX_FULL_WIDTH_VECTORS void phase_tile(const T* const* src, const T* const* w, int n_taps, std::int64_t CB,
-                                         std::int64_t block, std::int64_t ld, T* out, std::int64_t pixel, int np) {
-  T acc[P][NB] = {};
-  for (int t = 0; t < n_taps; ++t) {
-    const T* s = src[t];
-    const T* wr = w[t];
-    for (std::int64_t cb = 0; cb < CB; ++cb, s += block)
-      for (int c = 0; c < kBlock; ++c, wr += ld)
-        for (int p = 0; p < P; ++p) {
-          const T a = s[p * kBlock + c];
-#pragma omp simd
-          for (int n = 0; n < NB; ++n) acc[p][n] += a * wr[n];
-        }
-  }
-  for (int p = 0; p < np; ++p)
-    for (int n = 0; n < NB; ++n) out[p * pixel + n] = acc[p][n];
-}
-
 // THE INPUT GRADIENT AT A STRIDE, through a strip of dy's rows (copied as the forward copies its
 // input: blocked by 16 channels, zero columns around, a ring of kh rows). Input row iy takes, for
 // each phase rx (pixels ix = rx + sw·k), the taps i, j whose offsets land on it: output row
@@ -420,8 +409,8 @@ void strip_input_grad(const Geometry& g, const T* dy, const T* wt, T* dx) {
               w[t] = wbase[t] + ci;
             }
             const int np = static_cast<int>(std::min<std::int64_t>(P, n_phase - k));
-            phase_tile<T, P, NB>(src.data(), w.data(), n_taps, CB, block, g.C_in, out + k * sw * g.C_in + ci,
-                                 sw * g.C_in, np);
+            strip_tile<T, P, NB, kBlock, kBlock>(src.data(), w.data(), n_taps, CB, block, g.C_in, nullptr,
+                                                 out + k * sw * g.C_in + ci, sw * g.C_in, np);
           }
       }
     }
