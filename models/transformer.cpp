@@ -185,4 +185,29 @@ LayerPtr Transformer(std::int64_t input_vocab_size, std::optional<std::int64_t> 
       Dense(out_vocab));                // logits tok_d
 }
 
+std::vector<train::WeightMap> MaskedLMBodyInTransformer(std::int64_t vocab_size, const TransformerConfig& c) {
+  if (c.n_encoder_layers != c.n_layers)
+    throw std::invalid_argument(fmt::format("MaskedLMBodyInTransformer: the masked LM has n_layers = {} blocks, the "
+                                            "Transformer's encoder n_encoder_layers = {}; give both the same",
+                                            c.n_layers, c.n_encoder_layers));
+  TransformerConfig train_config = c;   // the same names in every mode
+  train_config.mode = Mode::train;
+  const LayerPtr mlm = MaskedLM(vocab_size, train_config), transformer = Transformer(vocab_size, std::nullopt, train_config);
+  const ShapeDtype tokens{{1, 8}, DType::int32};
+  mlm->init(Signature{tokens, ShapeDtype{{1, 1}, DType::int32}}, Rng(0));
+  transformer->init(Signature{tokens, tokens}, Rng(0));
+  auto body = mlm->named_weights();
+  body.resize(body.size() - 2);   // the guess's Dense(vocab): w, b
+  const auto encoder = transformer->named_weights();   // the encoder's come first, in the same order
+  std::vector<train::WeightMap> maps;
+  for (std::size_t i = 0; i < body.size(); ++i) {
+    if (i >= encoder.size() || body[i].second.shape() != encoder[i].second.shape())
+      throw std::logic_error(fmt::format("MaskedLMBodyInTransformer: the masked LM's {} has no counterpart of its shape in "
+                                         "the Transformer ({})", body[i].first,
+                                         i < encoder.size() ? encoder[i].first : "none left"));
+    maps.push_back({.from = body[i].first, .to = encoder[i].first});
+  }
+  return maps;
+}
+
 }  // namespace ctrax::models

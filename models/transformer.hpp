@@ -57,6 +57,7 @@
 #include <vector>
 
 #include "core/layer/layer_arg.hpp"
+#include "core/train/checkpoint.hpp"
 
 namespace ctrax::models {
 
@@ -125,5 +126,12 @@ LayerPtr TransformerLM(std::int64_t vocab_size, const TransformerConfig& c = {})
 LayerPtr Transformer(std::int64_t input_vocab_size,
                      std::optional<std::int64_t> output_vocab_size = std::nullopt,
                      const TransformerConfig& c = {});
+
+// A MaskedLM's body as a Transformer's encoder (fine-tuning a chatbot or translator from a
+// `pretrain` run of the same config and vocabulary): one WeightMap per weight, the masked LM's
+// name → the encoder's, for train::load_matching_weights. The encoder holds the body's layers
+// (embedding — shared with the decoder's input side — positions, blocks, final norm) at other
+// indices, so the names are paired in tree order, shape by shape; builds and initialises both.
+std::vector<train::WeightMap> MaskedLMBodyInTransformer(std::int64_t vocab_size, const TransformerConfig& c);
 
 }  // namespace ctrax::models

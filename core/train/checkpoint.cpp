@@ -1,7 +1,9 @@
 #include "core/train/checkpoint.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <climits>
@@ -210,7 +212,7 @@ std::string LoadReport::describe() const {
   return s;
 }
 
-LoadReport load_matching_weights(const std::string& path, Layer& model, const WeightMap& map) {
+LoadReport load_matching_weights(const std::string& path, Layer& model, const std::vector<WeightMap>& maps) {
   const SafetensorsFile file = read_safetensors(path);
   info_from(path, file.metadata);   // a ctrax checkpoint, or a clear error
   if (!model.initialized())
@@ -232,7 +234,8 @@ LoadReport load_matching_weights(const std::string& path, Layer& model, const We
   std::set<std::string> used;
   std::vector<std::string> misshaped;
   for (const auto& [name, t] : model.named_weights()) {
-    const auto it = name.rfind(map.to, 0) == 0 ? weights.find(map.from + name.substr(map.to.size())) : weights.end();
+    const auto map = std::find_if(maps.begin(), maps.end(), [&](const WeightMap& m) { return name.starts_with(m.to); });
+    const auto it = map != maps.end() ? weights.find(map->from + name.substr(map->to.size())) : weights.end();
     if (it == weights.end()) {
       report.initialised.push_back(name);
       continue;
@@ -254,9 +257,11 @@ LoadReport load_matching_weights(const std::string& path, Layer& model, const We
     std::vector<std::string> model_names, file_names;
     for (const auto& [name, t] : model.named_weights()) model_names.push_back(name);
     for (const auto& [name, t] : weights) file_names.push_back(name);
-    throw std::runtime_error(fmt::format("{}: no weight of {} matches one of the file's (mapping \"{}\" in the file to "
-                                         "\"{}\" in the model)\n  the model's:{}\n  the file's:{}",
-                                         path, model.display_name(), map.from, map.to, list(model_names), list(file_names)));
+    std::vector<std::string> mapping;
+    for (const auto& m : maps) mapping.push_back(fmt::format("\"{}\" in the file to \"{}\" in the model", m.from, m.to));
+    throw std::runtime_error(fmt::format("{}: no weight of {} matches one of the file's (mapping {})\n  the model's:{}\n  "
+                                         "the file's:{}", path, model.display_name(), fmt::join(mapping, "; "),
+                                         list(model_names), list(file_names)));
   }
   for (auto& [target, value] : copies) target.copy_from(value);
   return report;

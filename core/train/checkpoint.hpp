@@ -69,9 +69,11 @@ CheckpointInfo read_checkpoint_info(const std::string& path);
 // — load_weights when weights_only, else load_checkpoint without optimizers (weights and state).
 // Fine-tuning needs more: the body of one model (a masked-LM encoder's embedding and blocks) in
 // another (a classifier with a new head). load_matching_weights maps names: a model weight whose
-// path starts with `to` takes the file's weight named `from` + the rest of the path —
+// path starts with a map's `to` takes the file's weight named `from` + the rest of the path —
 //     from "MaskedLM/", to "TransformerEncoder/":  "TransformerEncoder/Embedding_8000_256[1]/w"
 //                                            reads "MaskedLM/Embedding_8000_256[1]/w"
+// With several maps a weight takes the first whose `to` starts its name (a body that sits at
+// other indices in the other tree maps weight by weight: models::MaskedLMBodyInTransformer).
 // A name found in both must have the same shape and dtype, or nothing is loaded and the error
 // names the weight, both shapes and the file; a model weight the file lacks keeps its
 // initialisation; a file weight no model weight asks for goes unused. The report lists all three
@@ -87,6 +89,6 @@ struct LoadReport {
   std::string describe() const;   // three counted lists, for a program to print
 };
 CheckpointInfo init_from_file(const std::string& path, Layer& model, bool weights_only = false);
-LoadReport load_matching_weights(const std::string& path, Layer& model, const WeightMap& map = {});
+LoadReport load_matching_weights(const std::string& path, Layer& model, const std::vector<WeightMap>& maps = {WeightMap{}});
 
 }  // namespace ctrax::train

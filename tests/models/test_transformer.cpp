@@ -2,8 +2,10 @@
 
 #include <algorithm>
 
+#include "core/train/checkpoint.hpp"
 #include "layers/layers.hpp"
 #include "models/transformer.hpp"
+#include "tests/core/train/temp_dir.hpp"
 #include "tests/helpers.hpp"
 
 using namespace ctrax;
@@ -347,4 +349,46 @@ TEST_CASE("TransformerDecoder embeds tokens, or projects float features, to (B, 
   auto dense = TransformerDecoder(std::nullopt, tiny());
   CHECK(dense->init(ShapeDtype{{2, 5, 3}})[0].shape == Shape{2, 5, 8});
   CHECK(dense->sublayers()[0]->name() == "Dense_8");
+}
+
+TEST_CASE("MaskedLMBodyInTransformer: a masked LM's body becomes the Transformer's encoder, pre- and post-norm") {
+  for (const Norm norm : {Norm::pre, Norm::post}) {
+    CAPTURE(static_cast<int>(norm));
+    TempDir dir;
+    TransformerConfig c = tiny(Mode::train, 0.0);
+    c.n_encoder_layers = c.n_layers;
+    c.norm = norm;
+    c.scale_embeddings = norm == Norm::post;
+    auto mlm = MaskedLM(11, c);
+    mlm->init(Signature{ShapeDtype{{2, 6}, DType::int32}, ShapeDtype{{2, 1}, DType::int32}}, Rng(1));
+    train::save_checkpoint(dir / "mlm.safetensors", *mlm, {}, {});
+    auto transformer = Transformer(11, std::nullopt, c);
+    transformer->init(Signature{ShapeDtype{{2, 6}, DType::int32}, ShapeDtype{{2, 4}, DType::int32}}, Rng(2));
+    const auto before = transformer->named_weights();
+    const train::LoadReport report =
+        train::load_matching_weights(dir / "mlm.safetensors", *transformer, MaskedLMBodyInTransformer(11, c));
+    const std::size_t n_body = mlm->named_weights().size() - 2;
+    CHECK(report.loaded.size() == n_body);
+    CHECK(report.unused.size() == 2);   // the masked LM's guess, Dense(11)
+    CHECK(report.initialised.size() == before.size() - n_body);   // the decoder and the output layer
+    for (const auto& name : report.initialised) {   // untouched
+      const auto was = std::find_if(before.begin(), before.end(), [&](const auto& w) { return w.first == name; });
+      const auto now = transformer->named_weights();
+      const auto is = std::find_if(now.begin(), now.end(), [&](const auto& w) { return w.first == name; });
+      CHECK(was->second.to_doubles() == is->second.to_doubles());
+    }
+    // The encoder now computes what the masked LM's body computes: a model of the body alone
+    // (the same names as in the masked LM) against the Transformer's encoder on (tokens, mask).
+    auto body = layers::Serial(EncoderBody(11, c));
+    body->init(ShapeDtype{{2, 6}, DType::int32}, Rng(3));
+    CHECK(train::load_matching_weights(dir / "mlm.safetensors", *body).unused.size() == 2);
+    const Tensor x = tokens({3, 4, 5, 6, 0, 0, 7, 8, 9, 10, 2, 0}, 2, 6);
+    const LayerPtr encoder = transformer->sublayers()[2];
+    const Stack masked = init_and_run(layers::Branch(nullptr, layers::PaddingMask()), Stack{x});
+    expect_close((*encoder)(masked)[0], (*body)(x), 1e-6);
+  }
+  TransformerConfig uneven = tiny();   // 2 layers, an encoder of 2: fine; 1 is not
+  uneven.n_encoder_layers = 1;
+  CHECK_THROWS_WITH_AS(MaskedLMBodyInTransformer(11, uneven), doctest::Contains("give both the same"),
+                       std::invalid_argument);
 }

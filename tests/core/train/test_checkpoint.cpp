@@ -232,7 +232,7 @@ TEST_CASE("load_matching_weights: a pretrained body into a model with a new head
   auto classifier = make_serial({Dense(3), Relu(), Dense(2)}, "Classifier");
   classifier->init(ShapeDtype{{4, 5}}, Rng(2));
   const Tensor head_before = classifier->all_weights()[2].clone();
-  const LoadReport report = load_matching_weights(dir / "pre.safetensors", *classifier, {.from = "Pretrain/", .to = "Classifier/"});
+  const LoadReport report = load_matching_weights(dir / "pre.safetensors", *classifier, {{.from = "Pretrain/", .to = "Classifier/"}});
   CHECK(report.loaded == std::vector<std::string>{"Classifier/Dense_3[0]/w", "Classifier/Dense_3[0]/b"});
   CHECK(report.initialised == std::vector<std::string>{"Classifier/Dense_2[2]/w", "Classifier/Dense_2[2]/b"});
   CHECK(report.unused == std::vector<std::string>{"Pretrain/Dense_7[2]/b", "Pretrain/Dense_7[2]/w"});
