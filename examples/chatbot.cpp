@@ -14,6 +14,11 @@
 // d_ff 512, dropout 0.1, questions and answers cut to 40 tokens, Adam with the Noam schedule
 // (warm-up 4,000 steps). Every model flag can change it (--norm pre, --positions rotary, ...).
 //
+// FINE-TUNING (--init-from RUN): the encoder, the embedding it shares with the decoder, the sizes
+// and the vocabulary come from a `pretrain` run made with the chatbot's settings (--norm post
+// --scale-embeddings --max-len 40 and the sizes above); the decoder and the output layer start
+// fresh (docs/10_real_data.md, "Pretraining and fine-tuning").
+//
 // ANSWERING (`ask`, `chat`) runs the predict-mode model, greedily or with beam search. `chat`
 // reads questions from stdin, one per line, and writes one answer per line (flushed), so it
 // works in a pipe; on a terminal it shows a prompt.
@@ -55,18 +60,23 @@ std::pair<std::vector<data::TextPair>, std::vector<data::TextPair>> split_pairs(
 }
 
 int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, examples::TrainFlags t,
-                  std::int64_t vocab_size, double held_out) {
+                  std::int64_t vocab_size, double held_out, const std::string& init_from) {
   const bool resumed = examples::open_run(t);
+  // Fine-tuning: the encoder (sizes, vocabulary, weights) from a masked LM, the decoder fresh.
+  const std::optional<examples::Pretrained> pretrained = examples::settle_pretrained(init_from, resumed, m, t);
   const auto [train_pairs, val_pairs] = split_pairs(t.data, held_out, t.seed);
-  const auto tok = examples::joint_vocabulary(train_pairs, t, vocab_size, resumed);
+  // Fine-tuning: the pretrained run's vocabulary, copied into OUT by settle_pretrained.
+  const auto tok = pretrained && !resumed ? data::SentencePieceTokenizer::load(train::vocabulary_file(t.out))
+                                          : examples::joint_vocabulary(train_pairs, t, vocab_size, resumed);
   fmt::print("{}: {} training pairs, {} held out, vocabulary {}\n", t.data, train_pairs.size(), val_pairs.size(),
              tok->vocab_size());
   examples::train_seq2seq(std::move(lock), m, t, *tok, train_pairs, val_pairs,
-                          fmt::format(R"({{"vocab_size": {}, "held_out": {}}})", tok->vocab_size(), held_out),
+                          fmt::format(R"({{"vocab_size": {}, "held_out": {}{}}})", tok->vocab_size(), held_out,
+                                      pretrained ? pretrained->record : ""),
                           // Held-out loss is lowest halfway and then rises (the pairs are learned by
                           // heart) while token accuracy keeps rising, and the later model answers
                           // better (docs/10_real_data.md); so the best is by accuracy.
-                          train::KeepBest{.metric = "accuracy"});
+                          train::KeepBest{.metric = "accuracy"}, pretrained ? pretrained->weights : "");
   return 0;
 }
 
@@ -135,6 +145,10 @@ int main(int argc, char** argv) {
       ->check(examples::number_in(8, 1e6));
   train->add_option("--held-out", held_out, "share of the pairs held out for evaluation")->capture_default_str()
       ->check(examples::number_in(0, 0.5, true));
+  std::string init_from;
+  auto* init_flag = train->add_option("--init-from", init_from,
+                                      "fine-tune: the encoder (sizes, vocabulary, weights) from this `pretrain` run "
+                                      "(its --norm, --scale-embeddings and sizes), a new decoder");
 
   std::string out = "runs/chatbot";
   int threads = 0;
@@ -158,8 +172,9 @@ int main(int argc, char** argv) {
   return examples::run_main("chatbot", [&] {
     if (*train) {
       t.task = "chatbot";
+      if (init_flag->count() > 0) examples::refuse_body_flags(*train, m, init_from);
       auto lock = examples::settle_run(*train, t);
-      return train_command(std::move(lock), m, t, vocab_size, held_out);
+      return train_command(std::move(lock), m, t, vocab_size, held_out, init_from);
     }
     if (*ask) return ask_command(out, threads, n_beams, length_penalty, questions);
     return chat_command(out, threads, n_beams, length_penalty);

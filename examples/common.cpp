@@ -229,4 +229,40 @@ int run_main(const char* program, const std::function<int()>& body) {
   }
 }
 
+void refuse_body_flags(const CLI::App& cmd, const ModelFlags& m, const std::string& init_from) {
+  if (m.model != "transformer")
+    throw std::invalid_argument(fmt::format("--init-from: a pretrained Transformer encoder fine-tunes a --model "
+                                            "transformer, not {}", m.model));
+  for (const char* flag : {"--d-model", "--d-ff", "--n-layers", "--n-heads", "--max-len", "--positions", "--norm",
+                           "--scale-embeddings", "--vocab-size"})
+    if (cmd.count(flag) > 0)
+      throw std::invalid_argument(fmt::format("{}: with --init-from the body's settings and vocabulary are the "
+                                              "pretrained run's ({}); give {} only without --init-from", flag,
+                                              init_from, flag));
+}
+
+std::optional<Pretrained> settle_pretrained(const std::string& init_from, bool resumed, ModelFlags& m,
+                                            const TrainFlags& t) {
+  if (init_from.empty()) return std::nullopt;
+  const auto record = [](const std::string& file, std::int64_t crc32) {
+    return fmt::format(R"(, "init_from": {}, "init_from_crc32": {})", json(file).dump(), crc32);
+  };
+  const std::string model = m.model;
+  const double dropout = m.arch.dropout;
+  if (resumed) {   // a resume keeps the record of where the body came from
+    const train::StoredConfig own = train::StoredConfig::of_run(t.out);
+    m = model_flags_from(own);
+    return Pretrained{"", own.has("init_from") ? record(own.string("init_from"), own.integer("init_from_crc32")) : ""};
+  }
+  const train::StoredConfig pre = train::StoredConfig::of_run(init_from);
+  const std::string weights = train::weights_to_use(pre, "pretrain");   // checks its program and vocabulary
+  m = model_flags_from(pre);
+  m.model = model;
+  m.arch.dropout = dropout;
+  if (t.comm->rank() == 0)   // its vocabulary is this run's: the body's embeddings are indexed by its ids
+    io::write_atomically(train::vocabulary_file(t.out), data::read_file(train::vocabulary_file(init_from)));
+  t.comm->barrier();
+  return Pretrained{weights, record(weights, data::fingerprint(weights).at(0).crc32)};
+}
+
 }  // namespace ctrax::examples

@@ -154,6 +154,20 @@ std::string config_json(const ModelFlags& m, const TrainFlags& t, const std::str
 // outside the flags' ranges is an error naming the file and the key.
 ModelFlags model_flags_from(const train::StoredConfig& c);
 
+// FINE-TUNING FROM A `pretrain` RUN (--init-from RUN; sentiment, chatbot). The body's settings
+// and vocabulary are RUN's: refuse_body_flags says so to a command line that gives them too.
+// settle_pretrained takes RUN's settings into `m` (keeping this run's --dropout), copies RUN's
+// vocabulary into OUT and names the checkpoint to load; a resume reads its settings from OUT and
+// loads nothing (the weights are in its own checkpoint). `record` goes into config_json's extra:
+// which checkpoint the body came from and its CRC-32, kept through resumes.
+struct Pretrained {
+  std::string weights;   // RUN's checkpoint to load; empty on a resume
+  std::string record;    // `, "init_from": "<file>", "init_from_crc32": <n>` (or empty)
+};
+void refuse_body_flags(const CLI::App& cmd, const ModelFlags& m, const std::string& init_from);
+std::optional<Pretrained> settle_pretrained(const std::string& init_from, bool resumed, ModelFlags& m,
+                                            const TrainFlags& t);
+
 // The order of an epoch's training examples: a permutation of 0 … n − 1 drawn from the run's seed
 // and the epoch, once per epoch (a batch function is called every step; drawing n numbers there
 // would cost more than the batch). Shared by the copies of the batch function that hold it.

@@ -33,13 +33,10 @@
 
 #include <filesystem>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 
-#include "core/data/fingerprint.hpp"
 #include "core/data/sentencepiece.hpp"
 #include "core/data/text_files.hpp"
-#include "core/io/atomic_file.hpp"
 #include "core/train/adam.hpp"
 #include "core/train/checkpoint.hpp"
 #include "examples/common.hpp"
@@ -49,36 +46,12 @@ namespace ctrax::examples::sentiment {
 
 namespace {
 
-// FINE-TUNING (--init-from RUN, a `pretrain` run): the classifier's body — its sizes, vocabulary,
-// --max-len (the position table is one of its weights) and weights — comes from RUN; its head
-// starts fresh; --dropout stays this run's.
-// A resume reads the body's sizes from this run's own checkpoint (RUN may be gone by then).
-struct Pretrained {
-  std::string weights;   // the checkpoint of RUN whose weights are loaded (empty on a resume)
-};
-
-std::optional<Pretrained> settle_pretrained(const std::string& init_from, bool resumed, examples::ModelFlags& m,
-                                            const examples::TrainFlags& t) {
-  if (init_from.empty()) return std::nullopt;
-  const double dropout = m.arch.dropout;
-  if (resumed) {
-    m = examples::model_flags_from(train::StoredConfig::of_run(t.out));
-    return Pretrained{""};
-  }
-  const train::StoredConfig pre = train::StoredConfig::of_run(init_from);
-  const std::string weights = train::weights_to_use(pre, "pretrain");   // checks its program and vocabulary
-  m = examples::model_flags_from(pre);
-  m.arch.dropout = dropout;
-  if (t.comm->rank() == 0)   // its vocabulary is this run's: the body's embeddings are indexed by its ids
-    io::write_atomically(train::vocabulary_file(t.out), data::read_file(train::vocabulary_file(init_from)));
-  t.comm->barrier();
-  return Pretrained{weights};
-}
-
 int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, examples::TrainFlags t, std::int64_t vocab_size,
                   std::int64_t head, std::int64_t limit, const std::string& init_from) {
   const bool resumed = examples::open_run(t);
-  const std::optional<Pretrained> pretrained = settle_pretrained(init_from, resumed, m, t);
+  // Fine-tuning: the body (sizes, vocabulary, --max-len: the position table is one of its weights)
+  // from RUN, a fresh head.
+  const std::optional<examples::Pretrained> pretrained = examples::settle_pretrained(init_from, resumed, m, t);
   if (head < 0) head = m.arch.max_len / 4;
   if (head > m.arch.max_len)
     throw std::invalid_argument(fmt::format("--head {} exceeds --max-len {}", head, m.arch.max_len));
@@ -120,18 +93,10 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
              100 * data::padding_share(train_stream, probe),
              100 * data::padding_share(data::classification_stream(train.tokens, train.labels, unbucketed, pad), probe));
   auto model = m.classifier(tok->vocab_size(), n_classes, Mode::train);
-  std::string init_json = "";
   if (pretrained && !resumed) {   // the body's weights now; the Loop's initialisation keeps them
     model->init(ShapeDtype{{t.batch_size, m.arch.max_len}, DType::int32}, Rng(t.seed).fold_in(7));
     const train::LoadReport report = train::load_matching_weights(pretrained->weights, *model);
     fmt::print("from {}: {}\n", pretrained->weights, report.describe());
-    init_json = fmt::format(R"(, "init_from": {}, "init_from_crc32": {})", nlohmann::json(pretrained->weights).dump(),
-                            data::fingerprint(pretrained->weights).at(0).crc32);
-  } else if (pretrained) {   // a resume keeps the record of where the body came from
-    const train::StoredConfig own = train::StoredConfig::of_run(t.out);
-    if (own.has("init_from"))
-      init_json = fmt::format(R"(, "init_from": {}, "init_from_crc32": {})", nlohmann::json(own.string("init_from")).dump(),
-                              own.integer("init_from_crc32"));
   }
   train::Loop loop = examples::make_loop(
       model, m, t,
@@ -142,7 +107,7 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
        .n_eval_batches = (n_valid + t.batch_size - 1) / t.batch_size},
       std::move(lock),
       examples::config_json(m, t, fmt::format(R"({{"vocab_size": {}, "head": {}, "n_classes": {}{}}})", tok->vocab_size(),
-                                              head, n_classes, init_json)));
+                                              head, n_classes, pretrained ? pretrained->record : "")));
   train::train_until(loop, t.until(train::KeepBest{.metric = "accuracy"}));
   fmt::print("held-out accuracy {:.4f}; run `sentiment eval` for the test split\n", loop.last_value("eval", "accuracy"));
   return 0;
@@ -209,17 +174,7 @@ int main(int argc, char** argv) {
   return examples::run_main("sentiment", [&] {
     if (*train) {
       t.task = "sentiment";
-      if (init_flag->count() > 0) {   // the body's settings come from the pretrained run
-        if (m.model != "transformer")
-          throw std::invalid_argument(fmt::format("--init-from: a pretrained Transformer encoder fine-tunes a --model "
-                                                  "transformer, not {}", m.model));
-        for (const char* flag : {"--d-model", "--d-ff", "--n-layers", "--n-heads", "--max-len", "--positions", "--norm",
-                                 "--scale-embeddings", "--vocab-size"})
-          if (train->count(flag) > 0)
-            throw std::invalid_argument(fmt::format("{}: with --init-from the body's settings and vocabulary are the "
-                                                    "pretrained run's ({}); give {} only without --init-from", flag,
-                                                    init_from, flag));
-      }
+      if (init_flag->count() > 0) examples::refuse_body_flags(*train, m, init_from);
       auto lock = examples::settle_run(*train, t);
       return train_command(std::move(lock), m, t, vocab_size, head, limit, init_from);
     }

@@ -253,6 +253,9 @@ bad init-from-lm-run      "lmrun/model.safetensors was trained by \`lm\`; this i
 bad init-from-vocab       "--vocab-size: with --init-from the body's settings and vocabulary are the pretrained run's" "${SI[@]}" --vocab-size 60 --init-from srun
 bad init-from-cnn         "--init-from: a pretrained Transformer encoder fine-tunes a --model transformer, not cnn" "$sentiment" train --out snew2 --data imdb --model cnn --init-from srun
 bad init-from-d-model     "--d-model: with --init-from" "$sentiment" train --out snew3 --data imdb --d-model 32 --init-from srun
+bad chatbot-init-lm-run   "lmrun/model.safetensors was trained by \`lm\`; this is \`pretrain\`" "$chatbot" train --data qa.csv --out cinit --steps 1 --threads 1 --init-from lmrun
+bad chatbot-init-d-model  "--d-model: with --init-from the body's settings and vocabulary are the pretrained run's" "$chatbot" train --data qa.csv --out cinit2 --d-model 32 --init-from lmrun
+bad chatbot-init-lstm     "--init-from: a pretrained Transformer encoder fine-tunes a --model transformer, not lstm" "$chatbot" train --data qa.csv --out cinit3 --model lstm --init-from lmrun
 bad pretrain-no-data      "nowhere" "$build/examples/pretrain" train --out pnew --data nowhere --steps 1
 bad pretrain-empty        "empty.txt: no text to learn from" "$build/examples/pretrain" train --out pnew2 --data empty.txt --steps 1
 bad pretrain-too-few      "pieces of text are too few for batches of 100000" "$build/examples/pretrain" train --out pnew3 --data changing.txt --steps 1 --vocab-size 60 --max-len 16 --d-model 16 --d-ff 32 --n-layers 1 --n-heads 2 --threads 1 --batch-size 100000

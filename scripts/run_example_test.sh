@@ -250,6 +250,25 @@ chatbot)
     expect "test accuracy .* of 1182 texts" "$tmp/log"
     "$sentiment" predict --out "$tmp/topic" --threads 1 "헤어졌어" >"$tmp/log" || fail "sentiment predict, 3 classes"
     grep -Eq "^class [012] \(" "$tmp/log" || { cat "$tmp/log"; fail "predict output with 3 classes"; }
+    # The encoder from a masked LM pretrained with the chatbot's own settings (the paper's post-norm,
+    # scaled embeddings): every weight of its body lands in the encoder, its guess goes unused.
+    # --max-len 20 is no multiple of 16: batches pad to 20, not past the position table.
+    pretrain=$(dirname "$exe")/pretrain
+    (zcat "$data/chatbot_ko/ChatbotData.csv.gz" || true) | head -400 | cut -d, -f1 >"$tmp/questions.txt"
+    "$pretrain" train --data "$tmp/questions.txt" --out "$tmp/ko_mlm" --vocab-size 1000 --steps 3 --eval-every 3 \
+      --max-len 20 --norm post --scale-embeddings "${tiny[@]}" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "pretrain (post-norm)"; }
+    "$exe" train --data "$data/chatbot_ko/ChatbotData.csv.gz" --out "$tmp/chat_ft" --init-from "$tmp/ko_mlm" --steps 3 \
+      --eval-every 3 --warmup 2 --batch-size 4 --threads 1 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "chatbot fine-tune"; }
+    expect "loaded 18 weights" "$tmp/log"   # the embedding, the position table, the block: 2 Add & Norms, 6 Denses
+    expect "unused in the file 2:" "$tmp/log"
+    cmp -s "$tmp/ko_mlm/spm.model" "$tmp/chat_ft/spm.model" || fail "the chatbot's vocabulary is not the pretrained one"
+    "$exe" train --data "$data/chatbot_ko/ChatbotData.csv.gz" --out "$tmp/chat_ft" --steps 4 --eval-every 1 >"$tmp/log" 2>&1 ||
+      { cat "$tmp/log"; fail "chatbot fine-tune resume"; }
+    expect "Ran 1 train steps" "$tmp/log"
+    # The checkpoint's configuration keeps the record (a header of JSON text at the file's start).
+    head -c 65536 "$tmp/chat_ft/model.safetensors" | grep -aq "init_from\\\\\":\\\\\"$tmp/ko_mlm/" ||
+      fail "the fine-tuned chatbot's checkpoint does not record its pretrained run"
+    "$exe" ask --out "$tmp/chat_ft" --threads 1 "영화 볼래?" >"$tmp/log" || fail "ask the fine-tuned chatbot"
     "$exe" ask --out "$run" "" >"$tmp/log" 2>&1 && fail "an empty question was accepted"
     expect "QUESTION 1 of 1 is empty" "$tmp/log"
   else
