@@ -73,15 +73,17 @@ std::vector<std::vector<std::int32_t>> pieces(const data::Tokenizer& tok, const 
   return out;
 }
 
-// Rows `which` of `all`, padded to the longest (a multiple of 16) by data::pad_rows.
-Tensor batch_rows(const std::vector<std::vector<std::int32_t>>& all, const std::vector<std::int64_t>& which) {
+// Rows `which` of `all`, padded by data::pad_rows to the longest rounded up to a multiple of 16,
+// but never past max_len (the position table's length: --max-len 40 pads 33-token pieces to 40).
+Tensor batch_rows(const std::vector<std::vector<std::int32_t>>& all, const std::vector<std::int64_t>& which,
+                  std::int64_t max_len) {
   data::Sequences rows;
-  std::size_t longest = 1;
+  std::int64_t longest = 1;
   for (auto i : which) {
     rows.push_back(all[static_cast<std::size_t>(i)]);
-    longest = std::max(longest, rows.back().size());
+    longest = std::max(longest, static_cast<std::int64_t>(rows.back().size()));
   }
-  return data::pad_rows(rows, static_cast<std::int64_t>((longest + 15) / 16 * 16));
+  return data::pad_rows(rows, std::min((longest + 15) / 16 * 16, max_len));
 }
 
 int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, examples::TrainFlags t, std::int64_t vocab_size,
@@ -111,7 +113,8 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
 
   const std::int64_t n_train = n - n_valid, per_epoch = n_train / t.batch_size;
   const auto epoch_order = std::make_shared<examples::EpochOrder>(t.seed, static_cast<std::int64_t>(train_idx.size()));
-  const auto train_batch = [&all, train_idx, per_epoch, t, masking, epoch_order](std::int64_t i) {
+  const std::int64_t max_len = m.arch.max_len;
+  const auto train_batch = [&all, train_idx, per_epoch, t, masking, epoch_order, max_len](std::int64_t i) {
     // Batch i: one of a window of kBucket batches of its epoch's order, whose pieces are sorted by
     // length before they are cut into batches (each batch pads to its own longest), the window's
     // batches taken in a seeded order.
@@ -127,14 +130,14 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
     const std::int64_t slot = Rng(t.seed).fold_in(1u << 22).fold_in(static_cast<std::uint64_t>(epoch))
                                   .fold_in(static_cast<std::uint64_t>(first)).permutation(n_batches)[static_cast<std::size_t>(k - first)];
     const std::vector<std::int64_t> which(window.begin() + slot * B, window.begin() + (slot + 1) * B);
-    const data::MaskedBatch b = data::mask_tokens(batch_rows(all, which), masking, Rng(t.seed).fold_in(1u << 20).fold_in(static_cast<std::uint64_t>(i)));
+    const data::MaskedBatch b = data::mask_tokens(batch_rows(all, which, max_len), masking, Rng(t.seed).fold_in(1u << 20).fold_in(static_cast<std::uint64_t>(i)));
     return Stack{b.inputs, b.positions, b.targets, b.weights};
   };
-  const auto valid_batch = [&all, valid_idx, t, masking](std::int64_t i) {   // the same masks at every evaluation
+  const auto valid_batch = [&all, valid_idx, t, masking, max_len](std::int64_t i) {   // the same masks at every evaluation
     const auto begin = static_cast<std::int64_t>(i * t.batch_size);
     const auto end = std::min<std::int64_t>(begin + t.batch_size, static_cast<std::int64_t>(valid_idx.size()));
     const std::vector<std::int64_t> which(valid_idx.begin() + begin, valid_idx.begin() + end);
-    const data::MaskedBatch b = data::mask_tokens(batch_rows(all, which), masking, Rng(t.seed).fold_in(1u << 21).fold_in(static_cast<std::uint64_t>(i)));
+    const data::MaskedBatch b = data::mask_tokens(batch_rows(all, which, max_len), masking, Rng(t.seed).fold_in(1u << 21).fold_in(static_cast<std::uint64_t>(i)));
     return Stack{b.inputs, b.positions, b.targets, b.weights};
   };
   auto model = models::build(m.spec("MaskedLM", tok->vocab_size()), Mode::train);
