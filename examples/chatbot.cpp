@@ -76,7 +76,7 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
                           // Held-out loss is lowest halfway and then rises (the pairs are learned by
                           // heart) while token accuracy keeps rising, and the later model answers
                           // better (docs/10_real_data.md); so the best is by accuracy.
-                          train::KeepBest{.metric = "accuracy"}, pretrained ? pretrained->weights : "");
+                          train::KeepBest{.metric = "accuracy"}, pretrained);
   return 0;
 }
 

@@ -1,4 +1,5 @@
 #include "examples/common.hpp"
+#include "models/electra.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -188,17 +189,25 @@ train::OptimizerPtr optimizer(const TrainFlags& t) {
 
 train::Loop make_loop(LayerPtr model, const ModelFlags& m, const TrainFlags& t, LoopData data,
                       std::shared_ptr<io::RunLock> lock, std::string config) {
+  if (data.metrics.empty())
+    data.metrics = {{"loss", layers::WeightedCategoryCrossEntropy()}, {"accuracy", layers::WeightedCategoryAccuracy()}};
+  std::vector<LayerPtr> metrics;
+  std::vector<std::string> metric_names;
+  for (auto& [name, metric] : data.metrics) {
+    metric_names.push_back(name);
+    metrics.push_back(metric);
+  }
   return train::Loop(
       std::move(model),
       {{.labeled_data = std::move(data.train),
-        .loss_layer = layers::WeightedCategoryCrossEntropy(data.label_smoothing),
+        .loss_layer = data.loss ? data.loss : layers::WeightedCategoryCrossEntropy(data.label_smoothing),
         .optimizer = optimizer(t),
         .lr_schedule = lr_schedule(t, m),
         .n_steps_per_checkpoint = t.eval_every,
         .loss_name = "loss"}},
       {.eval_tasks = {{.labeled_data = std::move(data.eval),
-                       .metrics = {layers::WeightedCategoryCrossEntropy(), layers::WeightedCategoryAccuracy()},
-                       .metric_names = {"loss", "accuracy"},
+                       .metrics = std::move(metrics),
+                       .metric_names = std::move(metric_names),
                        .n_eval_batches = data.n_eval_batches}},
        .output_dir = t.out,
        .random_seed = t.seed,
@@ -262,7 +271,12 @@ std::optional<Pretrained> settle_pretrained(const std::string& init_from, bool r
   if (t.comm->rank() == 0)   // its vocabulary is this run's: the body's embeddings are indexed by its ids
     io::write_atomically(train::vocabulary_file(t.out), data::read_file(train::vocabulary_file(init_from)));
   t.comm->barrier();
-  return Pretrained{weights, record(weights, data::fingerprint(weights).at(0).crc32)};
+  return Pretrained{weights, record(weights, data::fingerprint(weights).at(0).crc32),
+                    pre.has("objective") ? pre.string("objective") : "mlm"};
+}
+
+std::vector<train::WeightMap> Pretrained::body_maps(std::vector<train::WeightMap> masked_lm) const {
+  return objective == "electra" ? models::electra_body_maps(std::move(masked_lm)) : masked_lm;
 }
 
 }  // namespace ctrax::examples

@@ -16,6 +16,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/data/sentencepiece.hpp"
@@ -124,6 +125,8 @@ struct LoopData {
   data::BatchStream train, eval;
   std::int64_t n_eval_batches = 1;
   double label_smoothing = 0;
+  LayerPtr loss = nullptr;   // none: WeightedCategoryCrossEntropy(label_smoothing)
+  std::vector<std::pair<std::string, LayerPtr>> metrics = {};   // none: loss and accuracy, by category
 };
 train::Loop make_loop(LayerPtr model, const ModelFlags& m, const TrainFlags& t, LoopData data,
                       std::shared_ptr<io::RunLock> lock, std::string config);
@@ -163,6 +166,9 @@ ModelFlags model_flags_from(const train::StoredConfig& c);
 struct Pretrained {
   std::string weights;   // RUN's checkpoint to load; empty on a resume
   std::string record;    // `, "init_from": "<file>", "init_from_crc32": <n>` (or empty)
+  std::string objective = "mlm";   // how RUN pretrained: mlm, or electra (its body sits elsewhere)
+  // The maps that load RUN's body where `masked_lm` would load a masked LM's (none: by its names).
+  std::vector<train::WeightMap> body_maps(std::vector<train::WeightMap> masked_lm = {train::WeightMap{}}) const;
 };
 void refuse_body_flags(const CLI::App& cmd, const ModelFlags& m, const std::string& init_from);
 std::optional<Pretrained> settle_pretrained(const std::string& init_from, bool resumed, ModelFlags& m,

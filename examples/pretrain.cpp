@@ -1,5 +1,6 @@
-// examples/pretrain.cpp — masked-language-model pretraining of TransformerEncoder's body on
-// unlabelled text (BERT's recipe, Devlin et al. 2018), for classifiers that fine-tune from it.
+// examples/pretrain.cpp — pretraining TransformerEncoder's body on unlabelled text, as a masked
+// language model (BERT's recipe, Devlin et al. 2018) or as ELECTRA's replaced-token detector, for
+// classifiers that fine-tune from it.
 //
 //   build/examples/pretrain train --data ../shared/data/imdb --out runs/imdb_mlm --minutes 60
 //   build/examples/sentiment train --data ../shared/data/imdb --out runs/imdb_ft --init-from runs/imdb_mlm
@@ -22,6 +23,14 @@
 // become <mask>, 10% a random token, 10% stay), lists where, and the loss is the cross-entropy of
 // the guesses there; "accuracy" is the share guessed right. Batches are masked afresh every
 // step from the step's key, so a resumed run sees what it would have seen.
+//
+// --objective electra (Clark et al. 2020; models/electra.hpp): the same masked batches, but a
+// small masked LM (--generator-size of the width) fills the hidden positions with its own samples
+// and the encoder learns to tell, at every token, original from replaced — a loss on every
+// position instead of one in seven. "accuracy" is then the generator's guessing, and
+// "replaced_accuracy" the share of tokens the encoder tells right. Fine-tuning takes the
+// encoder (the discriminator) and drops the generator; `sentiment train --init-from` and
+// `chatbot train --init-from` read which objective a run used from its checkpoint.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -33,6 +42,8 @@
 #include "core/data/masked_lm.hpp"
 #include "core/data/text_files.hpp"
 #include "examples/common.hpp"
+#include "layers/metrics.hpp"
+#include "models/electra.hpp"
 
 namespace ctrax::examples::pretrain {
 
@@ -87,7 +98,7 @@ Tensor batch_rows(const std::vector<std::vector<std::int32_t>>& all, const std::
 }
 
 int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, examples::TrainFlags t, std::int64_t vocab_size,
-                  std::int64_t piece_len) {
+                  std::int64_t piece_len, const std::string& objective, double generator_size) {
   if (piece_len == 0) piece_len = std::min<std::int64_t>(128, m.arch.max_len);
   if (piece_len > m.arch.max_len)
     throw std::runtime_error(fmt::format("--piece-len {} is longer than --max-len {}", piece_len, m.arch.max_len));
@@ -140,14 +151,30 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
     const data::MaskedBatch b = data::mask_tokens(batch_rows(all, which, max_len), masking, Rng(t.seed).fold_in(1u << 21).fold_in(static_cast<std::uint64_t>(i)));
     return Stack{b.inputs, b.positions, b.targets, b.weights};
   };
-  auto model = models::build(m.spec("MaskedLM", tok->vocab_size()), Mode::train);
-  train::Loop loop = examples::make_loop(
-      model, m, t, {.train = train_batch, .eval = valid_batch, .n_eval_batches = (n_valid + t.batch_size - 1) / t.batch_size},
-      std::move(lock),
-      examples::config_json(m, t, fmt::format(R"({{"vocab_size": {}, "mask_id": {}}})", tok->vocab_size(), masking.mask_id)));
+  const bool electra = objective == "electra";
+  const std::string extra = fmt::format(R"({{"vocab_size": {}, "mask_id": {}, "objective": "{}"}})", tok->vocab_size(),
+                                        masking.mask_id, objective);
+  examples::LoopData data{.train = train_batch, .eval = valid_batch, .n_eval_batches = (n_valid + t.batch_size - 1) / t.batch_size};
+  LayerPtr model;
+  if (electra) {
+    const models::TransformerConfig discriminator = m.config(Mode::train);
+    model = models::ElectraPretraining(tok->vocab_size(), discriminator, models::ElectraGenerator(discriminator, generator_size),
+                                       masking.first_random_id);
+    data.loss = models::ElectraLoss();
+    data.metrics = {{"loss", models::ElectraLoss()}, {"accuracy", layers::WeightedCategoryAccuracy()},
+                    {"replaced_accuracy", models::ReplacedTokenAccuracy()}};
+  } else {
+    model = models::build(m.spec("MaskedLM", tok->vocab_size()), Mode::train);
+  }
+  train::Loop loop = examples::make_loop(model, m, t, std::move(data), std::move(lock), examples::config_json(m, t, extra));
   train::train_until(loop, t.until(train::KeepBest{.metric = "loss", .higher_is_better = false}));
-  fmt::print("held-out masked-token accuracy {:.4f}; fine-tune with `sentiment train --init-from {}`\n",
-             loop.last_value("eval", "accuracy"), t.out);
+  if (electra)
+    fmt::print("held-out: the generator guessed {:.4f} of the hidden tokens, the discriminator told {:.4f} of the "
+               "tokens right; fine-tune with `sentiment train --init-from {}`\n",
+               loop.last_value("eval", "accuracy"), loop.last_value("eval", "replaced_accuracy"), t.out);
+  else
+    fmt::print("held-out masked-token accuracy {:.4f}; fine-tune with `sentiment train --init-from {}`\n",
+               loop.last_value("eval", "accuracy"), t.out);
   return 0;
 }
 
@@ -169,6 +196,8 @@ int main(int argc, char** argv) {
   examples::TrainFlags t{.batch_size = 32, .steps = 10000, .warmup = 500, .eval_every = 500, .lr = 1e-3,
                          .schedule = "cosine", .out = "runs/mlm"};
   std::int64_t vocab_size = 16000, piece_len = 0;
+  std::string objective = "mlm";
+  double generator_size = 0.25;
   auto* train = app.add_subcommand("train", "pretrain (or resume)");
   examples::add_model_flags(*train, m);
   examples::add_train_flags(*train, t, true);
@@ -176,11 +205,16 @@ int main(int argc, char** argv) {
       ->check(examples::number_in(16, 1e6));
   train->add_option("--piece-len", piece_len, "longest piece of text a step reads, at most --max-len (0: 128, or "
                     "--max-len if shorter)")->capture_default_str()->check(examples::number_in(0, 1e6));
+  train->add_option("--objective", objective, "mlm: a masked language model (BERT); electra: a small masked LM "
+                    "replaces the hidden tokens with its samples and the encoder tells, at every token, original from "
+                    "replaced (ELECTRA)")->capture_default_str()->check(CLI::IsMember({"mlm", "electra"}));
+  train->add_option("--generator-size", generator_size, "--objective electra: the generator's width as a share of "
+                    "--d-model (and --d-ff)")->capture_default_str()->check(examples::number_in(0.01, 1));
   examples::decimal_numbers(app);
   CLI11_PARSE(app, argc, argv);
   return examples::run_main("pretrain", [&] {
     t.task = "pretrain";
     auto lock = examples::settle_run(*train, t);
-    return train_command(std::move(lock), m, t, vocab_size, piece_len);
+    return train_command(std::move(lock), m, t, vocab_size, piece_len, objective, generator_size);
   });
 }

@@ -95,7 +95,7 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
   auto model = m.classifier(tok->vocab_size(), n_classes, Mode::train);
   if (pretrained && !resumed) {   // the body's weights now; the Loop's initialisation keeps them
     model->init(ShapeDtype{{t.batch_size, m.arch.max_len}, DType::int32}, Rng(t.seed).fold_in(7));
-    const train::LoadReport report = train::load_matching_weights(pretrained->weights, *model);
+    const train::LoadReport report = train::load_matching_weights(pretrained->weights, *model, pretrained->body_maps());
     fmt::print("from {}: {}\n", pretrained->weights, report.describe());
   }
   train::Loop loop = examples::make_loop(

@@ -54,16 +54,16 @@ std::unique_ptr<data::SentencePieceTokenizer> joint_vocabulary(const std::vector
 void train_seq2seq(std::shared_ptr<io::RunLock> lock, const ModelFlags& m, const TrainFlags& t,
                    const data::SentencePieceTokenizer& tok, const std::vector<data::TextPair>& train_pairs,
                    const std::vector<data::TextPair>& val_pairs, const std::string& extra,
-                   const train::KeepBest& keep_best, const std::string& pretrained) {
+                   const train::KeepBest& keep_best, const std::optional<Pretrained>& pretrained) {
   const auto train = encode(tok, train_pairs, m.arch.max_len), val = encode(tok, val_pairs, m.arch.max_len);
   const data::PadOptions pad{.max_len = m.arch.max_len, .pad_multiple = 4};
   auto model = m.seq2seq_model(tok.vocab_size(), Mode::train);
-  if (!pretrained.empty()) {   // the encoder's weights now; the Loop's initialisation keeps them
+  if (pretrained && !pretrained->weights.empty()) {   // the encoder's weights now; the Loop's initialisation keeps them
     const ShapeDtype tokens{{t.batch_size, m.arch.max_len}, DType::int32};
     model->init(Signature{tokens, tokens}, Rng(t.seed).fold_in(7));
     const train::LoadReport report = train::load_matching_weights(
-        pretrained, *model, models::MaskedLMBodyInTransformer(tok.vocab_size(), m.config(Mode::train)));
-    fmt::print("from {}: {}\n", pretrained, report.describe());
+        pretrained->weights, *model, pretrained->body_maps(models::MaskedLMBodyInTransformer(tok.vocab_size(), m.config(Mode::train))));
+    fmt::print("from {}: {}\n", pretrained->weights, report.describe());
   }
   const auto n_val = static_cast<std::int64_t>(val_pairs.size());
   train::Loop loop = make_loop(

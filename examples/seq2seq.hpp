@@ -9,6 +9,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,13 +27,13 @@ std::unique_ptr<data::SentencePieceTokenizer> joint_vocabulary(const std::vector
 
 // Trains models::Transformer (shared embedding) on the pairs; `extra` is merged into the stored
 // config (config_json); `keep_best` picks best.safetensors by held-out "loss" or "accuracy".
-// With `pretrained` weights (settle_pretrained) the encoder starts from a masked LM's body
-// (models::MaskedLMBodyInTransformer), the decoder from its initialisation. Prints the final
-// validation loss and token accuracy.
+// With `pretrained` weights (settle_pretrained; none on a resume) the encoder starts from a
+// pretrained body (models::MaskedLMBodyInTransformer, through Pretrained::body_maps), the decoder
+// from its initialisation. Prints the final validation loss and token accuracy.
 void train_seq2seq(std::shared_ptr<io::RunLock> lock, const ModelFlags& m, const TrainFlags& t,
                    const data::SentencePieceTokenizer& tok, const std::vector<data::TextPair>& train_pairs,
                    const std::vector<data::TextPair>& val_pairs, const std::string& extra,
-                   const train::KeepBest& keep_best, const std::string& pretrained = "");
+                   const train::KeepBest& keep_best, const std::optional<Pretrained>& pretrained = std::nullopt);
 
 // The predict-mode model of a run directory with its trained weights and tokenizer.
 // What the attention read: the greedy translation of one sentence, its pieces, and the weight

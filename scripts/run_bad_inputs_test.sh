@@ -260,6 +260,11 @@ bad pretrain-no-data      "nowhere" "$build/examples/pretrain" train --out pnew 
 bad pretrain-empty        "empty.txt: no text to learn from" "$build/examples/pretrain" train --out pnew2 --data empty.txt --steps 1
 bad pretrain-too-few      "pieces of text are too few for batches of 100000" "$build/examples/pretrain" train --out pnew3 --data changing.txt --steps 1 --vocab-size 60 --max-len 16 --d-model 16 --d-ff 32 --n-layers 1 --n-heads 2 --threads 1 --batch-size 100000
 bad pretrain-piece-len    "--piece-len 32 is longer than --max-len 16" "$build/examples/pretrain" train --out pnew4 --data changing.txt --steps 1 --vocab-size 60 --max-len 16 --piece-len 32 --d-model 16 --d-ff 32 --n-layers 1 --n-heads 2 --threads 1
+PT=("$build/examples/pretrain" train --data changing.txt --vocab-size 60 --max-len 16 --d-model 16 --d-ff 32 --n-layers 1 --n-heads 2 --threads 1 --batch-size 4)
+bad pretrain-objective    "--objective: bert not in {mlm,electra}" "${PT[@]}" --out pnew5 --steps 1 --objective bert
+bad pretrain-gen-size     "--generator-size: expected a number from 0.01 to 1, got 2" "${PT[@]}" --out pnew6 --steps 1 --objective electra --generator-size 2
+must "${PT[@]}" --out pmlm --steps 1
+bad pretrain-objective-resume "--objective electra (the run's: mlm)" "${PT[@]}" --out pmlm --steps 2 --objective electra
 
 # --- translate ------------------------------------------------------------------------------
 bad translate-empty       "TEXT 2 of 2 is empty: give a sentence to translate" "$translate" translate --out trun "A dog." "  "

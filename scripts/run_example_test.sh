@@ -180,6 +180,18 @@ sentiment)
     expect '"train_limit": 200' "$tmp/ft.json"
     expect "\"init_from\": \"$tmp/mlm/" "$tmp/ft.json"
     expect '"n": 20' "$tmp/ft.json"
+    # ELECTRA: a generator a quarter as wide fills the hidden positions, the encoder tells original
+    # from replaced; fine-tuning takes the encoder's body from under its prefix, drops the rest.
+    "$pretrain" train --data "$tmp/unlabelled.tsv" --out "$tmp/electra" --objective electra --vocab-size 300 --steps 3 \
+      --eval-every 3 --max-len 64 --piece-len 32 --d-model 16 --d-ff 32 --n-layers 1 --n-heads 2 --batch-size 8 --threads 1 \
+      >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "pretrain --objective electra"; }
+    expect "eval  replaced_accuracy" "$tmp/log"
+    expect "the discriminator told" "$tmp/log"
+    "$exe" train --data "$data/imdb" --out "$tmp/ft_electra" --init-from "$tmp/electra" --limit 200 --steps 3 \
+      --eval-every 3 --batch-size 4 --threads 1 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "fine-tune from ELECTRA"; }
+    expect "loaded 20 weights" "$tmp/log"
+    expect "newly initialised 2:" "$tmp/log"
+    expect "unused in the file 24:" "$tmp/log"   # the generator (a masked LM: 22) and the detector's Dense(1)
   fi
   ;;
 translate)
@@ -261,6 +273,11 @@ chatbot)
       --eval-every 3 --warmup 2 --batch-size 4 --threads 1 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "chatbot fine-tune"; }
     expect "loaded 18 weights" "$tmp/log"   # the embedding, the position table, the block: 2 Add & Norms, 6 Denses
     expect "unused in the file 2:" "$tmp/log"
+    "$pretrain" train --data "$tmp/questions.txt" --out "$tmp/ko_electra" --objective electra --vocab-size 1000 --steps 2 \
+      --eval-every 2 --max-len 20 --norm post --scale-embeddings "${tiny[@]}" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "pretrain --objective electra (post-norm)"; }
+    "$exe" train --data "$data/chatbot_ko/ChatbotData.csv.gz" --out "$tmp/chat_electra" --init-from "$tmp/ko_electra" \
+      --steps 1 --eval-every 1 --warmup 1 --batch-size 4 --threads 1 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "chatbot fine-tune from ELECTRA"; }
+    expect "loaded 18 weights" "$tmp/log"
     cmp -s "$tmp/ko_mlm/spm.model" "$tmp/chat_ft/spm.model" || fail "the chatbot's vocabulary is not the pretrained one"
     "$exe" train --data "$data/chatbot_ko/ChatbotData.csv.gz" --out "$tmp/chat_ft" --steps 4 --eval-every 1 >"$tmp/log" 2>&1 ||
       { cat "$tmp/log"; fail "chatbot fine-tune resume"; }
