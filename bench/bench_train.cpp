@@ -54,6 +54,7 @@
 #include "layers/layers.hpp"
 #include "models/registry.hpp"
 #include "examples/flags.hpp"
+#include "bench/read_bandwidth.hpp"
 
 using namespace ctrax;
 using examples::decimal_numbers;
@@ -210,25 +211,11 @@ int main(int argc, char** argv) try {
     return 0;
   }
   if (bandwidth) {   // sum an array of --bandwidth-mb, split over the threads: bytes read per second
-    const auto n = static_cast<std::size_t>(bandwidth_mb * 1e6 / 4);
-    // 32-bit integers, summed with wrap-around: the loop vectorises, so memory, not the adder,
-    // sets its speed (a float sum would be a serial chain without -ffast-math).
-    std::vector<std::uint32_t> a(n, 1u);
-    std::vector<double> gbs;
-    const int passes = 6 + static_cast<int>(2000 / bandwidth_mb);   // small arrays: more passes
-    for (int rep = 0; rep < passes; ++rep) {
-      const auto t0 = Clock::now();
-      std::uint32_t total = 0;
-#pragma omp parallel for reduction(+ : total) schedule(static) num_threads(num_threads())
-      for (std::int64_t i = 0; i < static_cast<std::int64_t>(n); ++i) total += a[static_cast<std::size_t>(i)];
-      const double ms = ms_since(t0);
-      if (total != static_cast<std::uint32_t>(n)) throw std::logic_error("bandwidth: wrong sum");
-      if (rep > 0) gbs.push_back(static_cast<double>(n * sizeof(std::uint32_t)) / ms / 1e6);
-    }
-    std::sort(gbs.begin(), gbs.end());
+    int passes = 0;
+    const double gbs = bench::read_bandwidth_gbs(bandwidth_mb, &passes);
     fmt::print("memory read bandwidth on {} threads: {:.1f} GB/s (median of {} passes over {:.1f} MB)\n", num_threads(),
-               gbs[gbs.size() / 2], passes - 1, bandwidth_mb);
-    if (json) fmt::print("JSON {{\"tag\": \"{}\", \"script\": \"bandwidth\", \"gb_per_s\": {}}}\n", tag, gbs[gbs.size() / 2]);
+               gbs, passes, bandwidth_mb);
+    if (json) fmt::print("JSON {{\"tag\": \"{}\", \"script\": \"bandwidth\", \"gb_per_s\": {}}}\n", tag, gbs);
     return 0;
   }
   if (model_name == "wideresnet") {

@@ -76,12 +76,45 @@ bool few_rows(std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* 
   return true;
 }
 
+// One row of C = a·B (M = 1, B not transposed: x·W in decoding one token). The product is the
+// speed of reading B, so B is read in its own order: four rows at a time, each a run of N
+// contiguous values the prefetchers follow, added into c, which stays in L1 (N ≤ a few thousand).
+// Per 16 columns: four loads of B, one load and one store of c, four FMAs — the loads of B, not
+// the arithmetic, set the pace. Column j's sum is c_j + a_0 b_0j + a_1 b_1j + … in k order, the
+// same whichever block of columns a call is given: parallel_gemm cuts the columns by the team.
+template <class T>
+CTRAX_FULL_WIDTH_VECTORS void one_row_nn(std::int64_t N, std::int64_t K, T alpha, const T* a, std::int64_t inca,
+                                         const T* B, std::int64_t ldb, T beta, T* c) {
+  if (beta == T(0)) std::fill_n(c, N, T(0));   // c may hold garbage (NaN): never scale it
+  else if (beta != T(1))
+    for (std::int64_t j = 0; j < N; ++j) c[j] *= beta;
+  std::int64_t k = 0;
+  for (; k + 4 <= K; k += 4) {
+    const T a0 = alpha * a[k * inca], a1 = alpha * a[(k + 1) * inca], a2 = alpha * a[(k + 2) * inca],
+            a3 = alpha * a[(k + 3) * inca];
+    const T *b0 = B + k * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
+#pragma omp simd
+    for (std::int64_t j = 0; j < N; ++j) c[j] = c[j] + a0 * b0[j] + a1 * b1[j] + a2 * b2[j] + a3 * b3[j];
+  }
+  for (; k < K; ++k) {
+    const T a0 = alpha * a[k * inca];
+    const T* b0 = B + k * ldb;
+#pragma omp simd
+    for (std::int64_t j = 0; j < N; ++j) c[j] = c[j] + a0 * b0[j];
+  }
+}
+
 // One row (M = 1) or one column (N = 1) of C is a matrix-vector product. OpenBLAS's sgemm
 // sends those through its small-matrix kernels; its gemv kernels stream the matrix once, about
-// twice as fast (docs/11_performance.md): decoding one token is all such products.
+// twice as fast (docs/11_performance.md): decoding one token is all such products. A row times
+// an untransposed B takes ctrax's own kernel above.
 template <class T>
 void gemm_any(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A,
               std::int64_t lda, const T* B, std::int64_t ldb, T beta, T* C, std::int64_t ldc) {
+  if (K > 0 && M == 1 && !tb) {
+    one_row_nn(N, K, alpha, A, ta ? lda : 1, B, ldb, beta, C);
+    return;
+  }
   if (K > 0 && (M == 1 || N == 1)) {
     // With beta 0, C may hold garbage (NaN); BLAS would scale it by 0 first, so clear it.
     if (beta == T(0)) {
@@ -112,43 +145,6 @@ void gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, doub
   gemm_any(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-namespace {
-
-// One row times a K × N matrix stored row by row (decoding one token: x·W): the product streams W
-// once, and its speed is the speed of reading W. Split by columns, each thread would read half of every
-// row of W — short strided runs the prefetchers follow badly; split by K, each part streams one
-// contiguous stretch of W into partial sums of all N columns, and the calling thread then adds the
-// partial sums in part order (N × parts floats: nothing next to W, and less time than a barrier).
-// The parts are fixed by K (runtime.hpp, FIXED PARTS), so the sum is the same on any team.
-// A few rows (2–8: a batch or a beam) read W through the few-rows kernel's column panels, split
-// by columns; by K they were slower (docs/11_performance.md).
-template <class T>
-void split_k_gemm(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A,
-                  std::int64_t lda, const T* B, T beta, T* C, std::int64_t parts) {
-  thread_local std::vector<T> scratch;
-  const std::int64_t part_size = M * N;
-  if (scratch.size() < static_cast<std::size_t>(part_size * parts))
-    scratch.resize(static_cast<std::size_t>(part_size * parts));
-  T* partial = scratch.data();
-  // K in blocks of 16 rows (whole cache lines of a row-major A's row).
-  const std::int64_t block = ((K + parts - 1) / parts + 15) / 16 * 16;
-  parallel_parts(parts, [&](std::int64_t p) {
-    const std::int64_t k0 = std::min(K, p * block), k1 = std::min(K, k0 + block);
-    T* part = partial + p * part_size;
-    if (k1 > k0)
-      gemm(ta, false, M, N, k1 - k0, alpha, A + (ta ? k0 * lda : k0), lda, B + k0 * N, N, T(0), part, N);
-    else
-      std::fill_n(part, part_size, T(0));
-  });
-  for (std::int64_t i = 0; i < part_size; ++i) {   // C is dense (ldc = N)
-    T sum = beta == T(0) ? T(0) : beta * C[i];
-    for (std::int64_t p = 0; p < parts; ++p) sum += partial[p * part_size + i];
-    C[i] = sum;
-  }
-}
-
-}  // namespace
-
 template <class T>
 void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T alpha,
                    const T* A, const T* B, T beta, T* C) {
@@ -163,8 +159,17 @@ void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_
     gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return;
   }
-  if (M == 1 && !tb && N >= 64 && K >= 64) {
-    split_k_gemm(ta, M, N, K, alpha, A, lda, B, beta, C, K >= 2048 ? 4 : 2);
+  // One row times W (decoding one token): one block of columns per thread, each streaming its
+  // columns of every row of W. one_row_nn sums each column alone, in k order, so these blocks may
+  // be cut by the team: the bits are those of one thread (the FIXED PARTS rule is about cuts that
+  // change sums, and this one changes none). Cut along K instead, each thread streamed a
+  // contiguous half of W, but the partial sums crossed between cores after every product,
+  // slower on the AMD VMs (docs/11_performance.md).
+  if (M == 1 && !tb) {
+    parallel_team([&](int t, int threads) {
+      const std::int64_t c0 = N * t / threads / 16 * 16, c1 = t + 1 == threads ? N : N * (t + 1) / threads / 16 * 16;
+      if (c1 > c0) gemm(ta, false, 1, c1 - c0, K, alpha, A, lda, B + c0, ldb, beta, C + c0, ldc);
+    });
     return;
   }
   const bool by_rows = M >= N;

@@ -53,7 +53,8 @@ TEST_CASE("leading axes fold into one product; batched products match per-slice 
 }
 
 TEST_CASE("one-row and one-column products (the matrix-vector path) equal the reference, every transpose") {
-  // M = 1 or N = 1 goes to BLAS gemv instead of gemm (core/engine/gemm.cpp); K = 1 stays gemm.
+  // M = 1 with B untransposed (K = 1 too) takes ctrax's one-row kernel, the other M = 1 or N = 1
+  // products BLAS gemv instead of gemm (core/engine/gemm.cpp), K = 1 there stays gemm.
   for (DType dtype : {DType::float64, DType::float32}) {
     const double tol = dtype == DType::float64 ? 1e-12 : 1e-5;
     for (auto [M, K, N] : {std::array<std::int64_t, 3>{1, 7, 5}, {6, 7, 1}, {1, 7, 1}, {1, 1, 4}}) {
@@ -77,10 +78,10 @@ TEST_CASE("one-row and one-column products (the matrix-vector path) equal the re
   expect_gradients([](const V& x) { return matmul(x[0], x[1], false, true); }, {q, k});
 }
 
-TEST_CASE("one row times a tall matrix, split by K across threads, equals the reference (with a bias too)") {
-  // M = 1, N >= 64, K >= 32 per thread: each thread streams its contiguous rows of the matrix into
-  // partial sums, then the partial sums are added (core/engine/gemm.cpp, split_k_gemm). K not a
-  // multiple of the 16-row blocks; more threads than blocks leaves a thread with no rows.
+TEST_CASE("one row times a tall matrix, its columns cut across threads, equals the reference (with a bias too)") {
+  // M = 1, B not transposed: ctrax's one-row kernel (core/engine/gemm.cpp, one_row_nn) reads four
+  // rows of the matrix at a time, then the K mod 4 left; each thread takes a block of columns in
+  // multiples of 16, the last one the N mod 16 left; more threads than blocks leaves a thread none.
   const int threads_before = num_threads();
   for (int threads : {2, 3, 8}) {
     set_num_threads(threads);
