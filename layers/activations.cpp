@@ -4,6 +4,7 @@
 
 #include "core/layer/fn.hpp"
 #include "core/tensor/ops.hpp"
+#include "layers/dropout.hpp"
 #include "layers/initializers.hpp"
 
 namespace ctrax::layers {
@@ -15,6 +16,13 @@ class ReluLayer final : public Layer {
 
  protected:
   Stack forward(const Stack& inputs) override { return {relu(inputs[0])}; }
+
+  // The execution plan's rule (core/layer/plan.hpp): Relu then a Dropout that drops, as one op
+  // (relu_dropout) — the feed-forward block of every Transformer, Dense → Relu → Dropout.
+  bool fuses_with(const Layer& next) const override { return drops(next); }
+  std::optional<Stack> forward_fused(const Stack& inputs, Layer& next) override {
+    return Stack{dropout_of_relu(next, inputs[0])};
+  }
 };
 }  // namespace
 

@@ -15,9 +15,13 @@ class DropoutLayer final : public Layer {
 
  protected:
   Stack forward(const Stack& inputs) override {
-    if (mode() != Mode::train || rate_ == 0.0) return inputs;
+    if (!drops()) return inputs;
     return {dropout(inputs[0], rate_, rng(), shared_axes_)};
   }
+
+ public:
+  bool drops() const { return mode() == Mode::train && rate_ != 0.0; }
+  Tensor of_relu(const Tensor& x) const { return relu_dropout(x, rate_, rng(), shared_axes_); }
 
  private:
   double rate_;
@@ -25,6 +29,15 @@ class DropoutLayer final : public Layer {
 };
 
 }  // namespace
+
+bool drops(const Layer& layer) {
+  const auto* d = dynamic_cast<const DropoutLayer*>(&layer);
+  return d != nullptr && d->drops();
+}
+
+Tensor dropout_of_relu(const Layer& dropout_layer, const Tensor& x) {
+  return dynamic_cast<const DropoutLayer&>(dropout_layer).of_relu(x);
+}
 
 LayerPtr Dropout(DropoutOptions options, std::source_location created) {
   return with_mode(std::make_shared<DropoutLayer>(options.rate, std::move(options.shared_axes), created),

@@ -38,14 +38,6 @@ Tensor correct(const Tensor& output, const Tensor& targets) {
   return equal(predictions, targets).to(output.dtype());
 }
 
-Tensor weighted_mean(const Tensor& x, const Tensor& weights) {
-  if (!is_floating(weights.dtype()))
-    throw std::invalid_argument(
-        fmt::format("weights must be floating, got {}", weights.signature()));
-  const Tensor w = weights.to(x.dtype());
-  return sum(x * w) / sum(w);
-}
-
 double check_smoothing(std::optional<double> label_smoothing) {
   const double eps = label_smoothing.value_or(0.0);
   if (eps < 0.0 || eps > 1.0)
@@ -67,6 +59,14 @@ LayerPtr weighted_accuracy(std::string name, source_location c) {
 }
 
 }  // namespace
+
+Tensor weighted_mean(const Tensor& x, const Tensor& weights) {
+  if (!is_floating(weights.dtype()))
+    throw std::invalid_argument(
+        fmt::format("weights must be floating, got {}", weights.signature()));
+  const Tensor w = weights.to(x.dtype());
+  return sum(x * w) / sum(w);
+}
 
 LayerPtr WeightedCategoryCrossEntropy(std::optional<double> label_smoothing, double cutoff,
                                       source_location c) {

@@ -67,6 +67,11 @@ LayerPtr SequenceAccuracy(source_location created = source_location::current());
 LayerPtr BinaryCrossEntropy(source_location created = source_location::current());
 LayerPtr BinaryCrossEntropyLoss(source_location created = source_location::current());
 LayerPtr L2Loss(source_location created = source_location::current());
+
+// Σ x·w / Σ w, the weights (floating, broadcastable to x) taken in x's dtype: what every weighted
+// metric above reduces its per-position values with, for losses of your own (ELECTRA's detector,
+// models/electra.cpp, grades every real token this way).
+Tensor weighted_mean(const Tensor& x, const Tensor& weights);
 LayerPtr SmoothL1Loss(source_location created = source_location::current());
 LayerPtr WeightedSum(source_location created = source_location::current());
 LayerPtr MacroAveragedFScore(double beta = 1.0, std::int64_t initial_category_index = 0,

@@ -66,6 +66,7 @@ class SampleTokens final : public Layer {
 // (samples (B, P), inputs (B, L), positions (B, P), targets (B, P), weights (B, P)) →
 // (the inputs with each weighted position's token replaced by its sample (B, L) int32,
 //  replaced (B, L): 1 where that token now differs from the original, real (B, L): 1 off padding).
+// Padding is token id 0, as PaddingMask takes it by default (layers/masks.hpp).
 // Integers in, integers and 0/1 out: nothing here has a gradient.
 Stack replace_tokens(const Stack& in) {
   const Tensor &samples = in[0], &tokens = in[1], &positions = in[2], &targets = in[3], &weights = in[4];
@@ -94,12 +95,6 @@ Stack replace_tokens(const Stack& in) {
       rep[b * L + at[k]] = s[k] != tgt[k];
     }
   return {x, replaced.to(weights.dtype()), real.to(weights.dtype())};
-}
-
-// Σ x·w / Σ w, the weights (and 0/1 targets) taken in x's float type.
-Tensor weighted_mean(const Tensor& x, const Tensor& weights) {
-  const Tensor w = weights.to(x.dtype());
-  return sum(x * w) / sum(w);
 }
 
 void check_detection(const char* who, const Tensor& logits, const Tensor& replaced, const Tensor& real) {

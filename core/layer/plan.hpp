@@ -11,6 +11,8 @@
 //   rule                  what runs                        what it saves
 //   BatchNorm, Relu       batch_norm(…, relu = true)       a pass over the activations forward
 //                                                          and one backward; one tensor less
+//   Relu, Dropout         relu_dropout(…)                  the same: the feed-forward block's
+//   (the Dropout drops)                                    Dense → Relu → Dropout
 //
 // A fused step declines inputs it does not take (then the two layers run one by one, and bad
 // input gets the tree's own error, naming the layer that refused it), and the plan stands aside

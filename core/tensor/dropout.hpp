@@ -23,4 +23,11 @@ void check_dropout_rate(double rate);
 // rate 0 returns x itself.
 Tensor dropout(const Tensor& x, double rate, const Rng& rng, const std::vector<int>& shared_axes = {});
 
+// dropout(relu(x), rate, rng, shared_axes) as one op — the execution plan's Relu + Dropout step
+// (layers/dropout.hpp, core/layer/plan.hpp) — with the same mask and the same bits, in one pass
+// over the activations each way instead of two:
+//   y = max(x, 0) · keep / (1 − rate),      dy/dx = [x > 0] · keep / (1 − rate)
+// With shared axes (the mask broadcasts) it is the two ops one after the other.
+Tensor relu_dropout(const Tensor& x, double rate, const Rng& rng, const std::vector<int>& shared_axes = {});
+
 }  // namespace ctrax

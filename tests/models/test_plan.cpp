@@ -10,6 +10,7 @@
 #include "core/tensor/ops.hpp"
 #include "layers/activations.hpp"
 #include "layers/batch_norm.hpp"
+#include "layers/dropout.hpp"
 #include "models/registry.hpp"
 #include "tests/helpers.hpp"
 
@@ -23,16 +24,23 @@ struct Run {
 };
 
 // One training-mode step of `model` on `inputs` (dropout drawn from the same rng each time):
-// its outputs, the gradient of Σ outputs₀ · r (r fixed, random) for every weight, and its state after.
-Run run(const LayerPtr& model, const Stack& inputs, bool plan) {
+// its outputs, the gradient of Σ outputs₀ · r (r fixed, random) for every weight and every float
+// input, and its state after.
+Run run(const LayerPtr& model, const Stack& given, bool plan) {
   model->set_execution_plan(plan);
   model->set_rng(Rng(11));
+  Stack inputs;
+  std::vector<Tensor> wrt = model->all_weights();
+  for (const Tensor& x : given) {
+    inputs.push_back(is_floating(x.dtype()) ? x.detach().requires_grad_() : x);
+    if (is_floating(x.dtype())) wrt.push_back(inputs.back());
+  }
   Run r;
   r.outputs = (*model)(inputs);
   const Tensor& y = r.outputs[0];
   if (model->mode() == Mode::train && is_floating(y.dtype())) {
     const Tensor seed = testing::randn(y.shape(), 3).to(y.dtype());
-    r.grads = grad(y, model->all_weights(), {.seed = seed});
+    r.grads = grad(y, wrt, {.seed = seed});
   }
   for (const auto& [name, t] : model->named_state()) r.state.push_back(t);
   return r;
@@ -90,12 +98,48 @@ TEST_CASE("plan: BatchNorm then Relu is one step with the tree's values, gradien
   CHECK((*fused)[0].to_doubles() == out);
 }
 
+TEST_CASE("plan: Relu then Dropout is one step with the tree's mask, values and gradients") {
+  // Literal values: with rate 0.5 a kept value doubles; the mask is the Dropout layer's own draw.
+  const Tensor x = Tensor::from_doubles({1, -2, 3, 0, -0.5, 4, 2, -1}, {2, 4}, DType::float64);
+  auto make = [] { return layers::Serial(layers::Relu(), layers::Dropout({.rate = 0.5})); };
+  auto model = make();
+  model->init(signature_of(Stack{x}));
+  model->set_rng(Rng(3));
+  REQUIRE(plan_to_string(*model) == "Serial[\n  Relu + Dropout   (one step)\n]");
+  const std::vector<double> y = (*model)(x).to_doubles();
+  int kept = 0;
+  const std::vector<double> xs = x.to_doubles();
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    CAPTURE(i);
+    const double r = xs[i] > 0 ? xs[i] : 0;
+    CHECK((y[i] == 2 * r || y[i] == 0));
+    kept += y[i] != 0;
+  }
+  CHECK(kept > 0);   // of the 4 positive inputs, this key keeps some and drops others
+  CHECK(kept < 4);
+  expect_plan_equals_tree(make, {x});
+  expect_plan_equals_tree(make, {image(3, 5, 16, DType::float32)});
+  // Shared axes: the mask broadcasts and the step is the two ops one after the other.
+  expect_plan_equals_tree([] { return layers::Serial(layers::Relu(), layers::Dropout({.rate = 0.3, .shared_axes = {1}})); },
+                          {image(3, 5, 4, DType::float64)});
+  // Rate 0, and eval mode: the Dropout is the identity and nothing is fused.
+  CHECK_FALSE(layers::Relu()->fuses_with(*layers::Dropout({.rate = 0.0})));
+  CHECK_FALSE(layers::Relu()->fuses_with(*layers::Dropout({.rate = 0.5, .mode = Mode::eval})));
+}
+
 TEST_CASE("plan: a fused step's gradient passes the shared finite-difference check") {
   auto model = layers::Serial(layers::BatchNorm(), layers::Relu());
   const Tensor x = image(2, 3, 2, DType::float64);
   model->init(signature_of(Stack{x}));
   REQUIRE(model->execution_plan());
   testing::expect_layer_gradients(model, {x});
+  // Relu + Dropout: inputs away from Relu's kink, the mask fixed by the layer's rng.
+  auto dropped = layers::Serial(layers::Relu(), layers::Dropout({.rate = 0.25}));
+  const Tensor z = image(2, 3, 2, DType::float64) + 0.05;
+  dropped->init(signature_of(Stack{z}));
+  dropped->set_rng(Rng(9));
+  REQUIRE(plan_to_string(*dropped) == "Serial[\n  Relu + Dropout   (one step)\n]");
+  testing::expect_layer_gradients(dropped, {z});
 }
 
 TEST_CASE("plan: the printed plan marks the fused steps; the tree prints as Trax's") {
