@@ -7,9 +7,9 @@
 //   - ctrax matmul vs a direct cblas_sgemm call on the same buffers (target >= 95% of direct);
 //   - 64 attention-shaped products (B·H = 64 of 128×64 · 64×128), outer loop parallel and BLAS
 //     single-threaded inside (target >= 250 GFLOP/s on 2 threads);
-//   - one-row products (decoding one token: x·W) over a set of weight matrices as large as a
-//     decoding model's, in GB/s of weights read, against the same run's read bandwidth of that
-//     many bytes (bandwidth.hpp) and against a direct cblas_sgemv on one thread;
+//   - products of 1, 4 and 8 rows (decoding one token, a beam, a batch: x·W) over a set of weight
+//     matrices as large as a decoding model's, in GB/s of weights read, against the same run's
+//     read bandwidth of that many bytes (read_bandwidth.hpp) and against OpenBLAS on one thread;
 //   - fused softmax and layer norm, forward + backward, in GB/s of compulsory traffic;
 //   - conv2d on each convolution shape of bench_train's WRN-10-1 (batch 128, 32×32): forward, each
 //     gradient and all three, in GFLOP/s (the figures to hold against the sgemm peak above).
@@ -72,16 +72,17 @@ void bench_attention(int reps) {
              "parallel)\n", BH, L, d, d, L, flops / t / 1e9, num_threads());
 }
 
-// 1×K · K×N products, one per matrix of a set of `mb` megabytes (the M decoding model streams
-// ~14 MB per token: more than L2, less than some L3s), so each rep reads every matrix once from
-// wherever the set lives, as decoding does.
-void bench_one_row(int reps, std::int64_t K, std::int64_t N, double mb) {
+// M×K · K×N products of M = 1 to 8 rows (decoding one token, a batch or a beam: x·W), one per
+// matrix of a set of `mb` megabytes (the M decoding model streams ~14 MB per token: more than L2,
+// less than some L3s), so each rep reads every matrix once from wherever the set lives, as
+// decoding does. Against OpenBLAS called directly on one thread (sgemv for a row, sgemm for rows).
+void bench_few_rows(int reps, std::int64_t M, std::int64_t K, std::int64_t N, double mb) {
   reps = std::max(reps, 200);   // ~0.1 ms each, and the VMs' caches vary from one to the next
   const auto count = std::max<std::int64_t>(1, static_cast<std::int64_t>(mb * 1e6 / (4.0 * K * N)));
   std::vector<Tensor> w;
   for (std::int64_t i = 0; i < count; ++i) w.push_back(Rng(20 + i).normal({K, N}));
-  const Tensor x = Rng(19).normal({1, K});
-  Tensor y = Tensor::empty({1, N});
+  const Tensor x = Rng(19).normal({M, K});
+  Tensor y = Tensor::empty({M, N});
   const double bytes = 4.0 * K * N * count;
   // Inside one region, as the decoders run a token (parallel.hpp): each product's split hands its
   // parts to the waiting threads instead of opening a region of its own.
@@ -91,17 +92,21 @@ void bench_one_row(int reps, std::int64_t K, std::int64_t N, double mb) {
   const double one = median_seconds(reps, ours);
   const double direct = median_seconds(reps, [&] {
     for (const Tensor& wi : w)
-      cblas_sgemv(CblasRowMajor, CblasTrans, K, N, 1.0f, wi.data<float>(), N, x.data<float>(), 1, 0.0f,
-                  y.data<float>(), 1);
+      if (M == 1)
+        cblas_sgemv(CblasRowMajor, CblasTrans, K, N, 1.0f, wi.data<float>(), N, x.data<float>(), 1, 0.0f,
+                    y.data<float>(), 1);
+      else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, x.data<float>(), K, wi.data<float>(), N,
+                    0.0f, y.data<float>(), N);
   });
   const double read_one = bench::read_bandwidth_gbs(bytes / 1e6);
   set_num_threads(threads);
   const double all = median_seconds(reps, ours);
   const double read_all = bench::read_bandwidth_gbs(bytes / 1e6);
-  fmt::print("one row 1x{}·{}x{} ({} matrices, {:.1f} MB)  1 thread: ctrax {:5.1f} GB/s ({:3.0f}% of reading), "
-             "cblas_sgemv {:5.1f}   {} threads: ctrax {:5.1f} GB/s ({:3.0f}% of reading {:5.1f})\n",
-             K, K, N, count, bytes / 1e6, bytes / one / 1e9, 100 * bytes / one / 1e9 / read_one, bytes / direct / 1e9,
-             threads, bytes / all / 1e9, 100 * bytes / all / 1e9 / read_all, read_all);
+  fmt::print("{} row{} {}x{}·{}x{} ({} matrices, {:.1f} MB)  1 thread: ctrax {:5.1f} GB/s of W ({:3.0f}% of reading), "
+             "OpenBLAS {:5.1f}   {} threads: ctrax {:5.1f} GB/s ({:3.0f}% of reading {:5.1f})\n",
+             M, M == 1 ? " " : "s", M, K, K, N, count, bytes / 1e6, bytes / one / 1e9, 100 * bytes / one / 1e9 / read_one,
+             bytes / direct / 1e9, threads, bytes / all / 1e9, 100 * bytes / all / 1e9 / read_all, read_all);
 }
 
 void bench_fused(int reps) {
@@ -167,7 +172,8 @@ int main(int argc, char** argv) {
   bench_matmul(reps, 2048, 256, 1024);
   bench_attention(reps);
   for (const auto [K, N] : {std::array<std::int64_t, 2>{256, 256}, {256, 1024}, {1024, 256}, {512, 2048}})
-    bench_one_row(reps, K, N, 14);
+    bench_few_rows(reps, 1, K, N, 14);
+  for (const std::int64_t M : {4, 8}) bench_few_rows(reps, M, 256, 1024, 14);
   bench_fused(reps);
   for (const auto [n, c_in, c_out, k, stride] : {std::array<std::int64_t, 5>{32, 1, 16, 3, 1}, {32, 3, 16, 3, 1}, {32, 16, 16, 3, 1},
                                                 {32, 16, 32, 3, 2}, {32, 16, 32, 1, 2}, {16, 32, 32, 3, 1},
