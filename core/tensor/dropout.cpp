@@ -16,60 +16,25 @@ constexpr OpDef kReluDropout{"relu_dropout", profile::Family::random};
 
 // y = x · (keep ? s : 0), elementwise: mul(x, scale) without building the float scale tensor —
 // one pass over the activations fewer each way. Products, not selects, so the results are mul's
-// bit for bit (a dropped NaN stays NaN).
-Tensor masked_scale(const Tensor& in, const Tensor& keep, double s) {
+// bit for bit (a dropped NaN stays NaN). With a gate, y = gate > 0 ? x · (keep ? s : 0) : 0 —
+// relu_dropout's two passes: forward with x as its own gate (relu's v > 0 ? v : 0, then the
+// product), backward with g gated by x (relu's select around dropout's product) — the same
+// expressions as the two ops one after the other, so the same bits.
+Tensor masked_scale(const Tensor& in, const Tensor& keep, double s, const Tensor* gate = nullptr) {
   Tensor out = Tensor::empty(in.shape(), in.dtype());
   dispatch_float(in.dtype(), [&]<class T>(T) {
     const std::uint8_t* k = keep.data<std::uint8_t>();
     const T* pi = in.data<T>();
+    const T* pgate = gate ? gate->data<T>() : nullptr;
     T* po = out.data<T>();
     const T kept = static_cast<T>(s);
     const std::int64_t n = in.numel();
     parallel_chunks(n, n >= kParallelElements, [&](std::int64_t i0, std::int64_t i1) {
       const T s_kept = kept;
-      for (std::int64_t i = i0; i < i1; ++i) po[i] = pi[i] * (k[i] ? s_kept : T(0));
-    });
-  });
-  return out;
-}
-
-// relu_dropout's two passes. Forward: relu's expression (elementwise.cpp), then masked_scale's
-// product. Backward: relu's select on x around masked_scale's product. The same expressions in
-// the same order as the two ops, so the same bits.
-Tensor relu_masked_scale(const Tensor& x, const Tensor& keep, double s) {
-  Tensor out = Tensor::empty(x.shape(), x.dtype());
-  dispatch_float(x.dtype(), [&]<class T>(T) {
-    const std::uint8_t* k = keep.data<std::uint8_t>();
-    const T* px = x.data<T>();
-    T* po = out.data<T>();
-    const T kept = static_cast<T>(s);
-    const std::int64_t n = x.numel();
-    parallel_chunks(n, n >= kParallelElements, [&](std::int64_t i0, std::int64_t i1) {
-      const T s_kept = kept;
-      for (std::int64_t i = i0; i < i1; ++i) {
-        const T r = px[i] > 0 ? px[i] : T(0);
-        po[i] = r * (k[i] ? s_kept : T(0));
-      }
-    });
-  });
-  return out;
-}
-
-Tensor relu_masked_scale_grad(const Tensor& g, const Tensor& x, const Tensor& keep, double s) {
-  Tensor out = Tensor::empty(x.shape(), x.dtype());
-  dispatch_float(x.dtype(), [&]<class T>(T) {
-    const std::uint8_t* k = keep.data<std::uint8_t>();
-    const T* pg = g.data<T>();
-    const T* px = x.data<T>();
-    T* po = out.data<T>();
-    const T kept = static_cast<T>(s);
-    const std::int64_t n = x.numel();
-    parallel_chunks(n, n >= kParallelElements, [&](std::int64_t i0, std::int64_t i1) {
-      const T s_kept = kept;
-      for (std::int64_t i = i0; i < i1; ++i) {
-        const T dropped = pg[i] * (k[i] ? s_kept : T(0));
-        po[i] = px[i] > 0 ? dropped : T(0);
-      }
+      if (pgate == nullptr)
+        for (std::int64_t i = i0; i < i1; ++i) po[i] = pi[i] * (k[i] ? s_kept : T(0));
+      else
+        for (std::int64_t i = i0; i < i1; ++i) po[i] = pgate[i] > 0 ? pi[i] * (k[i] ? s_kept : T(0)) : T(0);
     });
   });
   return out;
@@ -121,8 +86,8 @@ Tensor relu_dropout(const Tensor& x, double rate, const Rng& rng, const std::vec
   const double s = 1.0 / (1.0 - rate);
   return define_op(kReluDropout, {x}, x.shape(), x.dtype(), [&] {
     const Tensor keep = rng.bernoulli(x.shape(), 1.0 - rate);
-    return record(kReluDropout, relu_masked_scale(x, keep, s), {x}, [x, keep, s](const Tensor& g) {
-      return std::vector<Tensor>{relu_masked_scale_grad(g, x, keep, s)};
+    return record(kReluDropout, masked_scale(x, keep, s, &x), {x}, [x, keep, s](const Tensor& g) {
+      return std::vector<Tensor>{masked_scale(g, keep, s, &x)};
     });
   });
 }
