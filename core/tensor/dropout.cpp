@@ -33,8 +33,11 @@ Tensor masked_scale(const Tensor& in, const Tensor& keep, double s, const Tensor
       const T s_kept = kept;
       if (pgate == nullptr)
         for (std::int64_t i = i0; i < i1; ++i) po[i] = pi[i] * (k[i] ? s_kept : T(0));
-      else
-        for (std::int64_t i = i0; i < i1; ++i) po[i] = pgate[i] > 0 ? pi[i] * (k[i] ? s_kept : T(0)) : T(0);
+      else   // the product unconditionally, then the select: a loop g++ vectorises
+        for (std::int64_t i = i0; i < i1; ++i) {
+          const T scaled = pi[i] * (k[i] ? s_kept : T(0));
+          po[i] = pgate[i] > 0 ? scaled : T(0);
+        }
     });
   });
   return out;
