@@ -164,7 +164,7 @@ void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_
   // be cut by the team: the bits are those of one thread (the FIXED PARTS rule is about cuts that
   // change sums, and this one changes none). Cut along K instead, each thread streamed a
   // contiguous half of W, but the partial sums crossed between cores after every product,
-  // slower on the AMD VMs (docs/11_performance.md).
+  // slower on an AMD Zen 5 VM (docs/11_performance.md).
   if (M == 1 && !tb) {
     parallel_team([&](int t, int threads) {
       const std::int64_t c0 = N * t / threads / 16 * 16, c1 = t + 1 == threads ? N : N * (t + 1) / threads / 16 * 16;
