@@ -77,7 +77,7 @@ void bench_attention(int reps) {
 // less than some L3s), so each rep reads every matrix once from wherever the set lives, as
 // decoding does. Against OpenBLAS called directly on one thread (sgemv for a row, sgemm for rows).
 void bench_few_rows(int reps, std::int64_t M, std::int64_t K, std::int64_t N, double mb) {
-  reps = std::max(reps, 200);   // ~0.1 ms each, and the VMs' caches vary from one to the next
+  reps = std::max(reps, 200);   // each rep is short, and what the VMs serve from their caches varies rep to rep
   const auto count = std::max<std::int64_t>(1, static_cast<std::int64_t>(mb * 1e6 / (4.0 * K * N)));
   std::vector<Tensor> w;
   for (std::int64_t i = 0; i < count; ++i) w.push_back(Rng(20 + i).normal({K, N}));
