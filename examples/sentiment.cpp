@@ -47,7 +47,7 @@ namespace ctrax::examples::sentiment {
 namespace {
 
 int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, examples::TrainFlags t, std::int64_t vocab_size,
-                  std::int64_t head, std::int64_t limit, const std::string& init_from) {
+                  std::int64_t head, std::int64_t limit, std::int64_t sample, const std::string& init_from) {
   const bool resumed = examples::open_run(t);
   // Fine-tuning: the body (sizes, vocabulary, --max-len: the position table is one of its weights)
   // from RUN, a fresh head.
@@ -56,7 +56,8 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
   if (head > m.arch.max_len)
     throw std::invalid_argument(fmt::format("--head {} exceeds --max-len {}", head, m.arch.max_len));
   if (head == 0) head = m.arch.max_len;   // the start only
-  const auto examples_ = load_split(t.data, "train", limit, kMaxClasses);
+  const auto examples_ = sample > 0 ? sample_split(load_split(t.data, "train", 0, kMaxClasses), sample, t.seed)
+                                    : load_split(t.data, "train", limit, kMaxClasses);
   const auto n = static_cast<std::int64_t>(examples_.size());
   std::int32_t n_classes = 2;   // at least two: a one-class dataset still trains a yes/no classifier
   for (const auto& x : examples_) n_classes = std::max(n_classes, x.label + 1);
@@ -148,8 +149,13 @@ int main(int argc, char** argv) {
   auto* init_flag = train->add_option("--init-from", init_from,
                                       "fine-tune: the body (sizes, vocabulary, weights) from this `pretrain` run, a new head");
   std::int64_t limit = 0;
-  train->add_option("--limit", limit, "use only the first N training reviews (0: all; quick trials)")->capture_default_str()
-      ->check(examples::number_in(0, 1e12));
+  auto* limit_flag = train->add_option("--limit", limit, "use only the first N training reviews (0: all; quick trials)")
+      ->capture_default_str()->check(examples::number_in(0, 1e12));
+  std::int64_t sample = 0;
+  train->add_option("--sample", sample,
+                    "use N training reviews drawn at random with --seed (0: all): a few-labels experiment's "
+                    "reviews, of many films, not the file's first")
+      ->capture_default_str()->check(examples::number_in(0, 1e12))->excludes(limit_flag);
 
   std::string out = "runs/imdb", data_dir;
   int threads = 0;
@@ -176,7 +182,7 @@ int main(int argc, char** argv) {
       t.task = "sentiment";
       if (init_flag->count() > 0) examples::refuse_body_flags(*train, m, init_from);
       auto lock = examples::settle_run(*train, t);
-      return train_command(std::move(lock), m, t, vocab_size, head, limit, init_from);
+      return train_command(std::move(lock), m, t, vocab_size, head, limit, sample, init_from);
     }
     if (*eval) return eval_command(data_dir, out, threads, eval_batch, limit, json_path);
     return predict_command(out, threads, texts);

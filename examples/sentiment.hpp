@@ -37,8 +37,13 @@ std::vector<std::int64_t> range(std::int64_t n);   // 0 … n−1
 std::vector<data::LabeledText> load_split(const std::string& dir, const std::string& split, std::int64_t limit,
                                           std::int32_t n_classes);
 
-// Accuracy on the test split; with json_path also written there (the run, its training --limit
-// and --init-from, the accuracy: scripts/plot_label_curve.py reads them).
+// `n` of the examples drawn at random (a permutation seeded by `seed`), in the file's order; all of
+// them when n is 0 or not below their number. IMDB's file keeps reviews of one film next to each
+// other (aclImdb numbers them along its list of films), so its first reviews are of few films.
+std::vector<data::LabeledText> sample_split(std::vector<data::LabeledText> ex, std::int64_t n, std::uint64_t seed);
+
+// Accuracy on the test split; with json_path also written there (the run, its training --limit or
+// --sample and --init-from, the accuracy: scripts/plot_label_curve.py reads them).
 int eval_command(const std::string& data_dir, const std::string& out, int threads, std::int64_t batch_size,
                  std::int64_t limit, const std::string& json_path);
 int predict_command(const std::string& out, int threads, const std::vector<std::string>& texts);

@@ -1,5 +1,6 @@
 // examples/sentiment_data.cpp — the sentiment program's data: labelled texts from a dataset
 // directory or a Q,A,label CSV, as token ids.
+#include <algorithm>
 #include <memory>
 
 #include "core/data/text_files.hpp"
@@ -57,6 +58,18 @@ std::vector<data::LabeledText> load_split(const std::string& dir, const std::str
   auto ex = is_csv(dir) ? csv_split(dir, split, n_classes) : data::load_labeled_split(dir, split, n_classes);
   if (limit > 0 && limit < static_cast<std::int64_t>(ex.size())) ex.resize(static_cast<std::size_t>(limit));
   return ex;
+}
+
+std::vector<data::LabeledText> sample_split(std::vector<data::LabeledText> ex, std::int64_t n, std::uint64_t seed) {
+  const auto size = static_cast<std::int64_t>(ex.size());
+  if (n <= 0 || n >= size) return ex;
+  std::vector<std::int64_t> chosen = Rng(seed).fold_in(54321).permutation(size);
+  chosen.resize(static_cast<std::size_t>(n));
+  std::sort(chosen.begin(), chosen.end());
+  std::vector<data::LabeledText> out;
+  out.reserve(static_cast<std::size_t>(n));
+  for (const std::int64_t i : chosen) out.push_back(std::move(ex[static_cast<std::size_t>(i)]));
+  return out;
 }
 
 }  // namespace ctrax::examples::sentiment

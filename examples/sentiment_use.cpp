@@ -90,6 +90,7 @@ int eval_command(const std::string& data_dir, const std::string& out, int thread
     const nlohmann::json flags = stored.value("flags", nlohmann::json::object());
     const nlohmann::json j = {{"run", out},
                               {"train_limit", std::stoll(flags.value("--limit", std::string("0")))},
+                              {"train_sample", std::stoll(flags.value("--sample", std::string("0")))},
                               {"init_from", config.has("init_from") ? nlohmann::json(config.string("init_from")) : nlohmann::json()},
                               {"accuracy", accuracy}, {"correct", correct}, {"n", test.size()},
                               {"loss", loss / static_cast<double>(test.size())}};

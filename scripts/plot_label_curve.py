@@ -4,8 +4,8 @@
 
     scripts/plot_label_curve.py EVAL.json... [--all 25000] [--out docs/images/imdb_labels.png]
 
-Each JSON says how many training examples its run used (`train_limit`; 0 is the whole split,
-drawn at --all) and whether it started from a pretrained run (`init_from`); the runs are split
+Each JSON says how many training examples its run used (`train_sample` or `train_limit`; 0 is
+the whole split, drawn at --all) and whether it started from a pretrained run (`init_from`); the runs are split
 into the two curves by that, and each point is labelled with its accuracy. Needs Debian's
 python3-matplotlib.
 """
@@ -30,7 +30,7 @@ def main():
         r = json.load(open(path, encoding="utf-8"))
         if "accuracy" not in r or "train_limit" not in r:
             sys.exit(f"plot_label_curve: {path}: not a `sentiment eval --json` file (no accuracy or train_limit)")
-        labels = r["train_limit"] or args.all
+        labels = r.get("train_sample") or r["train_limit"] or args.all
         key = "fine-tuned from the masked LM" if r.get("init_from") else "from scratch"
         curves[key].append((labels, 100 * r["accuracy"]))
     fig, ax = plt.subplots(figsize=(6.4, 4.2), layout="constrained")

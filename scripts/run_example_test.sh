@@ -165,8 +165,10 @@ sentiment)
     expect "pieces of at most 32 tokens" "$tmp/log"
     expect "(<mask> = 3)" "$tmp/log"
     expect "held-out masked-token accuracy" "$tmp/log"
-    "$exe" train --data "$data/imdb" --out "$tmp/ft" --init-from "$tmp/mlm" --limit 200 --steps 3 --eval-every 3 \
+    # --sample: 200 reviews drawn at random from all 25,000 (a few-labels experiment), not the first.
+    "$exe" train --data "$data/imdb" --out "$tmp/ft" --init-from "$tmp/mlm" --sample 200 --steps 3 --eval-every 3 \
       --batch-size 4 --threads 1 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "fine-tune"; }
+    expect "180 training texts in 2 classes" "$tmp/log"
     expect "loaded 20 weights" "$tmp/log"   # the embedding, the position table, the block, the final norm
     expect "newly initialised 2:" "$tmp/log"
     expect "unused in the file 2:" "$tmp/log"
@@ -177,7 +179,7 @@ sentiment)
       fail "eval of the fine-tuned run"
     expect "test accuracy .* of 20 texts" "$tmp/log"
     # What plot_label_curve.py reads: the labels the run learned from and the run it started from.
-    expect '"train_limit": 200' "$tmp/ft.json"
+    expect '"train_sample": 200' "$tmp/ft.json"
     expect "\"init_from\": \"$tmp/mlm/" "$tmp/ft.json"
     expect '"n": 20' "$tmp/ft.json"
     # ELECTRA: a generator a quarter as wide fills the hidden positions, the encoder tells original
