@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """A baseline that only counts words: naive Bayes over the words and word pairs present in each
-review (binarised counts, add-one smoothing), trained on the first N labelled reviews of a
-dataset's training split and scored on its whole test split. What a classifier that learned from
-N labels should beat (docs/10_real_data.md, "Pretraining and fine-tuning").
+review (binarised counts, add-one smoothing), trained on N labelled reviews of a dataset's
+training split — the first N, or with --seed S N drawn at random (as `sentiment train --sample N`
+draws them; Python's draw, not the same reviews) — and scored on its whole test split. What a
+classifier that learned from N labels should beat (docs/10_real_data.md, "Pretraining and
+fine-tuning").
 
-    python3 scripts/naive_bayes_baseline.py ../shared/data/imdb 2000
+    python3 scripts/naive_bayes_baseline.py ../shared/data/imdb 2000 [--seed S]
 
 Standard library only; the files are `label<TAB>text` lines, .tsv.gz.
 """
@@ -12,6 +14,7 @@ import collections
 import gzip
 import math
 import os
+import random
 import re
 import sys
 
@@ -33,10 +36,19 @@ def features(text):
 
 
 def main():
-    if len(sys.argv) != 3:
+    args = sys.argv[1:]
+    seed = None
+    if len(args) == 4 and args[2] == "--seed":
+        seed = int(args[3])
+        args = args[:2]
+    if len(args) != 2:
         sys.exit(__doc__)
-    data, n = sys.argv[1], int(sys.argv[2])
-    train = load(os.path.join(data, "train.tsv.gz"), n)
+    data, n = args[0], int(args[1])
+    if seed is None:
+        train = load(os.path.join(data, "train.tsv.gz"), n)
+    else:
+        everything = load(os.path.join(data, "train.tsv.gz"))
+        train = random.Random(seed).sample(everything, min(n, len(everything)))
     test = load(os.path.join(data, "test.tsv.gz"))
     counts = [collections.Counter(), collections.Counter()]
     for label, text in train:
@@ -46,7 +58,8 @@ def main():
     log_ratio = {f: math.log((counts[1][f] + 1) / totals[1]) - math.log((counts[0][f] + 1) / totals[0])
                  for f in vocabulary}
     correct = sum((sum(log_ratio.get(f, 0.0) for f in features(text)) > 0) == (label == 1) for label, text in test)
-    print(f"naive Bayes on words and word pairs, {len(train)} training reviews: "
+    drawn = "the first" if seed is None else f"at random (seed {seed})"
+    print(f"naive Bayes on words and word pairs, {len(train)} training reviews {drawn}: "
           f"test accuracy {correct / len(test):.4f} ({correct} of {len(test)})")
 
 

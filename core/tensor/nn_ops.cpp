@@ -25,6 +25,24 @@ constexpr OpDef kLayerNorm{"layer_norm", profile::Family::layer_norm};
 constexpr OpDef kBatchNorm{"batch_norm", profile::Family::layer_norm};
 constexpr OpDef kCrossEntropy{"cross_entropy_with_logits", profile::Family::softmax};
 
+// Σ_{j<n} term(j) in double, in kLanes running sums (then added in lane order): four vectors of
+// independent additions instead of one chain, each waiting on the last (a row of 256 floats is 32
+// dependent vector adds, and layer_norm has several per row). The order is the code's, not the
+// compiler's: the same bits on any CPU.
+template <class F>
+double lane_sum(std::int64_t n, F&& term) {
+  constexpr int kLanes = 32;
+  double acc[kLanes] = {};
+  std::int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+  #pragma omp simd
+    for (int l = 0; l < kLanes; ++l) acc[l] += term(j + l);
+  double total = 0;
+  for (; j < n; ++j) total += term(j);
+  for (int l = 0; l < kLanes; ++l) total += acc[l];
+  return total;
+}
+
 // Calls row(base, stride) for every 1-D line of `v` along its axis, the lines shared among the
 // threads when there are enough elements (each line is one thread's, in a fixed order: the same
 // bits on any team). Lines along the last axis (stride 1) go to row with the stride a constant,
@@ -125,17 +143,35 @@ Tensor layer_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, doub
           // omp simd: the sums may run in vector lanes (in double, so the order hardly matters);
           // without it every element waits for the previous add — a quarter of the speed.
           double mu = 0, var = 0;
+          if constexpr (std::is_same_v<T, float>) {
+            // One pass: σ² = mean(x²) − μ², both sums in double. A float has 24 bits and a double
+            // 53, so the subtraction keeps ~29 bits to lose before σ² loses a float's precision
+            // (|μ| up to ~10⁴ σ).
+  #pragma omp simd reduction(+ : mu, var)
+            for (std::int64_t j = 0; j < d; ++j) {
+              const double v = xr[j];
+              mu += v;
+              var += v * v;
+            }
+            mu /= static_cast<double>(d);
+            var = std::max(0.0, var / static_cast<double>(d) - mu * mu);
+          } else {   // double in, nothing wider to sum in: two passes, σ² from x − μ
   #pragma omp simd reduction(+ : mu)
-          for (std::int64_t j = 0; j < d; ++j) mu += xr[j];
-          mu /= static_cast<double>(d);
+            for (std::int64_t j = 0; j < d; ++j) mu += xr[j];
+            mu /= static_cast<double>(d);
   #pragma omp simd reduction(+ : var)
-          for (std::int64_t j = 0; j < d; ++j) var += (xr[j] - mu) * (xr[j] - mu);
-          var /= static_cast<double>(d);
+            for (std::int64_t j = 0; j < d; ++j) var += (xr[j] - mu) * (xr[j] - mu);
+            var /= static_cast<double>(d);
+          }
           const double rs = 1.0 / std::sqrt(var + epsilon);
           pr[r] = static_cast<T>(rs);
+          T* hr = ph + r * d;
+          T* yr = py + r * d;
+  #pragma omp simd
           for (std::int64_t j = 0; j < d; ++j) {
-            ph[r * d + j] = static_cast<T>((xr[j] - mu) * rs);
-            py[r * d + j] = ph[r * d + j] * ps[j] + pb[j];
+            const T h = static_cast<T>((xr[j] - mu) * rs);
+            hr[j] = h;
+            yr[j] = h * ps[j] + pb[j];
           }
         }
       });
@@ -156,20 +192,20 @@ Tensor layer_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, doub
           T* db = ds + d;
           for (std::int64_t r = rows * p / parts; r < rows * (p + 1) / parts; ++r) {
             const T *gr = pg + r * d, *hr = ph + r * d;
-            double mean_gh = 0, mean_ghx = 0;  // mean(ĝ), mean(ĝ·x̂) with ĝ = g·scale
-  #pragma omp simd reduction(+ : mean_gh, mean_ghx)
+            // mean(ĝ), mean(ĝ·x̂) with ĝ = g·scale: sums in double
+            const double mean_gh = lane_sum(d, [&](std::int64_t j) { return static_cast<double>(gr[j] * ps[j]); });
+            const double mean_ghx = lane_sum(d, [&](std::int64_t j) { return static_cast<double>(gr[j] * ps[j]) * hr[j]; });
+  #pragma omp simd
             for (std::int64_t j = 0; j < d; ++j) {
-              const double gh = gr[j] * ps[j];
-              mean_gh += gh;
-              mean_ghx += gh * hr[j];
               ds[j] += gr[j] * hr[j];
               db[j] += gr[j];
             }
-            mean_gh /= static_cast<double>(d);
-            mean_ghx /= static_cast<double>(d);
-            for (std::int64_t j = 0; j < d; ++j)
-              pdx[r * d + j] =
-                  static_cast<T>(pr[r] * (gr[j] * ps[j] - mean_gh - hr[j] * mean_ghx));
+            // dx in T: the row's three numbers rounded once, then one FMA chain per element
+            const T a = pr[r], b = static_cast<T>(mean_gh / static_cast<double>(d)),
+                    c = static_cast<T>(mean_ghx / static_cast<double>(d));
+            T* dxr = pdx + r * d;
+  #pragma omp simd
+            for (std::int64_t j = 0; j < d; ++j) dxr[j] = a * (gr[j] * ps[j] - b - hr[j] * c);
           }
         });
         for (std::int64_t p = 0; p < parts; ++p)

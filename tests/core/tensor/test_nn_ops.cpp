@@ -34,6 +34,24 @@ TEST_CASE("layer_norm equals its composition") {
   expect_close(layer_norm(x, scale, bias, 1e-6), (x - mu) / sqrt(var + 1e-6) * scale + bias, 1e-10);
 }
 
+TEST_CASE("layer_norm in float32 agrees with float64, values and gradients, far from zero too") {
+  // Float rows: σ² in one pass in double and the backward's row sums in lanes (nn_ops.cpp); a row
+  // of 256 fills the lanes, 7 leaves a tail; a mean of 1000 σ tests the one-pass variance.
+  for (const auto& [d, offset] : {std::pair{256, 0.0}, std::pair{256, 1000.0}, std::pair{7, 0.0}}) {
+    const Tensor g64 = randn({3, 5, d}, 24);
+    // The same numbers both ways: float32's, and those widened to float64.
+    const Tensor x32 = (randn({3, 5, d}, 21) + offset).to(DType::float32).requires_grad_(),
+                 s32 = randn({d}, 22).to(DType::float32).requires_grad_(),
+                 b32 = randn({d}, 23).to(DType::float32).requires_grad_();
+    const Tensor x = x32.to(DType::float64).detach().requires_grad_(), s = s32.to(DType::float64).detach().requires_grad_(),
+                 b = b32.to(DType::float64).detach().requires_grad_();
+    const V want = grad(layer_norm(x, s, b), {x, s, b}, {.seed = g64});
+    const V got = grad(layer_norm(x32, s32, b32), {x32, s32, b32}, {.seed = g64.to(DType::float32)});
+    expect_close(layer_norm(x32, s32, b32).to(DType::float64), layer_norm(x, s, b), 2e-5);
+    for (std::size_t i = 0; i < 3; ++i) expect_close(got[i].to(DType::float64), want[i], 1e-4 * (i == 0 ? 1 : 15));
+  }
+}
+
 TEST_CASE("batch_norm equals Trax's BatchNorm formula, and returns the batch's statistics") {
   const Tensor x = randn({4, 3, 2, 5}, 12), scale = randn({5}, 13), bias = randn({5}, 14);
   const Tensor mu = mean(x, {0, 1, 2}, true);
