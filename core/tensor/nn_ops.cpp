@@ -25,10 +25,9 @@ constexpr OpDef kLayerNorm{"layer_norm", profile::Family::layer_norm};
 constexpr OpDef kBatchNorm{"batch_norm", profile::Family::layer_norm};
 constexpr OpDef kCrossEntropy{"cross_entropy_with_logits", profile::Family::softmax};
 
-// Σ_{j<n} term(j) in double, in kLanes running sums (then added in lane order): four vectors of
-// independent additions instead of one chain, each waiting on the last (a row of 256 floats is 32
-// dependent vector adds, and layer_norm has several per row). The order is the code's, not the
-// compiler's: the same bits on any CPU.
+// Σ_{j<n} term(j) in double, in kLanes running sums, then added in lane order: several vectors of
+// independent additions (4 of 8 doubles with AVX-512) instead of one chain in which each add waits
+// on the last. The order is the code's, not the compiler's: the same bits on any CPU.
 template <class F>
 double lane_sum(std::int64_t n, F&& term) {
   constexpr int kLanes = 32;
