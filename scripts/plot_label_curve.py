@@ -5,9 +5,9 @@
     scripts/plot_label_curve.py EVAL.json... [--all 25000] [--out docs/images/imdb_labels.png]
 
 Each JSON says how many training examples its run used (`train_sample` or `train_limit`; 0 is
-the whole split, drawn at --all) and whether it started from a pretrained run (`init_from`); the runs are split
-into the two curves by that, and each point is labelled with its accuracy. Needs Debian's
-python3-matplotlib.
+the whole split, drawn at --all) and whether it started from a pretrained run (`init_from`); the
+runs are split into the two curves by that, and each point is labelled with its accuracy. Needs
+Debian's python3-matplotlib.
 """
 import argparse
 import json
