@@ -238,6 +238,7 @@ bad sentiment-head        "--head 1000 exceeds --max-len 32" "${ST[@]}" --data i
 bad sentiment-vocab       "--vocab-size: expected a number from 8" "${ST[@]}" --data imdb --vocab-size 3
 bad sentiment-limit       "--limit: expected a number from 0" "${ST[@]}" --data imdb --limit -1
 bad sentiment-too-few     "5 training reviews are too few" "${ST[@]}" --data imdb --limit 5
+bad sentiment-sample      "--sample: expected a number from 0" "${ST[@]}" --data imdb --sample -1
 bad sentiment-sample-few  "5 training reviews are too few" "${ST[@]}" --data imdb --sample 5
 bad sentiment-sample-limit "--limit excludes --sample" "${ST[@]}" --data imdb --sample 10 --limit 10
 bad sentiment-eval-batch  "--batch-size: expected a number from 1" "$sentiment" eval --out srun --data imdb --batch-size 0
