@@ -12,6 +12,18 @@
 
 namespace ctrax::layers {
 
+namespace {
+
+// One fused op (core/tensor/attention.hpp) takes the dropout keep mask, drawn here over the whole
+// (…, L_q, L_k) probability tensor, exactly as Dropout on the probabilities would; none outside
+// train mode or at rate 0.
+Tensor dropout_keep(const Shape& scores, double dropout, Mode mode, const Rng& rng) {
+  check_dropout_rate(dropout);
+  return mode == Mode::train && dropout > 0.0 ? rng.bernoulli(scores, 1.0 - dropout) : Tensor();
+}
+
+}  // namespace
+
 Tensor dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                              double dropout, Mode mode, const Rng& rng, const LinearBias& bias) {
   if (q.rank() < 2 || k.rank() != q.rank() || v.rank() != q.rank() || q.dim(-1) != k.dim(-1) ||
@@ -19,16 +31,9 @@ Tensor dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, 
     throw std::invalid_argument(fmt::format(
         "attention expects q (…, L_q, d), k (…, L_k, d), v (…, L_k, d_v), got q {}, k {}, v {}",
         q.signature(), k.signature(), v.signature()));
-  check_dropout_rate(dropout);
-  // One fused op (core/tensor/attention.hpp); the dropout keep mask is drawn here, over the
-  // whole (…, L_q, L_k) probability tensor, exactly as Dropout on the probabilities would.
-  Tensor keep;
-  if (mode == Mode::train && dropout > 0.0) {
-    Shape scores(q.shape().begin(), q.shape().end() - 1);
-    scores.push_back(k.dim(-2));
-    keep = rng.bernoulli(scores, 1.0 - dropout);
-  }
-  return attention(q, k, v, mask, keep, dropout, bias);  // (…, L_q, d_v)
+  Shape scores(q.shape().begin(), q.shape().end() - 1);
+  scores.push_back(k.dim(-2));
+  return attention(q, k, v, mask, dropout_keep(scores, dropout, mode, rng), dropout, bias);  // (…, L_q, d_v)
 }
 
 namespace {
@@ -63,6 +68,11 @@ class PureAttentionLayer final : public Layer {
 
   Stack forward(const Stack& in) override {
     const Tensor &q = in[0], &k = in[1], &v = in[2], &mask = in[3];
+    if (!rotary_) {   // the heads read where the projections put them: no split or merge copies
+      for (const Tensor* x : {&q, &k, &v}) check_splittable(*x, n_heads_);
+      const Tensor keep = dropout_keep({q.dim(0), n_heads_, q.dim(1), k.dim(1)}, dropout_, mode(), rng());
+      return {attention_heads(q, k, v, n_heads_, mask, keep, dropout_, bias_), mask};
+    }
     Tensor qh = split_heads(q, n_heads_), kh = split_heads(k, n_heads_);
     if (rotary_) {
       std::int64_t q_start = 0;

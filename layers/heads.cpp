@@ -14,12 +14,16 @@ void check_heads(std::int64_t d_feature, int n_heads) {
         "attention heads ({}).", d_feature, n_heads));
 }
 
-Tensor split_heads(const Tensor& x, int n_heads) {
+void check_splittable(const Tensor& x, int n_heads) {
   if (x.rank() != 3)
     throw std::invalid_argument(
         fmt::format("splitting into heads expects (B, L, d_model), got {}", x.signature()));
+  check_heads(x.dim(2), n_heads);
+}
+
+Tensor split_heads(const Tensor& x, int n_heads) {
+  check_splittable(x, n_heads);
   const std::int64_t B = x.dim(0), L = x.dim(1), d = x.dim(2);
-  check_heads(d, n_heads);
   return transpose(reshape(x, {B, L, n_heads, d / n_heads}), {0, 2, 1, 3});
 }
 

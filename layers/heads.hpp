@@ -25,6 +25,9 @@ namespace ctrax::layers {
 // split_heads, CausalAttention and the model registry (models/registry.hpp) before any layer.
 void check_heads(std::int64_t d_feature, int n_heads);
 
+// split_heads's check of its input: (B, L, d) with n_heads dividing d (attention_heads's callers
+// make it too, so bad input reads the same whether or not the heads are split by a copy).
+void check_splittable(const Tensor& x, int n_heads);
 Tensor split_heads(const Tensor& x, int n_heads);  // (B, L, d) → (B, H, L, d/H)
 Tensor merge_heads(const Tensor& x);               // (B, H, L, d_head) → (B, L, H·d_head)
 

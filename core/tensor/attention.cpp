@@ -86,7 +86,25 @@ struct MaskIndex {
 struct Dims {
   std::int64_t N, Lq, Lk, d, dv;
   std::int64_t kv_rows;  // rows per slice in k and v's storage: Lk, or a KV cache's max_len
+  // 1: slice n's rows lie one after the other, (…, L, d). H > 1: the heads sit side by side in
+  // each row, (B, L, H·d) — slice n = (b, h) is columns h·d … of batch b's rows, at a row stride
+  // of H·d (attention_heads).
+  std::int64_t heads = 1;
+
+  // Where slice n starts in q (and dq), k (dk), v (dv), out (dout), and each one's row stride.
+  std::int64_t q_at(std::int64_t n) const { return (n / heads) * Lq * heads * d + (n % heads) * d; }
+  std::int64_t k_at(std::int64_t n) const { return (n / heads) * kv_rows * heads * d + (n % heads) * d; }
+  std::int64_t v_at(std::int64_t n) const { return (n / heads) * kv_rows * heads * dv + (n % heads) * dv; }
+  std::int64_t out_at(std::int64_t n) const { return (n / heads) * Lq * heads * dv + (n % heads) * dv; }
+  std::int64_t ld() const { return heads * d; }      // q's and k's row stride
+  std::int64_t ld_v() const { return heads * dv; }   // v's and out's
 };
+
+// Zeroes rows × cols elements of a slice whose rows lie `ld` apart.
+template <class T>
+void zero_rows(T* p, std::int64_t rows, std::int64_t cols, std::int64_t ld) {
+  for (std::int64_t r = 0; r < rows; ++r) std::fill_n(p + r * ld, cols, T(0));
+}
 
 // QUERY BLOCKS. A slice's query rows go in blocks of kQueryBlock; a block only multiplies by the
 // keys up to its key_extent — past it every probability is exactly 0 (the masked score −1e9
@@ -169,12 +187,13 @@ void forward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex&
   for_each_slice<T>(D, keep ? LL : 0, [&](std::int64_t n, T* scratch) {
     const T sc = scale, ks = keep_scale;   // locals, not captures: see backward
     T* Pn = P + n * LL;
-    const T *qn = q + n * D.Lq * D.d, *kn = k + n * D.kv_rows * D.d, *vn = v + n * D.kv_rows * D.dv;
+    const T *qn = q + D.q_at(n), *kn = k + D.k_at(n), *vn = v + D.v_at(n);
+    const std::int64_t ld = D.ld(), ld_v = D.ld_v();
     const std::uint8_t* m = mask.data ? mask.slice(n) : nullptr;
     for (std::int64_t b = 0; b * kQueryBlock < D.Lq;) {
       const auto [i0, rows, Le, next_block] = extents.run(n, b, D.Lq);
       b = next_block;
-      blas::gemm(false, true, rows, Le, D.d, sc, qn + i0 * D.d, D.d, kn, D.d, T(0), Pn + i0 * D.Lk, D.Lk);
+      blas::gemm(false, true, rows, Le, D.d, sc, qn + i0 * ld, ld, kn, ld, T(0), Pn + i0 * D.Lk, D.Lk);
       for (std::int64_t i = i0; i < i0 + rows; ++i) {
         T* row = Pn + i * D.Lk;
         if (n_slopes > 0) {
@@ -200,7 +219,7 @@ void forward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex&
           apply_keep(Pd + r * D.Lk, keep + n * LL + (i0 + r) * D.Lk, ks, Le, scratch + r * D.Lk);
         Pd = scratch;
       }
-      blas::gemm(false, false, rows, D.dv, Le, T(1), Pd, D.Lk, vn, D.dv, T(0), out + (n * D.Lq + i0) * D.dv, D.dv);
+      blas::gemm(false, false, rows, D.dv, Le, T(1), Pd, D.Lk, vn, ld_v, T(0), out + D.out_at(n) + i0 * ld_v, ld_v);
     }
   });
 }
@@ -218,24 +237,25 @@ void backward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex
     // below ran several times slower so: docs/11_performance.md).
     const T sc = scale, ks = keep_scale;
     const T* Pn = P + n * LL;
-    const T* dOn = dout + n * D.Lq * D.dv;
-    const T *qn = q + n * D.Lq * D.d, *kn = k + n * D.Lk * D.d, *vn = v + n * D.Lk * D.dv;
-    T *dqn = dq + n * D.Lq * D.d, *dkn = dk + n * D.Lk * D.d, *dvn = dv + n * D.Lk * D.dv;
+    const std::int64_t ld = D.ld(), ld_v = D.ld_v();
+    const T* dOn = dout + D.out_at(n);
+    const T *qn = q + D.q_at(n), *kn = k + D.k_at(n), *vn = v + D.v_at(n);
+    T *dqn = dq + D.q_at(n), *dkn = dk + D.k_at(n), *dvn = dv + D.v_at(n);
     T* Pd = scratch;        // P̃ (each block's rows up to its key extent; P itself without dropout)
     T* dS = scratch + LL;   // dP̃, then dP, then dS
-    std::fill_n(dkn, D.Lk * D.d, T(0));   // blocks add their share of dK and dV
-    std::fill_n(dvn, D.Lk * D.dv, T(0));
+    zero_rows(dkn, D.Lk, D.d, ld);   // blocks add their share of dK and dV
+    zero_rows(dvn, D.Lk, D.dv, ld_v);
     const std::uint8_t* m = mask.data ? mask.slice(n) : nullptr;
     for (std::int64_t b = 0; b * kQueryBlock < D.Lq;) {
       const auto [i0, rows, Le, next_block] = extents.run(n, b, D.Lq);
       b = next_block;
-      const T* dOb = dOn + i0 * D.dv;
+      const T* dOb = dOn + i0 * ld_v;
       T* dSb = dS + i0 * D.Lk;
       if (keep)
         for (std::int64_t i = i0; i < i0 + rows; ++i)
           apply_keep(Pn + i * D.Lk, keep + n * LL + i * D.Lk, ks, Le, Pd + i * D.Lk);
-      blas::gemm(true, false, Le, D.dv, rows, T(1), (keep ? Pd : Pn) + i0 * D.Lk, D.Lk, dOb, D.dv, T(1), dvn, D.dv);
-      blas::gemm(false, true, rows, Le, D.dv, T(1), dOb, D.dv, vn, D.dv, T(0), dSb, D.Lk);
+      blas::gemm(true, false, Le, D.dv, rows, T(1), (keep ? Pd : Pn) + i0 * D.Lk, D.Lk, dOb, ld_v, T(1), dvn, ld_v);
+      blas::gemm(false, true, rows, Le, D.dv, T(1), dOb, ld_v, vn, ld_v, T(0), dSb, D.Lk);
       for (std::int64_t i = i0; i < i0 + rows; ++i) {
         T* row = dS + i * D.Lk;
         const T* p = Pn + i * D.Lk;
@@ -249,8 +269,8 @@ void backward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex
         for (std::int64_t j = 0; j < Le; ++j) row[j] = p[j] * (row[j] - dot) * sc;
         if (m) mask.fill_masked(m, i, row, Le, T(0));
       }
-      blas::gemm(false, false, rows, D.d, Le, T(1), dSb, D.Lk, kn, D.d, T(0), dqn + i0 * D.d, D.d);
-      blas::gemm(true, false, Le, D.d, rows, T(1), dSb, D.Lk, qn + i0 * D.d, D.d, T(1), dkn, D.d);
+      blas::gemm(false, false, rows, D.d, Le, T(1), dSb, D.Lk, kn, ld, T(0), dqn + i0 * ld, ld);
+      blas::gemm(true, false, Le, D.d, rows, T(1), dSb, D.Lk, qn + i0 * ld, ld, T(1), dkn, ld);
     }
   });
 }
@@ -262,14 +282,36 @@ struct Shapes {
   Shape scores, out;
 };
 
+// What every attention call checks once its scores' shape is known: the mask's and keep mask's
+// dtypes and shape, and that the linear bias's heads divide the slices.
+void check_mask_keep_bias(const Tensor& mask, const Tensor& keep, const LinearBias& bias, const Shape& scores,
+                          const Tensor& q) {
+  if (mask.defined() && mask.dtype() != DType::bool_)
+    throw std::invalid_argument(fmt::format("attention: the mask must be bool, got {}", mask.signature()));
+  if (keep.defined() && (keep.dtype() != DType::bool_ || keep.shape() != scores))
+    throw std::invalid_argument(fmt::format("attention: the dropout keep mask must be bool {}, got {}",
+                                            to_string(scores), keep.signature()));
+  std::int64_t slices = 1;
+  for (std::size_t a = 0; a + 2 < scores.size(); ++a) slices *= scores[a];
+  if (!bias.slopes.empty() && slices % static_cast<std::int64_t>(bias.slopes.size()) != 0)
+    throw std::invalid_argument(fmt::format("attention: {} linear-bias slopes (heads) do not divide the {} slices of q {}",
+                                            bias.slopes.size(), slices, q.signature()));
+}
+
+void check_float_dtypes(const Tensor& q, const Tensor& k, const Tensor& v, const char* expected) {
+  if (q.dtype() != k.dtype() || q.dtype() != v.dtype() || !is_floating(q.dtype()))
+    throw std::invalid_argument(fmt::format("attention expects float {} of one dtype, got q {}, k {}, v {}", expected,
+                                            q.signature(), k.signature(), v.signature()));
+}
+
 Shapes checked_shapes(const Tensor& q, const Tensor& k, const Tensor& v, std::int64_t L_k,
-                      const Tensor& mask, const Tensor& keep, const LinearBias& bias) {
+                      const Tensor& mask, const Tensor& keep, const LinearBias& bias, Dims& D) {
+  constexpr const char* expected = "q (…, L_q, d), k (…, L_k, d), v (…, L_k, d_v)";
   if (q.rank() < 2 || k.rank() != q.rank() || v.rank() != q.rank() || q.dim(-1) != k.dim(-1) ||
-      k.dim(-2) != v.dim(-2) || q.dtype() != k.dtype() || q.dtype() != v.dtype() ||
-      !is_floating(q.dtype()))
-    throw std::invalid_argument(fmt::format(
-        "attention expects float q (…, L_q, d), k (…, L_k, d), v (…, L_k, d_v) of one dtype, got "
-        "q {}, k {}, v {}", q.signature(), k.signature(), v.signature()));
+      k.dim(-2) != v.dim(-2))
+    throw std::invalid_argument(fmt::format("attention expects float {} of one dtype, got q {}, k {}, v {}",
+                                            expected, q.signature(), k.signature(), v.signature()));
+  check_float_dtypes(q, k, v, expected);
   for (int a = 0; a < q.rank() - 2; ++a)
     if (k.dim(a) != q.dim(a) || v.dim(a) != q.dim(a))
       throw std::invalid_argument(fmt::format("attention: q {}, k {}, v {} differ in batch axes",
@@ -281,25 +323,32 @@ Shapes checked_shapes(const Tensor& q, const Tensor& k, const Tensor& v, std::in
   s.scores.push_back(L_k);
   s.out.assign(q.shape().begin(), q.shape().end() - 1);
   s.out.push_back(v.dim(-1));
-  if (mask.defined() && mask.dtype() != DType::bool_)
-    throw std::invalid_argument(fmt::format("attention: the mask must be bool, got {}", mask.signature()));
-  if (keep.defined() && (keep.dtype() != DType::bool_ || keep.shape() != s.scores))
-    throw std::invalid_argument(fmt::format("attention: the dropout keep mask must be bool {}, got {}",
-                                            to_string(s.scores), keep.signature()));
-  std::int64_t slices = 1;
-  for (int a = 0; a < q.rank() - 2; ++a) slices *= q.dim(a);
-  if (!bias.slopes.empty() && slices % static_cast<std::int64_t>(bias.slopes.size()) != 0)
-    throw std::invalid_argument(fmt::format("attention: {} linear-bias slopes (heads) do not divide the {} slices of q {}",
-                                            bias.slopes.size(), slices, q.signature()));
+  check_mask_keep_bias(mask, keep, bias, s.scores, q);
+  D = Dims{1, q.dim(-2), L_k, q.dim(-1), v.dim(-1), k.dim(-2)};
+  for (int a = 0; a < q.rank() - 2; ++a) D.N *= q.dim(a);
   return s;
 }
 
-// The forward pass over the first L_k rows of k and v; P receives the probabilities.
-Tensor forward_over(const Tensor& q, const Tensor& k, const Tensor& v, std::int64_t L_k,
-                    const Tensor& mask, const LinearBias& bias, const Tensor& keep, double rate,
-                    const Shapes& s, Tensor& P, Dims& D) {
-  D = Dims{1, q.dim(-2), L_k, q.dim(-1), v.dim(-1), k.dim(-2)};
-  for (int a = 0; a < q.rank() - 2; ++a) D.N *= q.dim(a);
+Shapes checked_head_shapes(const Tensor& q, const Tensor& k, const Tensor& v, int n_heads, const Tensor& mask,
+                           const Tensor& keep, const LinearBias& bias, Dims& D) {
+  constexpr const char* expected = "q (B, L_q, H·d), k (B, L_k, H·d), v (B, L_k, H·d_v)";
+  if (n_heads < 1) throw std::invalid_argument(fmt::format("attention_heads: n_heads must be >= 1, got {}", n_heads));
+  const std::int64_t H = n_heads;
+  if (q.rank() != 3 || k.rank() != 3 || v.rank() != 3 || k.dim(0) != q.dim(0) || v.dim(0) != q.dim(0) ||
+      q.dim(2) != k.dim(2) || k.dim(1) != v.dim(1) || q.dim(2) % H != 0 || v.dim(2) % H != 0)
+    throw std::invalid_argument(fmt::format("attention_heads expects {} with {} heads, got q {}, k {}, v {}", expected,
+                                            n_heads, q.signature(), k.signature(), v.signature()));
+  check_float_dtypes(q, k, v, expected);
+  const std::int64_t B = q.dim(0), Lq = q.dim(1), Lk = k.dim(1);
+  Shapes s{{B, H, Lq, Lk}, {B, Lq, v.dim(2)}};
+  check_mask_keep_bias(mask, keep, bias, s.scores, q);
+  D = Dims{B * H, Lq, Lk, q.dim(2) / H, v.dim(2) / H, Lk, H};
+  return s;
+}
+
+// The forward pass over D's slices; P receives the probabilities.
+Tensor forward_over(const Tensor& q, const Tensor& k, const Tensor& v, const Dims& D, const Tensor& mask,
+                    const LinearBias& bias, const Tensor& keep, double rate, const Shapes& s, Tensor& P) {
   const MaskIndex index(mask, s.scores);
   P = Tensor::empty(s.scores, q.dtype());
   Tensor out = Tensor::empty(s.out, q.dtype());
@@ -309,6 +358,27 @@ Tensor forward_over(const Tensor& q, const Tensor& k, const Tensor& v, std::int6
                static_cast<T>(1.0 / (1.0 - rate)), P.data<T>(), out.data<T>());
   });
   return out;
+}
+
+// The op, forward and backward, over D's slices (attention and attention_heads).
+Tensor attention_op(const Tensor& q, const Tensor& k, const Tensor& v, const Dims& D, const Shapes& s,
+                    const Tensor& mask, const Tensor& keep, double rate, const LinearBias& bias) {
+  return define_op(kAttention, {q, k, v}, s.out, q.dtype(), [&] {
+    Tensor P;
+    Tensor out = forward_over(q, k, v, D, mask, bias, keep, rate, s, P);
+    return record(kAttention, out, {q, k, v}, [=](const Tensor& g) {
+      Tensor dq = Tensor::empty(q.shape(), q.dtype()), dk = Tensor::empty(k.shape(), k.dtype()),
+             dv = Tensor::empty(v.shape(), v.dtype());
+      const MaskIndex index(mask, P.shape());
+      dispatch_float(q.dtype(), [&]<class T>(T) {
+        backward<T>(D, q.data<T>(), k.data<T>(), v.data<T>(), index,
+                    keep.defined() ? keep.data<std::uint8_t>() : nullptr,
+                    static_cast<T>(1.0 / (1.0 - rate)), P.data<T>(), g.data<T>(), dq.data<T>(),
+                    dk.data<T>(), dv.data<T>());
+      });
+      return std::vector<Tensor>{dq, dk, dv};
+    });
+  });
 }
 
 }  // namespace
@@ -330,33 +400,25 @@ std::vector<double> alibi_slopes(int n_heads) {
 
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                  const Tensor& keep, double rate, const LinearBias& bias) {
-  const Shapes s = checked_shapes(q, k, v, k.dim(-2), mask, keep, bias);
-  return define_op(kAttention, {q, k, v}, s.out, q.dtype(), [&] {
-    Tensor P;
-    Dims D{};
-    Tensor out = forward_over(q, k, v, k.dim(-2), mask, bias, keep, rate, s, P, D);
-    return record(kAttention, out, {q, k, v}, [=](const Tensor& g) {
-      Tensor dq = Tensor::empty(q.shape(), q.dtype()), dk = Tensor::empty(k.shape(), k.dtype()),
-             dv = Tensor::empty(v.shape(), v.dtype());
-      const MaskIndex index(mask, P.shape());
-      dispatch_float(q.dtype(), [&]<class T>(T) {
-        backward<T>(D, q.data<T>(), k.data<T>(), v.data<T>(), index,
-                    keep.defined() ? keep.data<std::uint8_t>() : nullptr,
-                    static_cast<T>(1.0 / (1.0 - rate)), P.data<T>(), g.data<T>(), dq.data<T>(),
-                    dk.data<T>(), dv.data<T>());
-      });
-      return std::vector<Tensor>{dq, dk, dv};
-    });
-  });
+  Dims D{};
+  const Shapes s = checked_shapes(q, k, v, k.dim(-2), mask, keep, bias, D);
+  return attention_op(q, k, v, D, s, mask, keep, rate, bias);
+}
+
+Tensor attention_heads(const Tensor& q, const Tensor& k, const Tensor& v, int n_heads, const Tensor& mask,
+                       const Tensor& keep, double rate, const LinearBias& bias) {
+  Dims D{};
+  const Shapes s = checked_head_shapes(q, k, v, n_heads, mask, keep, bias, D);
+  return attention_op(q, k, v, D, s, mask, keep, rate, bias);
 }
 
 Tensor attention_over_prefix(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::int64_t L_k,
                              const Tensor& mask, const LinearBias& bias) {
-  const Shapes s = checked_shapes(q, k_cache, v_cache, L_k, mask, Tensor(), bias);
+  Dims D{};
+  const Shapes s = checked_shapes(q, k_cache, v_cache, L_k, mask, Tensor(), bias, D);
   return define_op(kAttention, {q, k_cache, v_cache}, s.out, q.dtype(), [&] {
     Tensor P;
-    Dims D{};
-    return forward_over(q, k_cache, v_cache, L_k, mask, bias, Tensor(), 0.0, s, P, D);
+    return forward_over(q, k_cache, v_cache, D, mask, bias, Tensor(), 0.0, s, P);
   });
 }
 

@@ -53,6 +53,17 @@ std::vector<double> alibi_slopes(int n_heads);
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                  const Tensor& keep = Tensor(), double rate = 0.0, const LinearBias& bias = {});
 
+// HEADS WHERE THE PROJECTIONS PUT THEM. q (B, L_q, H·d), k (B, L_k, H·d), v (B, L_k, H·d_v),
+// as the Dense projections make them: head h is columns h·d … (h + 1)·d − 1 of every row. The
+// result is (B, L_q, H·d_v) and equals
+//   merge_heads(attention(split_heads(q, H), split_heads(k, H), split_heads(v, H), mask, keep, …))
+// (layers/heads.hpp), but the products read and write each head's columns where they lie, at a
+// row stride of H·d: the three splits and the merge — four copies of a (B, L, d_model) tensor
+// forward and four backward — are not made. mask and keep are over the (B, H, L_q, L_k) scores,
+// as for attention; the linear bias's slopes are one per head.
+Tensor attention_heads(const Tensor& q, const Tensor& k, const Tensor& v, int n_heads, const Tensor& mask,
+                       const Tensor& keep = Tensor(), double rate = 0.0, const LinearBias& bias = {});
+
 // DECODING. Attention of q (…, L_q, d) over the first L_k positions of a KV cache's buffers
 // k_cache (…, max_len, d) and v_cache (…, max_len, d_v), read in place: copying the filled
 // prefix out of the cache each token cost as much as the attention itself at a few hundred

@@ -166,3 +166,87 @@ TEST_CASE("the attention op with a linear bias passes the gradient checker (the 
       {randn({4, 3, 4}, 1), randn({4, 3, 4}, 2), randn({4, 3, 2}, 3)});
   CHECK_MESSAGE(r.ok, r.report);
 }
+
+namespace {
+
+// (B, L, H·d) → (B, H, L, d) and back, by copies: what attention_heads spares.
+Tensor split(const Tensor& x, std::int64_t H) {
+  return transpose(reshape(x, {x.dim(0), x.dim(1), H, x.dim(2) / H}), {0, 2, 1, 3});
+}
+Tensor merge(const Tensor& x) {
+  return reshape(transpose(x, {0, 2, 1, 3}), {x.dim(0), x.dim(2), x.dim(1) * x.dim(3)});
+}
+
+}  // namespace
+
+TEST_CASE("attention_heads == merge(attention(split q, k, v)): values and gradients, every mask, dropout, bias") {
+  struct HeadCase {
+    std::int64_t B, Lq, Lk, H, d, dv;
+    Shape mask;          // {}: none; {1, Lq, Lk}: causal
+    bool dropout, bias;
+  };
+  const std::vector<HeadCase> cases{
+      {2, 5, 5, 3, 4, 6, {2, 1, 1, 5}, false, false},    // padding mask, d_v ≠ d
+      {2, 7, 7, 2, 4, 4, {1, 7, 7}, true, true},         // causal, dropout, ALiBi
+      {3, 3, 8, 4, 2, 3, {3, 1, 1, 8}, true, false},     // cross: L_q 3, L_k 8
+      {1, 150, 150, 2, 8, 8, {1, 150, 150}, true, false},   // several query blocks
+      {2, 4, 4, 1, 5, 5, {}, false, true},               // one head, no mask
+  };
+  for (const auto& c : cases) {
+    for (DType dtype : {DType::float64, DType::float32}) {
+      CAPTURE(c.Lq);
+      CAPTURE(c.H);
+      Tensor q = randn({c.B, c.Lq, c.H * c.d}, 1).to(dtype), k = randn({c.B, c.Lk, c.H * c.d}, 2).to(dtype),
+             v = randn({c.B, c.Lk, c.H * c.dv}, 3).to(dtype);
+      for (Tensor* x : {&q, &k, &v}) x->requires_grad_();
+      Tensor mask;
+      if (c.mask.size() == 3) {   // causal
+        std::vector<double> m(static_cast<std::size_t>(c.Lq * c.Lk));
+        for (std::int64_t i = 0; i < c.Lq; ++i)
+          for (std::int64_t j = 0; j < c.Lk; ++j) m[static_cast<std::size_t>(i * c.Lk + j)] = j <= i;
+        mask = Tensor::from_doubles(m, c.mask).to(DType::bool_);
+      } else if (!c.mask.empty()) {
+        mask = Rng(4).bernoulli(c.mask, 0.7);
+      }
+      const double rate = 0.25;
+      const Tensor keep = c.dropout ? Rng(5).bernoulli({c.B, c.H, c.Lq, c.Lk}, 1 - rate) : Tensor();
+      const LinearBias bias = c.bias ? LinearBias{alibi_slopes(static_cast<int>(c.H)), 0} : LinearBias{};
+      const Tensor w = randn({c.B, c.Lq, c.H * c.dv}, 6).to(dtype);
+
+      const Tensor fused = attention_heads(q, k, v, static_cast<int>(c.H), mask, keep, rate, bias);
+      const Tensor copied = merge(attention(split(q, c.H), split(k, c.H), split(v, c.H), mask, keep, rate, bias));
+      // The same products on the same numbers, read in place: equal to the last bit in float64
+      // and within rounding in float32 (BLAS may block a strided operand differently).
+      const double tol = dtype == DType::float64 ? 1e-12 : 2e-5;
+      expect_close(fused, copied, tol);
+      const auto g_fused = grad(sum(fused * w), {q, k, v});
+      const auto g_copied = grad(sum(copied * w), {q, k, v});
+      for (std::size_t i = 0; i < 3; ++i) expect_close(g_fused[i], g_copied[i], tol);
+    }
+  }
+}
+
+TEST_CASE("attention_heads: finite-difference gradients through the shared checker") {
+  const Tensor mask = Rng(7).bernoulli({2, 1, 1, 5}, 0.7);
+  const Tensor keep = Rng(8).bernoulli({2, 3, 4, 5}, 0.8);
+  auto r = check_gradients(
+      [&](const Stack& x) { return Stack{attention_heads(x[0], x[1], x[2], 3, mask, keep, 0.2, {alibi_slopes(3), 0})}; },
+      {randn({2, 4, 6}, 1), randn({2, 5, 6}, 2), randn({2, 5, 9}, 3)});
+  CHECK_MESSAGE(r.ok, r.report);
+}
+
+TEST_CASE("attention_heads: shapes and head counts are checked with a clear message") {
+  const Tensor q = randn({2, 3, 8}), k = randn({2, 5, 8}), v = randn({2, 5, 4});
+  CHECK(attention_heads(q, k, v, 2, Tensor()).shape() == Shape{2, 3, 4});
+  CHECK_THROWS_WITH_AS(attention_heads(q, k, v, 3, Tensor()),
+                       "attention_heads expects q (B, L_q, H·d), k (B, L_k, H·d), v (B, L_k, H·d_v) with 3 heads, "
+                       "got q f64[2,3,8], k f64[2,5,8], v f64[2,5,4]",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(attention_heads(q, randn({2, 4, 8}), v, 2, Tensor()),
+                       doctest::Contains("attention_heads expects"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(attention_heads(q, k, v, 0, Tensor()), "attention_heads: n_heads must be >= 1, got 0",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(attention_heads(q, k, v, 2, Tensor(), Rng(1).bernoulli({2, 3, 5}, 0.5), 0.5),
+                       "attention: the dropout keep mask must be bool (2, 2, 3, 5), got bool[2,3,5]",
+                       std::invalid_argument);
+}
