@@ -19,9 +19,12 @@ class ReluLayer final : public Layer {
 
   // The execution plan's rule (core/layer/plan.hpp): Relu then a Dropout that drops, as one op
   // (relu_dropout) — the feed-forward block of every Transformer, Dense → Relu → Dropout.
-  bool fuses_with(const Layer& next) const override { return drops(next); }
-  std::optional<Stack> forward_fused(const Stack& inputs, Layer& next) override {
-    return Stack{dropout_of_relu(next, inputs[0])};
+  std::optional<FusedRun> fuses_with(const Layer* previous, std::span<const LayerPtr> after) const override {
+    if (previous || after.empty() || !drops(*after[0])) return std::nullopt;
+    return FusedRun{.n_after = 1};
+  }
+  std::optional<Stack> forward_fused(const Stack& inputs, Layer*, std::span<const LayerPtr> after) override {
+    return Stack{dropout_of_relu(*after[0], inputs[0])};
   }
 };
 }  // namespace

@@ -65,9 +65,12 @@ class BatchNormLayer final : public Layer {
 
   // The execution plan's rule (core/layer/plan.hpp): BatchNorm then Relu, in training, as one op
   // over the channels (batch_norm with relu) — Trax's WideResnet and every conv net's pairing.
-  bool fuses_with(const Layer& next) const override { return mode() == Mode::train && is_relu(next); }
+  std::optional<FusedRun> fuses_with(const Layer* previous, std::span<const LayerPtr> after) const override {
+    if (previous || after.empty() || mode() != Mode::train || !is_relu(*after[0])) return std::nullopt;
+    return FusedRun{.n_after = 1};
+  }
 
-  std::optional<Stack> forward_fused(const Stack& inputs, Layer&) override {
+  std::optional<Stack> forward_fused(const Stack& inputs, Layer*, std::span<const LayerPtr>) override {
     const Tensor& x = inputs[0];
     if (x.shape().size() != stats_shape_.size() || !per_last_axis()) return std::nullopt;
     return Stack{normalize_per_channel(x, true)};

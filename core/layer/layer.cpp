@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <unordered_set>
 
@@ -144,28 +146,56 @@ void Layer::set_execution_plan(bool on) {
   for (auto& s : sublayers_) s->set_execution_plan(on);
 }
 
-bool Layer::fuses_with(const Layer&) const { return false; }
+std::optional<Layer::FusedRun> Layer::fuses_with(const Layer*, std::span<const LayerPtr>) const { return std::nullopt; }
 bool Layer::fuses_sublayers() const { return false; }
-std::optional<Stack> Layer::forward_fused(const Stack&, Layer&) { return std::nullopt; }
+std::optional<Stack> Layer::forward_fused(const Stack&, Layer*, std::span<const LayerPtr>) { return std::nullopt; }
 
-std::optional<Stack> Layer::call_fused(Layer& next, const Stack& stack) {
-  if (!plan_ || t_init || Trace::active() || !initialized_ || !next.initialized_ || mode_ != next.mode_ ||
-      next.n_in_ != n_out_ || static_cast<int>(stack.size()) < n_in_ || !fuses_with(next))
+std::optional<Stack> Layer::call_fused(Layer* previous, std::span<const LayerPtr> after, const Stack& stack) {
+  // The run, first to last, each taking what the one before it gives.
+  std::vector<Layer*> run;
+  if (previous) run.push_back(previous);
+  run.push_back(this);
+  for (const LayerPtr& l : after) run.push_back(l.get());
+  const Layer& first = *run.front();
+  const auto ready = [&](const Layer* l) { return l->initialized_ && l->mode_ == mode_; };
+  if (!plan_ || t_init || Trace::active() || static_cast<int>(stack.size()) < first.n_in_ ||
+      !std::all_of(run.begin(), run.end(), ready))
+    return std::nullopt;
+  for (std::size_t j = 1; j < run.size(); ++j)
+    if (run[j]->n_in_ != run[j - 1]->n_out_) return std::nullopt;
+  const std::optional<FusedRun> rule = fuses_with(previous, after);
+  if (!rule || rule->with_previous != (previous != nullptr) || rule->n_after != static_cast<int>(after.size()))
     return std::nullopt;
   Stack top;
-  const Stack& inputs = top_of(stack, n_in_, top);
+  const Stack& inputs = top_of(stack, first.n_in_, top);
   for (const Tensor& x : inputs)
     if (x.is_meta()) return std::nullopt;
   std::optional<NoGrad> no_grad;
   if (mode_ != Mode::train) no_grad.emplace();
-  std::optional<Stack> outputs = naming_errors(name_, "forward", created_, inputs,
-                                               [&] { return forward_fused(inputs, next); }, [] {});
+  // Errors name the run's first layer, as the Serial marks its index.
+  std::optional<Stack> outputs = naming_errors(first.name_, "forward", first.created_, inputs,
+                                               [&] { return forward_fused(inputs, previous, after); }, [] {});
   if (!outputs) return std::nullopt;
-  if (static_cast<int>(outputs->size()) != next.n_out_)
-    throw std::logic_error(fmt::format("{}.forward_fused with {} returned {} outputs but {} has n_out {}", name_,
-                                       next.name_, outputs->size(), next.name_, next.n_out_));
-  outputs->insert(outputs->end(), stack.begin() + n_in_, stack.end());
+  const Layer& last = *run.back();
+  if (static_cast<int>(outputs->size()) != last.n_out_)
+    throw std::logic_error(fmt::format("{}.forward_fused (a step of {} layers) returned {} outputs but {} has n_out {}",
+                                       name_, run.size(), outputs->size(), last.name_, last.n_out_));
+  outputs->insert(outputs->end(), stack.begin() + first.n_in_, stack.end());
   return outputs;
+}
+
+std::optional<PlannedStep> planned_step(const std::vector<LayerPtr>& layers, std::size_t i) {
+  if (i >= layers.size() || !layers[i]->execution_plan()) return std::nullopt;
+  const auto rest = [&](std::size_t from) {
+    return std::span<const LayerPtr>(layers).subspan(std::min(from, layers.size()));
+  };
+  // The next layer may take this one as its previous; else this one may lead a run.
+  if (i + 1 < layers.size() && layers[i + 1]->execution_plan())
+    if (const auto r = layers[i + 1]->fuses_with(layers[i].get(), rest(i + 2)); r && r->with_previous)
+      return PlannedStep{i + 1, 2 + static_cast<std::size_t>(r->n_after)};
+  if (const auto r = layers[i]->fuses_with(nullptr, rest(i + 1)); r && !r->with_previous && r->n_after > 0)
+    return PlannedStep{i, 1 + static_cast<std::size_t>(r->n_after)};
+  return std::nullopt;
 }
 
 LayerPtr with_mode(LayerPtr layer, Mode mode) {
@@ -433,12 +463,14 @@ std::string plan_to_string(const Layer& layer) {
   if (children.empty()) return layer.display_name();
   std::vector<std::string> lines;
   for (std::size_t i = 0; i < children.size(); ++i) {
-    // The pairs as a Serial takes them: left to right, each layer in at most one step.
-    if (layer.fuses_sublayers() && layer.execution_plan() && i + 1 < children.size() &&
-        children[i]->fuses_with(*children[i + 1])) {
-      lines.push_back(indent(fmt::format("{} + {}   (one step)", children[i]->display_name(),
-                                         children[i + 1]->display_name())));
-      ++i;
+    // The steps as a Serial takes them: left to right, each layer in at most one step.
+    const std::optional<PlannedStep> step =
+        layer.fuses_sublayers() && layer.execution_plan() ? planned_step(children, i) : std::nullopt;
+    if (step) {
+      std::vector<std::string> names;
+      for (std::size_t j = i; j < i + step->count; ++j) names.push_back(children[j]->display_name());
+      lines.push_back(indent(fmt::format("{}   (one step)", fmt::join(names, " + "))));
+      i += step->count - 1;
       continue;
     }
     lines.push_back(indent(plan_to_string(*children[i])));

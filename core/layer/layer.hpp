@@ -35,6 +35,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <source_location>
 #include <stdexcept>
 #include <string>
@@ -151,15 +152,22 @@ class Layer {
   // and every one below it (off: the tree runs op by op, for learning and debugging).
   void set_execution_plan(bool on);
   bool execution_plan() const { return plan_; }
-  // The rule: whether this layer, directly followed by `next` in a Serial, runs with it as one
-  // step. A pattern over the two layers (kinds, options, modes), never over data.
-  virtual bool fuses_with(const Layer& next) const;
+  // The rule, asked by a Serial of each of its layers with their neighbours: the run of layers
+  // this one executes as one step — `previous`, the layer just before it (when offered and taken),
+  // then this layer, then the first n_after layers of `after`. A pattern over the layers' kinds,
+  // options and modes, never over data. nullopt, the default: none.
+  struct FusedRun {
+    bool with_previous = false;
+    int n_after = 0;
+  };
+  virtual std::optional<FusedRun> fuses_with(const Layer* previous, std::span<const LayerPtr> after) const;
   // Whether this layer runs its sublayers so (Serial does); the plan's printer asks.
   virtual bool fuses_sublayers() const;
-  // Runs this layer and then `next` (fuses_with(next)) on the stack as one step. nullopt when the
-  // plan is off, while initialising, tracing or inferring shapes, or when forward_fused declines
-  // these inputs: then the caller runs the two one by one, and bad input gets the tree's error.
-  std::optional<Stack> call_fused(Layer& next, const Stack& stack);
+  // Runs the run of fuses_with(previous, after) — previous (or nullptr), this layer, then every
+  // layer of `after` — on the stack as one step. nullopt when the plan is off, while
+  // initialising, tracing or inferring shapes, or when forward_fused declines these inputs: then
+  // the caller runs the layers one by one, and bad input gets the tree's error.
+  std::optional<Stack> call_fused(Layer* previous, std::span<const LayerPtr> after, const Stack& stack);
 
  protected:
   Layer(std::string name, int n_in, int n_out, std::source_location created);
@@ -179,10 +187,11 @@ class Layer {
   // wrapper's place: Serial/Cache[2]/Dense_8[0]/w is named Serial/Dense_8[2]/w, so a predict-mode
   // model (which adds Cache wrappers) loads a train-mode checkpoint by name. Default: false.
   virtual bool transparent_in_weight_paths() const;
-  // The fused step of fuses_with(next): exactly next's outputs on this layer's outputs — the same
-  // values and gradients — or nullopt to decline (inputs of a kind it does not take). Runs with
-  // this layer's mode, gradients recorded as for forward. Default: nullopt.
-  virtual std::optional<Stack> forward_fused(const Stack& inputs, Layer& next);
+  // The fused step of fuses_with: exactly the run's last layer's outputs on its first layer's
+  // inputs — the same values and gradients as the layers one by one — or nullopt to decline
+  // (inputs of a kind it does not take). Runs with this layer's mode, gradients recorded as for
+  // forward. Default: nullopt.
+  virtual std::optional<Stack> forward_fused(const Stack& inputs, Layer* previous, std::span<const LayerPtr> after);
 
   void set_sublayers(std::vector<LayerPtr> sublayers);
   // What to_string() prints under this layer (nullptr prints "None"); default: sublayers().

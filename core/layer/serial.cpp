@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <span>
 
+#include "core/layer/plan.hpp"
 #include "core/layer/select.hpp"
 
 namespace ctrax::layers {
@@ -45,17 +47,19 @@ class SerialLayer final : public Layer {
     const auto& layers = sublayers();
     Stack stack = inputs;
     for (std::size_t i = 0; i < layers.size(); ++i) {
-      if (i + 1 < layers.size()) {
+      if (const std::optional<PlannedStep> step = planned_step(layers, i)) {
+        Layer* previous = step->owner > i ? layers[i].get() : nullptr;
+        const auto after = std::span<const LayerPtr>(layers).subspan(step->owner + 1, i + step->count - step->owner - 1);
         std::optional<Stack> fused;
         try {
-          fused = layers[i]->call_fused(*layers[i + 1], stack);
+          fused = layers[step->owner]->call_fused(previous, after, stack);
         } catch (LayerError& e) {
           e.mark_index(i);
           throw;
         }
         if (fused) {
           stack = std::move(*fused);
-          ++i;
+          i += step->count - 1;
           continue;
         }
       }

@@ -91,8 +91,9 @@ TEST_CASE("plan: BatchNorm then Relu is one step with the tree's values, gradien
   auto bn = layers::BatchNorm({.axis = {0, 1}}), relu = layers::Relu();
   bn->init(signature_of(Stack{x}));
   relu->init(signature_of(Stack{x}));
-  REQUIRE(bn->fuses_with(*relu));
-  const std::optional<Stack> fused = bn->call_fused(*relu, Stack{x, x});
+  const std::vector<LayerPtr> next{relu};
+  REQUIRE(bn->fuses_with(nullptr, next).has_value());
+  const std::optional<Stack> fused = bn->call_fused(nullptr, next, Stack{x, x});
   REQUIRE(fused.has_value());
   CHECK(fused->size() == 2);   // the item below BatchNorm's input rides along
   CHECK((*fused)[0].to_doubles() == out);
@@ -123,8 +124,8 @@ TEST_CASE("plan: Relu then Dropout is one step with the tree's mask, values and 
   expect_plan_equals_tree([] { return layers::Serial(layers::Relu(), layers::Dropout({.rate = 0.3, .shared_axes = {1}})); },
                           {image(3, 5, 4, DType::float64)});
   // Rate 0, and eval mode: the Dropout is the identity and nothing is fused.
-  CHECK_FALSE(layers::Relu()->fuses_with(*layers::Dropout({.rate = 0.0})));
-  CHECK_FALSE(layers::Relu()->fuses_with(*layers::Dropout({.rate = 0.5, .mode = Mode::eval})));
+  CHECK_FALSE(layers::Relu()->fuses_with(nullptr, std::vector<LayerPtr>{layers::Dropout({.rate = 0.0})}));
+  CHECK_FALSE(layers::Relu()->fuses_with(nullptr, std::vector<LayerPtr>{layers::Dropout({.rate = 0.5, .mode = Mode::eval})}));
 }
 
 TEST_CASE("plan: a fused step's gradient passes the shared finite-difference check") {
