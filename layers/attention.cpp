@@ -12,17 +12,10 @@
 
 namespace ctrax::layers {
 
-namespace {
-
-// One fused op (core/tensor/attention.hpp) takes the dropout keep mask, drawn here over the whole
-// (…, L_q, L_k) probability tensor, exactly as Dropout on the probabilities would; none outside
-// train mode or at rate 0.
-Tensor dropout_keep(const Shape& scores, double dropout, Mode mode, const Rng& rng) {
+Tensor attention_dropout_keep(const Shape& scores, double dropout, Mode mode, const Rng& rng) {
   check_dropout_rate(dropout);
   return mode == Mode::train && dropout > 0.0 ? rng.bernoulli(scores, 1.0 - dropout) : Tensor();
 }
-
-}  // namespace
 
 Tensor dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                              double dropout, Mode mode, const Rng& rng, const LinearBias& bias) {
@@ -33,7 +26,7 @@ Tensor dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, 
         q.signature(), k.signature(), v.signature()));
   Shape scores(q.shape().begin(), q.shape().end() - 1);
   scores.push_back(k.dim(-2));
-  return attention(q, k, v, mask, dropout_keep(scores, dropout, mode, rng), dropout, bias);  // (…, L_q, d_v)
+  return attention(q, k, v, mask, attention_dropout_keep(scores, dropout, mode, rng), dropout, bias);  // (…, L_q, d_v)
 }
 
 namespace {
@@ -70,7 +63,7 @@ class PureAttentionLayer final : public Layer {
     const Tensor &q = in[0], &k = in[1], &v = in[2], &mask = in[3];
     if (!rotary_) {   // the heads read where the projections put them: no split or merge copies
       for (const Tensor* x : {&q, &k, &v}) check_splittable(*x, n_heads_);
-      const Tensor keep = dropout_keep({q.dim(0), n_heads_, q.dim(1), k.dim(1)}, dropout_, mode(), rng());
+      const Tensor keep = attention_dropout_keep({q.dim(0), n_heads_, q.dim(1), k.dim(1)}, dropout_, mode(), rng());
       return {attention_heads(q, k, v, n_heads_, mask, keep, dropout_, bias_), mask};
     }
     Tensor qh = split_heads(q, n_heads_), kh = split_heads(k, n_heads_);

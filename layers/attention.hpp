@@ -53,6 +53,11 @@ namespace ctrax::layers {
 Tensor dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                              double dropout, Mode mode, const Rng& rng, const LinearBias& bias = {});
 
+// The dropout keep mask the fused attention op takes (core/tensor/attention.hpp), drawn over the
+// whole (…, L_q, L_k) probability tensor exactly as Dropout on the probabilities would; undefined
+// outside train mode or at rate 0.
+Tensor attention_dropout_keep(const Shape& scores, double dropout, Mode mode, const Rng& rng);
+
 LayerPtr DotProductAttention(double dropout = 0.0, Mode mode = Mode::train,
                              std::source_location created = std::source_location::current());
 // Trax's keyword arguments, by name (attention_options.hpp): Attention(d_model, {.n_heads = 8, .dropout = 0.1, .mode = mode}).

@@ -15,6 +15,20 @@ namespace ctrax::layers {
 
 namespace {
 
+// The three branches of a Branch that end in SplitIntoHeads(n_heads) folding heads into the
+// batch, each taking one input (CausalAttention's projections); empty for any other layer.
+std::vector<LayerPtr> projections(const Layer& branch, int n_heads) {
+  const auto& parts = branch.sublayers();   // Branch = Serial(Select, Parallel(branches…))
+  if (branch.name() != "Branch" || branch.n_in() != 1 || parts.size() != 2 || parts[1]->sublayers().size() != 3)
+    return {};
+  const std::vector<LayerPtr>& branches = parts[1]->sublayers();
+  for (const LayerPtr& b : branches)
+    if (!b->fuses_sublayers() || b->n_in() != 1 || b->sublayers().size() < 2 ||
+        heads_split_by(*b->sublayers().back()) != n_heads)
+      return {};
+  return branches;
+}
+
 class DotProductCausalAttentionLayer final : public Layer {
  public:
   DotProductCausalAttentionLayer(double dropout, std::int64_t max_len, std::vector<double> slopes,
@@ -42,6 +56,45 @@ class DotProductCausalAttentionLayer final : public Layer {
     const auto filled = static_cast<std::int64_t>(state()[2].item());
     move_rows(state()[0], parent, filled);
     move_rows(state()[1], parent, filled);
+  }
+
+  // The execution plan's rule (core/layer/plan.hpp), CausalAttention's heads where the
+  // projections put them:
+  //   Branch([…, SplitIntoHeads], [… SplitIntoHeads], [… SplitIntoHeads]), this, MergeHeads
+  // runs as each branch's projection, then attention_heads (core/tensor/attention.hpp) over the
+  // unsplit (B, L, H·d) q, k, v, whose result is MergeHeads' (B, L, H·d_v). The three splits and
+  // the merge — four copies of an activation forward and four backward — are not made. Outside
+  // predict mode (decoding has its KV cache); the dropout mask is this layer's own draw.
+  std::optional<FusedRun> fuses_with(const Layer* previous, std::span<const LayerPtr> after) const override {
+    if (!previous || after.empty() || mode() == Mode::predict) return std::nullopt;
+    const int H = heads_merged_by(*after[0]);
+    if (H == 0 || projections(*previous, H).empty()) return std::nullopt;
+    return FusedRun{.with_previous = true, .n_after = 1};
+  }
+
+  std::optional<Stack> forward_fused(const Stack& in, Layer* previous, std::span<const LayerPtr> after) override {
+    const int H = heads_merged_by(*after[0]);
+    Stack qkv;
+    try {
+      for (const LayerPtr& branch : projections(*previous, H)) {
+        Stack s{in[0]};
+        const auto& steps = branch->sublayers();
+        for (std::size_t j = 0; j + 1 < steps.size(); ++j) s = (*steps[j])(s);   // all but the split
+        qkv.push_back(s.at(0));
+      }
+    } catch (const std::exception&) {
+      return std::nullopt;   // the tree runs and reports it, with its path through the Branch
+    }
+    const Tensor &q = qkv[0], &k = qkv[1], &v = qkv[2];
+    // Inputs the tree would refuse: decline, and the layers one by one give the tree's error.
+    if (q.rank() != 3 || k.shape() != q.shape() || v.rank() != 3 || v.dim(0) != q.dim(0) || v.dim(1) != q.dim(1) ||
+        q.dim(2) % H != 0 || v.dim(2) % H != 0)
+      return std::nullopt;
+    const std::int64_t B = q.dim(0), L = q.dim(1);
+    // This layer's draw over its (B·H, L, L) probabilities: the same elements as (B, H, L, L).
+    Tensor keep = attention_dropout_keep({B * H, L, L}, dropout_, mode(), rng());
+    if (keep.defined()) keep = reshape(keep, {B, H, L, L});
+    return Stack{attention_heads(q, k, v, H, causal_mask(L), keep, dropout_, bias_)};
   }
 
   Stack forward(const Stack& in) override {

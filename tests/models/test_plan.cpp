@@ -4,12 +4,14 @@
 #include <doctest/doctest.h>
 
 #include <functional>
+#include <span>
 
 #include "core/layer/plan.hpp"
 #include "core/layer/trace.hpp"
 #include "core/tensor/ops.hpp"
 #include "layers/activations.hpp"
 #include "layers/batch_norm.hpp"
+#include "layers/causal_attention.hpp"
 #include "layers/dropout.hpp"
 #include "models/registry.hpp"
 #include "tests/helpers.hpp"
@@ -210,4 +212,44 @@ TEST_CASE("plan: every model of the registry, plan on and off, computes the same
     CAPTURE(spec.name);
     expect_plan_equals_tree([&] { return models::build(spec, Mode::train); }, inputs);
   }
+}
+
+TEST_CASE("plan: CausalAttention's projections, attention and MergeHeads are one step, heads read in place") {
+  const Tensor x = testing::randn({2, 7, 8}, 4);
+  auto make = [] { return layers::CausalAttention(8, {.n_heads = 2, .dropout = 0.25}); };
+  auto model = make();
+  model->init(signature_of(Stack{x}));
+  CHECK(plan_to_string(*model) ==
+        "Serial[\n  Branch_out3 + DotProductCausalAttention_in3 + MergeHeads   (one step)\n  Dense_8\n]");
+  // The step itself runs (it does not decline) and gives the tree's bits, dropout mask included.
+  const auto& parts = model->sublayers();   // Branch, DotProductCausalAttention, MergeHeads, Dense
+  model->set_rng(Rng(3));
+  const std::optional<Stack> fused =
+      parts[1]->call_fused(parts[0].get(), std::span<const LayerPtr>(parts).subspan(2, 1), Stack{x});
+  REQUIRE(fused.has_value());
+  CHECK((*fused)[0].to_doubles() == (*parts[2])((*parts[1])((*parts[0])(Stack{x})))[0].to_doubles());
+  expect_plan_equals_tree(make, {x});
+  expect_plan_equals_tree(make, {testing::randn({3, 70, 8}, 5).to(DType::float32)});   // two query blocks
+  // Rotary projections end in Rotate, not SplitIntoHeads: the rule does not apply.
+  auto rotary = layers::CausalAttention(8, {.n_heads = 2, .rotary = true});
+  rotary->init(signature_of(Stack{x}));
+  CHECK(plan_to_string(*rotary).find("one step") == std::string::npos);
+  // Its gradient passes the shared finite-difference check.
+  model->set_rng(Rng(9));
+  testing::expect_layer_gradients(model, {x});
+  // Bad input: the step declines and the tree's error names the Dense inside the Branch, the same
+  // words with the plan on and off.
+  std::vector<std::string> errors;
+  for (const bool plan : {true, false}) {
+    model->set_execution_plan(plan);
+    try {
+      (*model)(testing::randn({2, 7, 5}, 6));
+      FAIL("no error");
+    } catch (const LayerError& e) {
+      errors.emplace_back(e.what());
+    }
+  }
+  REQUIRE(errors.size() == 2);
+  CHECK(errors[0] == errors[1]);
+  CHECK(errors[0].find("layer Serial/Branch[0]/Parallel[1]/Serial[0]/Dense_8[0] (in forward)") != std::string::npos);
 }
