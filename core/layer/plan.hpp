@@ -3,16 +3,21 @@
 // Trax never runs its layers one op at a time: `jit` hands the traced layer tree to XLA, which
 // fuses it. ctrax does the same by rule. The tree stays Trax's — printed, named, checkpointed and
 // reporting errors exactly as before — and a Serial, walking its layers, asks each one whether it
-// runs together with the next (Layer::fuses_with, a pattern over the two layers' kinds and
-// options); if so the pair runs as one step (Layer::forward_fused), which computes exactly what
-// the two compute one after the other: the same values and the same gradients, in fewer passes
+// runs together with its neighbours (Layer::fuses_with, a pattern over the layers' kinds and
+// options): a rule may take the layer just before it and any number after it. If one does, that
+// run of layers executes as one step (Layer::forward_fused), which computes exactly what the
+// layers compute one after the other: the same values and the same gradients, in fewer passes
 // over memory. The plan is derived from the tree, so every model gets it, users' own included.
 //
-//   rule                  what runs                        what it saves
-//   BatchNorm, Relu       batch_norm(…, relu = true)       a pass over the activations forward
-//                                                          and one backward; one tensor less
-//   Relu, Dropout         relu_dropout(…)                  the same: the feed-forward block's
-//   (the Dropout drops)                                    Dense → Relu → Dropout
+//   rule                               what runs                      what it saves
+//   BatchNorm, Relu                    batch_norm(…, relu = true)     a pass over the activations
+//                                                                     forward and one backward;
+//                                                                     one tensor less
+//   Relu, Dropout (the Dropout drops)  relu_dropout(…)                the same: the feed-forward
+//                                                                     block's Dense → Relu → Dropout
+//   Branch([…, SplitIntoHeads] × 3),   each branch's projection, then the three head splits and
+//   DotProductCausalAttention,         attention_heads over q, k, v   the merge: four copies of an
+//   MergeHeads (CausalAttention)       as (B, L, H·d)                 activation forward, four back
 //
 // A fused step declines inputs it does not take (then the two layers run one by one, and bad
 // input gets the tree's own error, naming the layer that refused it), and the plan stands aside
