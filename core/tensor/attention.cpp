@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <stdexcept>
 #include <vector>
@@ -68,6 +69,11 @@ struct MaskIndex {
       extent = j;
     }
     return extent;
+  }
+  // Row i's mask (of the slice whose mask starts at m) when its keys lie side by side (causal,
+  // padding: stride_k 1), so a loop may read it with the row; else nullptr.
+  const std::uint8_t* contiguous_row(const std::uint8_t* m, std::int64_t i) const {
+    return stride_k == 1 ? m + i * stride_q : nullptr;
   }
   // Sets row i's masked entries (of the slice whose mask starts at m) to `fill`. Key-contiguous
   // masks (causal, padding: stride_k 1) take a branch-free loop the compiler vectorises.
@@ -201,24 +207,45 @@ void forward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex&
           const std::int64_t at = bias.q_offset + i;
           for (std::int64_t j = 0; j < Le; ++j) row[j] -= slope * static_cast<T>(at > j ? at - j : j - at);
         }
-        if (m) mask.fill_masked(m, i, row, Le, T(-1e9));
-        T mx = row[0];
+        // Three passes over the row, which sits in L1: the mask's −1e9 with the max, e^(s − max)
+        // with its sum, then the division with dropout's P̃ (the first Le columns: the product
+        // with V reads no further).
+        const std::uint8_t* mi = m ? mask.contiguous_row(m, i) : nullptr;
+        if (m && !mi) mask.fill_masked(m, i, row, Le, T(-1e9));
+        T mx = std::numeric_limits<T>::lowest();
+        if (mi) {
 #pragma omp simd reduction(max : mx)
-        for (std::int64_t j = 1; j < Le; ++j) mx = row[j] > mx ? row[j] : mx;
+          for (std::int64_t j = 0; j < Le; ++j) {
+            const T s = mi[j] ? row[j] : T(-1e9);
+            row[j] = s;
+            mx = s > mx ? s : mx;
+          }
+        } else {
+#pragma omp simd reduction(max : mx)
+          for (std::int64_t j = 0; j < Le; ++j) mx = row[j] > mx ? row[j] : mx;
+        }
         T sum = 0;
-        for (std::int64_t j = 0; j < Le; ++j) row[j] = exp_nonpositive(row[j] - mx);
 #pragma omp simd reduction(+ : sum)
-        for (std::int64_t j = 0; j < Le; ++j) sum += row[j];
+        for (std::int64_t j = 0; j < Le; ++j) {
+          const T e = exp_nonpositive(row[j] - mx);
+          row[j] = e;
+          sum += e;
+        }
         const T inv = T(1) / sum;
-        for (std::int64_t j = 0; j < Le; ++j) row[j] *= inv;
+        if (keep) {
+          const std::uint8_t* ki = keep + n * LL + i * D.Lk;
+          T* kept = scratch + (i - i0) * D.Lk;
+          for (std::int64_t j = 0; j < Le; ++j) {
+            const T p = row[j] * inv;
+            row[j] = p;
+            kept[j] = ki[j] ? p * ks : T(0);
+          }
+        } else {
+          for (std::int64_t j = 0; j < Le; ++j) row[j] *= inv;
+        }
         std::fill(row + Le, row + D.Lk, T(0));
       }
-      const T* Pd = Pn + i0 * D.Lk;
-      if (keep) {   // the rows' first Le columns: the product with V reads no further
-        for (std::int64_t r = 0; r < rows; ++r)
-          apply_keep(Pd + r * D.Lk, keep + n * LL + (i0 + r) * D.Lk, ks, Le, scratch + r * D.Lk);
-        Pd = scratch;
-      }
+      const T* Pd = keep ? scratch : Pn + i0 * D.Lk;
       blas::gemm(false, false, rows, D.dv, Le, T(1), Pd, D.Lk, vn, ld_v, T(0), out + D.out_at(n) + i0 * ld_v, ld_v);
     }
   });
@@ -259,15 +286,27 @@ void backward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex
       for (std::int64_t i = i0; i < i0 + rows; ++i) {
         T* row = dS + i * D.Lk;
         const T* p = Pn + i * D.Lk;
+        // Two passes: dP = D(dP̃) with its dot product with P, then dS, zero where masked.
+        T dot = 0;
         if (keep) {
           const std::uint8_t* ki = keep + n * LL + i * D.Lk;
-          for (std::int64_t j = 0; j < Le; ++j) row[j] = ki[j] ? row[j] * ks : T(0);
-        }
-        T dot = 0;
 #pragma omp simd reduction(+ : dot)
-        for (std::int64_t j = 0; j < Le; ++j) dot += row[j] * p[j];
-        for (std::int64_t j = 0; j < Le; ++j) row[j] = p[j] * (row[j] - dot) * sc;
-        if (m) mask.fill_masked(m, i, row, Le, T(0));
+          for (std::int64_t j = 0; j < Le; ++j) {
+            const T dp = ki[j] ? row[j] * ks : T(0);
+            row[j] = dp;
+            dot += dp * p[j];
+          }
+        } else {
+#pragma omp simd reduction(+ : dot)
+          for (std::int64_t j = 0; j < Le; ++j) dot += row[j] * p[j];
+        }
+        const std::uint8_t* mi = m ? mask.contiguous_row(m, i) : nullptr;
+        if (mi) {
+          for (std::int64_t j = 0; j < Le; ++j) row[j] = mi[j] ? p[j] * (row[j] - dot) * sc : T(0);
+        } else {
+          for (std::int64_t j = 0; j < Le; ++j) row[j] = p[j] * (row[j] - dot) * sc;
+          if (m) mask.fill_masked(m, i, row, Le, T(0));
+        }
       }
       blas::gemm(false, false, rows, D.d, Le, T(1), dSb, D.Lk, kn, ld, T(0), dqn + i0 * ld, ld);
       blas::gemm(true, false, Le, D.d, rows, T(1), dSb, D.Lk, qn + i0 * ld, ld, T(1), dkn, ld);
@@ -298,10 +337,14 @@ void check_mask_keep_bias(const Tensor& mask, const Tensor& keep, const LinearBi
                                             bias.slopes.size(), slices, q.signature()));
 }
 
+// q, k, v not as `expected` (their shapes, or float of one dtype).
+[[noreturn]] void bad_qkv(const Tensor& q, const Tensor& k, const Tensor& v, const char* expected) {
+  throw std::invalid_argument(fmt::format("attention expects float {} of one dtype, got q {}, k {}, v {}", expected,
+                                          q.signature(), k.signature(), v.signature()));
+}
+
 void check_float_dtypes(const Tensor& q, const Tensor& k, const Tensor& v, const char* expected) {
-  if (q.dtype() != k.dtype() || q.dtype() != v.dtype() || !is_floating(q.dtype()))
-    throw std::invalid_argument(fmt::format("attention expects float {} of one dtype, got q {}, k {}, v {}", expected,
-                                            q.signature(), k.signature(), v.signature()));
+  if (q.dtype() != k.dtype() || q.dtype() != v.dtype() || !is_floating(q.dtype())) bad_qkv(q, k, v, expected);
 }
 
 Shapes checked_shapes(const Tensor& q, const Tensor& k, const Tensor& v, std::int64_t L_k,
@@ -309,8 +352,7 @@ Shapes checked_shapes(const Tensor& q, const Tensor& k, const Tensor& v, std::in
   constexpr const char* expected = "q (…, L_q, d), k (…, L_k, d), v (…, L_k, d_v)";
   if (q.rank() < 2 || k.rank() != q.rank() || v.rank() != q.rank() || q.dim(-1) != k.dim(-1) ||
       k.dim(-2) != v.dim(-2))
-    throw std::invalid_argument(fmt::format("attention expects float {} of one dtype, got q {}, k {}, v {}",
-                                            expected, q.signature(), k.signature(), v.signature()));
+    bad_qkv(q, k, v, expected);
   check_float_dtypes(q, k, v, expected);
   for (int a = 0; a < q.rank() - 2; ++a)
     if (k.dim(a) != q.dim(a) || v.dim(a) != q.dim(a))
