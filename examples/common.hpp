@@ -157,7 +157,7 @@ std::string config_json(const ModelFlags& m, const TrainFlags& t, const std::str
 // outside the flags' ranges is an error naming the file and the key.
 ModelFlags model_flags_from(const train::StoredConfig& c);
 
-// FINE-TUNING FROM A `pretrain` RUN (--init-from RUN; sentiment, chatbot). The body's settings
+// FROM A `pretrain` RUN (--init-from RUN: sentiment and chatbot fine-tune, pretrain continues). The body's settings
 // and vocabulary are RUN's: refuse_body_flags says so to a command line that gives them too.
 // settle_pretrained takes RUN's settings into `m` (keeping this run's --dropout), copies RUN's
 // vocabulary into OUT and names the checkpoint to load; a resume reads its settings from OUT and

@@ -31,12 +31,18 @@
 // "replaced_accuracy" the share of tokens the encoder tells right. Fine-tuning takes the
 // encoder (the discriminator) and drops the generator; `sentiment train --init-from` and
 // `chatbot train --init-from` read which objective a run used from its checkpoint.
+//
+// CONTINUED PRETRAINING (--init-from RUN, a masked-LM `pretrain` run): this run starts from RUN's
+// weights, sizes and vocabulary with its own data, pieces, budget and schedule — BERT's last phase
+// (its final tenth of the steps on pieces of 512, so the body learns the positions past 128 that a
+// classifier reads), or more text of a new domain. The report says what was loaded.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "core/data/batching.hpp"
 #include "core/data/masked_lm.hpp"
@@ -98,15 +104,24 @@ Tensor batch_rows(const std::vector<std::vector<std::int32_t>>& all, const std::
 }
 
 int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, examples::TrainFlags t, std::int64_t vocab_size,
-                  std::int64_t piece_len, const std::string& objective, double generator_size) {
+                  std::int64_t piece_len, const std::string& objective, double generator_size,
+                  const std::string& init_from) {
+  const bool resumed = examples::open_run(t);
+  // Continued pretraining: RUN's sizes (--max-len among them) and vocabulary, its weights below.
+  const std::optional<examples::Pretrained> pretrained = examples::settle_pretrained(init_from, resumed, m, t);
+  if (pretrained && (objective != "mlm" || pretrained->objective != "mlm"))
+    throw std::invalid_argument(fmt::format("--init-from {}: continued pretraining goes on with a masked LM (--objective "
+                                            "mlm) from a masked LM's run; this one is {}, the run's {}",
+                                            init_from, objective, pretrained->objective));
   if (piece_len == 0) piece_len = std::min<std::int64_t>(128, m.arch.max_len);
   if (piece_len > m.arch.max_len)
     throw std::runtime_error(fmt::format("--piece-len {} is longer than --max-len {}", piece_len, m.arch.max_len));
-  const bool resumed = examples::open_run(t);
   const std::vector<std::string> texts = read_texts(t.data);
-  const auto tok = examples::run_vocabulary(t, resumed, {.vocab_size = vocab_size, .max_sentences = 20000,
-                                                         .control_symbols = {kMaskPiece}},
-                                            "the texts", [&] { return texts; });
+  const auto tok = pretrained && !resumed
+                       ? data::SentencePieceTokenizer::load(train::vocabulary_file(t.out))
+                       : examples::run_vocabulary(t, resumed, {.vocab_size = vocab_size, .max_sentences = 20000,
+                                                               .control_symbols = {kMaskPiece}},
+                                                  "the texts", [&] { return texts; });
   const auto all = pieces(*tok, texts, piece_len);
   const auto n = static_cast<std::int64_t>(all.size());
   const std::int64_t n_valid = std::min<std::int64_t>(1000, n / 10);
@@ -152,8 +167,8 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
     return Stack{b.inputs, b.positions, b.targets, b.weights};
   };
   const bool electra = objective == "electra";
-  const std::string extra = fmt::format(R"({{"vocab_size": {}, "mask_id": {}, "objective": "{}"}})", tok->vocab_size(),
-                                        masking.mask_id, objective);
+  const std::string extra = fmt::format(R"({{"vocab_size": {}, "mask_id": {}, "objective": "{}"{}}})", tok->vocab_size(),
+                                        masking.mask_id, objective, pretrained ? pretrained->record : "");
   examples::LoopData data{.train = train_batch, .eval = valid_batch, .n_eval_batches = (n_valid + t.batch_size - 1) / t.batch_size};
   LayerPtr model;
   if (electra) {
@@ -165,6 +180,12 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
                     {"replaced_accuracy", models::ReplacedTokenAccuracy()}};
   } else {
     model = models::build(m.spec("MaskedLM", tok->vocab_size()), Mode::train);
+  }
+  if (pretrained && !resumed) {   // RUN's weights now; the Loop's initialisation keeps them
+    const Stack first = train_batch(0);
+    model->init(signature_of(Stack{first[0], first[1]}), Rng(t.seed).fold_in(7));
+    const train::LoadReport report = train::load_matching_weights(pretrained->weights, *model);
+    fmt::print("from {}: {}\n", pretrained->weights, report.describe());
   }
   train::Loop loop = examples::make_loop(model, m, t, std::move(data), std::move(lock), examples::config_json(m, t, extra));
   train::train_until(loop, t.until(train::KeepBest{.metric = "loss", .higher_is_better = false}));
@@ -208,13 +229,18 @@ int main(int argc, char** argv) {
   train->add_option("--objective", objective, "mlm: a masked language model (BERT); electra: a small masked LM "
                     "replaces the hidden tokens with its samples and the encoder tells, at every token, original from "
                     "replaced (ELECTRA)")->capture_default_str()->check(CLI::IsMember({"mlm", "electra"}));
+  std::string init_from;
+  auto* init_flag = train->add_option("--init-from", init_from,
+                                      "continue pretraining from this masked-LM `pretrain` run: its sizes, vocabulary "
+                                      "and weights, this run's data, pieces and schedule");
   train->add_option("--generator-size", generator_size, "--objective electra: the generator's width as a share of "
                     "--d-model (and --d-ff)")->capture_default_str()->check(examples::number_in(0.01, 1));
   examples::decimal_numbers(app);
   CLI11_PARSE(app, argc, argv);
   return examples::run_main("pretrain", [&] {
     t.task = "pretrain";
+    if (init_flag->count() > 0) examples::refuse_body_flags(*train, m, init_from);
     auto lock = examples::settle_run(*train, t);
-    return train_command(std::move(lock), m, t, vocab_size, piece_len, objective, generator_size);
+    return train_command(std::move(lock), m, t, vocab_size, piece_len, objective, generator_size, init_from);
   });
 }

@@ -268,6 +268,10 @@ bad pretrain-objective    "--objective: bert not in {mlm,electra}" "${PT[@]}" --
 bad pretrain-gen-size     "--generator-size: expected a number from 0.01 to 1, got 2" "${PT[@]}" --out pnew6 --steps 1 --objective electra --generator-size 2
 must "${PT[@]}" --out pmlm --steps 1
 bad pretrain-objective-resume "--objective electra (the run's: mlm)" "${PT[@]}" --out pmlm --steps 2 --objective electra
+bad pretrain-init-sizes     "--d-model: with --init-from the body's settings and vocabulary are the pretrained run's" "${PT[@]}" --out pinit1 --steps 1 --init-from pmlm
+bad pretrain-init-electra   "continued pretraining goes on with a masked LM (--objective mlm) from a masked LM's run; this one is electra" "$build/examples/pretrain" train --data changing.txt --threads 1 --out pinit2 --steps 1 --objective electra --init-from pmlm
+bad pretrain-init-missing   "nowhere: no model.safetensors here" "$build/examples/pretrain" train --data changing.txt --threads 1 --out pinit3 --steps 1 --init-from nowhere
+bad pretrain-init-lm-run    "lmrun/model.safetensors was trained by \`lm\`; this is \`pretrain\`" "$build/examples/pretrain" train --data changing.txt --threads 1 --out pinit4 --steps 1 --init-from lmrun
 
 # --- translate ------------------------------------------------------------------------------
 bad translate-empty       "TEXT 2 of 2 is empty: give a sentence to translate" "$translate" translate --out trun "A dog." "  "

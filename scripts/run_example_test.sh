@@ -165,6 +165,17 @@ sentiment)
     expect "pieces of at most 32 tokens" "$tmp/log"
     expect "(<mask> = 3)" "$tmp/log"
     expect "held-out masked-token accuracy" "$tmp/log"
+    # Continued pretraining (BERT's last phase on longer pieces): the whole masked LM and the
+    # vocabulary from the run, this run's pieces and schedule; then a resume.
+    "$pretrain" train --data "$tmp/unlabelled.tsv" --out "$tmp/mlm_long" --init-from "$tmp/mlm" --piece-len 64 --steps 2 \
+      --eval-every 2 --batch-size 4 --threads 1 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "continued pretraining"; }
+    expect "pieces of at most 64 tokens" "$tmp/log"
+    expect "loaded 22 weights" "$tmp/log"   # the body's 20 and the guess's Dense
+    expect "newly initialised 0: none" "$tmp/log"
+    cmp -s "$tmp/mlm/spm.model" "$tmp/mlm_long/spm.model" || fail "the continued run's vocabulary is not the pretrained one"
+    "$pretrain" train --data "$tmp/unlabelled.tsv" --out "$tmp/mlm_long" --steps 3 --eval-every 1 --threads 1 >"$tmp/log" 2>&1 ||
+      { cat "$tmp/log"; fail "continued pretraining, resumed"; }
+    expect "Ran 1 train steps" "$tmp/log"
     # --sample: 200 reviews drawn at random from all 25,000 (a few-labels experiment), not the first.
     "$exe" train --data "$data/imdb" --out "$tmp/ft" --init-from "$tmp/mlm" --sample 200 --steps 3 --eval-every 3 \
       --batch-size 4 --threads 1 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "fine-tune"; }
