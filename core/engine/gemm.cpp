@@ -172,6 +172,29 @@ void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_
     });
     return;
   }
+  // A weight's gradient, Xᵀ·dY: a small M × N summed over many rows (K, the tokens). Cut by rows
+  // or columns, every part would stream all K rows of its operands — from memory, as they are
+  // the step's stored activations — and repack the shared one. Cut along K instead, each thread
+  // reads its own half once: part 0 adds into C as asked, the others into scratch, then C gets
+  // their sums in part order. The parts are fixed by K alone, so the bits are the team's on any
+  // number of threads (docs/11_performance.md).
+  if (ta && !tb && K >= 2048 && K >= 4 * std::max(M, N)) {
+    const std::int64_t parts = fixed_parts(K, 1024);
+    std::vector<T> scratch(static_cast<std::size_t>((parts - 1) * M * N));
+    parallel_parts(parts, [&](std::int64_t p) {
+      const std::int64_t k0 = K * p / parts, k1 = K * (p + 1) / parts;
+      T* const Cp = p == 0 ? C : scratch.data() + (p - 1) * M * N;
+      gemm(true, false, M, N, k1 - k0, alpha, A + k0 * lda, lda, B + k0 * ldb, ldb, p == 0 ? beta : T(0), Cp, ldc);
+    });
+    const std::int64_t n = M * N;
+    parallel_chunks(n, true, [&](std::int64_t i0, std::int64_t i1) {
+      for (std::int64_t q = 1; q < parts; ++q) {
+        const T* const Sq = scratch.data() + (q - 1) * n;
+        for (std::int64_t i = i0; i < i1; ++i) C[i] += Sq[i];
+      }
+    });
+    return;
+  }
   const bool by_rows = M >= N;
   const std::int64_t extent = by_rows ? M : N;
   const std::int64_t parts = fixed_parts(extent, 32);

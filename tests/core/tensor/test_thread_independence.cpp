@@ -67,6 +67,25 @@ TEST_CASE("products give the same bits whatever the thread count") {
                               {r.normal({4, 75, 96}, 0.0, 1.0, dt), r.normal({96, 120}, 0.0, 1.0, dt), r.normal({120}, 0.0, 1.0, dt)});
     expect_thread_independent("batched matmul", [](const auto& x) { return matmul(x[0], x[1], false, true); },
                               {r.normal({8, 4, 33, 16}, 0.0, 1.0, dt), r.normal({8, 4, 40, 16}, 0.0, 1.0, dt)});
+    // Xᵀ·Y over many rows, a weight's gradient: cut along K (2 parts at 2,100 rows, 4 at 16,400).
+    for (const std::int64_t K : {2100, 16400})
+      expect_thread_independent(fmt::format("matmul Xᵀ·Y over {} rows {}", K, to_string(dt)),
+                                [](const auto& x) { return matmul(x[0], x[1], true, false); },
+                                {r.normal({K, 40}, 0.0, 1.0, dt), r.normal({K, 30}, 0.0, 1.0, dt)});
+  }
+}
+
+TEST_CASE("Xᵀ·Y cut along K sums every row: float64 against the sums written out") {
+  Rng r(2);
+  for (const std::int64_t K : {2100, 16400}) {
+    const Tensor x = r.normal({K, 40}, 0.0, 1.0, DType::float64), y = r.normal({K, 30}, 0.0, 1.0, DType::float64);
+    const std::vector<double> got = matmul(x, y, true, false).to_doubles(), xs = x.to_doubles(), ys = y.to_doubles();
+    for (std::int64_t i = 0; i < 40; i += 13)
+      for (std::int64_t j = 0; j < 30; j += 7) {
+        double expected = 0;
+        for (std::int64_t k = 0; k < K; ++k) expected += xs[static_cast<std::size_t>(k * 40 + i)] * ys[static_cast<std::size_t>(k * 30 + j)];
+        CHECK(got[static_cast<std::size_t>(i * 30 + j)] == doctest::Approx(expected).epsilon(1e-12));
+      }
   }
 }
 
