@@ -3,7 +3,7 @@
 #include <cblas.h>
 
 #include <algorithm>
-#include <vector>
+#include <memory>
 
 #include "core/engine/full_width.hpp"
 #include "core/engine/parallel.hpp"
@@ -180,16 +180,17 @@ void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_
   // number of threads (docs/11_performance.md).
   if (ta && !tb && K >= 2048 && K >= 4 * std::max(M, N)) {
     const std::int64_t parts = fixed_parts(K, 1024);
-    std::vector<T> scratch(static_cast<std::size_t>((parts - 1) * M * N));
+    // Uninitialised: each part's product (beta 0) writes all of its block.
+    const std::unique_ptr<T[]> scratch(new T[static_cast<std::size_t>((parts - 1) * M * N)]);
     parallel_parts(parts, [&](std::int64_t p) {
       const std::int64_t k0 = K * p / parts, k1 = K * (p + 1) / parts;
-      T* const Cp = p == 0 ? C : scratch.data() + (p - 1) * M * N;
+      T* const Cp = p == 0 ? C : scratch.get() + (p - 1) * M * N;
       gemm(true, false, M, N, k1 - k0, alpha, A + k0 * lda, lda, B + k0 * ldb, ldb, p == 0 ? beta : T(0), Cp, ldc);
     });
     const std::int64_t n = M * N;
     parallel_chunks(n, true, [&](std::int64_t i0, std::int64_t i1) {
       for (std::int64_t q = 1; q < parts; ++q) {
-        const T* const Sq = scratch.data() + (q - 1) * n;
+        const T* const Sq = scratch.get() + (q - 1) * n;
         for (std::int64_t i = i0; i < i1; ++i) C[i] += Sq[i];
       }
     });
