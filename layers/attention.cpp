@@ -66,16 +66,13 @@ class PureAttentionLayer final : public Layer {
       const Tensor keep = attention_dropout_keep({q.dim(0), n_heads_, q.dim(1), k.dim(1)}, dropout_, mode(), rng());
       return {attention_heads(q, k, v, n_heads_, mask, keep, dropout_, bias_), mask};
     }
-    Tensor qh = split_heads(q, n_heads_), kh = split_heads(k, n_heads_);
-    if (rotary_) {
-      std::int64_t q_start = 0;
-      if (mode() == Mode::predict) {
-        q_start = static_cast<std::int64_t>(state().at(0).item());
-        state()[0] = Tensor::scalar(static_cast<double>(q_start + q.dim(1)), DType::int32);
-      }
-      qh = rotate(qh, q_start);
-      kh = rotate(kh, 0);
+    // Rotary positions rotate each head's queries and keys: those heads are split by copies.
+    std::int64_t q_start = 0;
+    if (mode() == Mode::predict) {
+      q_start = static_cast<std::int64_t>(state().at(0).item());
+      state()[0] = Tensor::scalar(static_cast<double>(q_start + q.dim(1)), DType::int32);
     }
+    const Tensor qh = rotate(split_heads(q, n_heads_), q_start), kh = rotate(split_heads(k, n_heads_), 0);
     Tensor out = dot_product_attention(qh, kh, split_heads(v, n_heads_), mask, dropout_, mode(), rng(), bias_);
     return {merge_heads(out), mask};  // (B, L_q, d_model), mask unchanged
   }

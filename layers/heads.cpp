@@ -36,68 +36,56 @@ Tensor merge_heads(const Tensor& x) {
 
 namespace {
 
-// Trax's two Fn layers, as layer types of their own so the execution plan can recognise them
-// (heads_split_by, heads_merged_by).
-class SplitIntoHeadsLayer final : public Layer {
+// Trax's two Fn layers, SplitIntoHeads and MergeHeads, as one layer type of its own so the
+// execution plan can recognise them (heads_split_by, heads_merged_by).
+class HeadsLayer final : public Layer {
  public:
-  SplitIntoHeadsLayer(int n_heads, bool merged, std::source_location created)
-      : Layer("SplitIntoHeads", 1, 1, created), n_heads_(n_heads), merged_(merged) {}
-  int folded_heads() const { return merged_ ? n_heads_ : 0; }
+  HeadsLayer(bool split, int n_heads, bool merged, std::source_location created)
+      : Layer(split ? "SplitIntoHeads" : "MergeHeads", 1, 1, created), split_(split), n_heads_(n_heads),
+        merged_(merged) {}
+  // n_heads when this layer splits (split = true) or merges heads folded into the batch, else 0.
+  int folded_heads(bool split) const { return split == split_ && merged_ ? n_heads_ : 0; }
 
  protected:
-  Stack forward(const Stack& in) override {
-    const Tensor& x = in[0];
-    if (merged_ && x.rank() == 3 && x.dim(1) == 1 && x.dim(2) % n_heads_ == 0)   // one position: one view
-      return {reshape(x, {x.dim(0) * n_heads_, 1, x.dim(2) / n_heads_})};
-    Tensor h = split_heads(x, n_heads_);  // (B, H, L, d_head)
-    return {merged_ ? reshape(h, {h.dim(0) * h.dim(1), h.dim(2), h.dim(3)}) : h};
-  }
+  Stack forward(const Stack& in) override { return {split_ ? split(in[0]) : merge(in[0])}; }
 
  private:
-  int n_heads_;
-  bool merged_;
-};
-
-class MergeHeadsLayer final : public Layer {
- public:
-  MergeHeadsLayer(int n_heads, bool merged, std::source_location created)
-      : Layer("MergeHeads", 1, 1, created), n_heads_(n_heads), merged_(merged) {}
-  int folded_heads() const { return merged_ ? n_heads_ : 0; }
-
- protected:
-  Stack forward(const Stack& in) override {
-    const Tensor& x = in[0];
-    if (!merged_) return {merge_heads(x)};
+  Tensor split(const Tensor& x) const {
+    if (merged_ && x.rank() == 3 && x.dim(1) == 1 && x.dim(2) % n_heads_ == 0)   // one position: one view
+      return reshape(x, {x.dim(0) * n_heads_, 1, x.dim(2) / n_heads_});
+    Tensor h = split_heads(x, n_heads_);  // (B, H, L, d_head)
+    return merged_ ? reshape(h, {h.dim(0) * h.dim(1), h.dim(2), h.dim(3)}) : h;
+  }
+  Tensor merge(const Tensor& x) const {
+    if (!merged_) return merge_heads(x);
     if (x.rank() != 3 || x.dim(0) % n_heads_ != 0)
       throw std::invalid_argument(fmt::format(
           "MergeHeads({}) expects (B·n_heads, L, d_head), got {}", n_heads_, x.signature()));
-    if (x.dim(1) == 1) return {reshape(x, {x.dim(0) / n_heads_, 1, n_heads_ * x.dim(2)})};   // one position: one view
-    return {merge_heads(reshape(x, {x.dim(0) / n_heads_, n_heads_, x.dim(1), x.dim(2)}))};
+    if (x.dim(1) == 1) return reshape(x, {x.dim(0) / n_heads_, 1, n_heads_ * x.dim(2)});   // one position: one view
+    return merge_heads(reshape(x, {x.dim(0) / n_heads_, n_heads_, x.dim(1), x.dim(2)}));
   }
 
- private:
+  bool split_;
   int n_heads_;
   bool merged_;
 };
+
+int folded_heads(const Layer& layer, bool split) {
+  const auto* l = dynamic_cast<const HeadsLayer*>(&layer);
+  return l ? l->folded_heads(split) : 0;
+}
 
 }  // namespace
 
 LayerPtr SplitIntoHeads(int n_heads, bool merged, std::source_location created) {
-  return std::make_shared<SplitIntoHeadsLayer>(n_heads, merged, created);
+  return std::make_shared<HeadsLayer>(true, n_heads, merged, created);
 }
 
 LayerPtr MergeHeads(int n_heads, bool merged, std::source_location created) {
-  return std::make_shared<MergeHeadsLayer>(n_heads, merged, created);
+  return std::make_shared<HeadsLayer>(false, n_heads, merged, created);
 }
 
-int heads_split_by(const Layer& layer) {
-  const auto* l = dynamic_cast<const SplitIntoHeadsLayer*>(&layer);
-  return l ? l->folded_heads() : 0;
-}
-
-int heads_merged_by(const Layer& layer) {
-  const auto* l = dynamic_cast<const MergeHeadsLayer*>(&layer);
-  return l ? l->folded_heads() : 0;
-}
+int heads_split_by(const Layer& layer) { return folded_heads(layer, true); }
+int heads_merged_by(const Layer& layer) { return folded_heads(layer, false); }
 
 }  // namespace ctrax::layers
