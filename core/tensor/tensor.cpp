@@ -14,12 +14,15 @@
 
 namespace ctrax {
 
-struct TensorImpl {
-  std::shared_ptr<std::byte> storage;  // null for a meta tensor
-  Shape shape;
-  DType dtype = DType::float32;
-  std::shared_ptr<Node> node;
-};
+namespace detail {
+
+void throw_undefined_tensor() { throw std::logic_error("use of an undefined Tensor"); }
+void throw_no_data(const Tensor& t) { throw std::logic_error("a meta tensor " + t.signature() + " has no data"); }
+void throw_wrong_dtype(DType asked, DType held) {
+  throw std::invalid_argument(fmt::format("data<{}>() on a {} tensor", to_string(asked), to_string(held)));
+}
+
+}  // namespace detail
 
 namespace {
 
@@ -58,10 +61,6 @@ std::shared_ptr<std::byte> allocate(const Shape& shape, DType dtype) {
 
 }  // namespace
 
-const TensorImpl& Tensor::impl() const {
-  if (!impl_) throw std::logic_error("use of an undefined Tensor");
-  return *impl_;
-}
 
 Tensor Tensor::empty(const Shape& shape, DType dtype) {
   auto impl = std::make_shared<TensorImpl>();
@@ -118,44 +117,11 @@ Tensor Tensor::from_doubles(const std::vector<double>& values, const Shape& shap
   return t;
 }
 
-bool Tensor::is_meta() const { return impl().storage == nullptr; }
-const Shape& Tensor::shape() const { return impl().shape; }
-DType Tensor::dtype() const { return impl().dtype; }
-std::int64_t Tensor::numel() const { return ctrax::numel(shape()); }
-
-std::int64_t Tensor::dim(int axis) const {
-  return shape()[normalize_axis(axis, rank())];
-}
-
 std::string Tensor::signature() const {
   if (!defined()) return "undefined";
   return fmt::format("{}[{}]{}", short_name(dtype()), fmt::join(shape(), ","),
                      is_meta() ? "?" : "");
 }
-
-const void* Tensor::raw_data() const {
-  if (is_meta()) throw std::logic_error("a meta tensor " + signature() + " has no data");
-  return impl().storage.get();
-}
-void* Tensor::raw_data() { return const_cast<void*>(std::as_const(*this).raw_data()); }
-
-template <class T> T* Tensor::data() {
-  if (dtype_of<T>() != dtype())
-    throw std::invalid_argument(fmt::format("data<{}>() on a {} tensor",
-                                            ctrax::to_string(dtype_of<T>()), ctrax::to_string(dtype())));
-  return static_cast<T*>(raw_data());
-}
-template <class T> const T* Tensor::data() const {
-  return const_cast<Tensor*>(this)->data<T>();
-}
-template float* Tensor::data<float>();
-template double* Tensor::data<double>();
-template std::int32_t* Tensor::data<std::int32_t>();
-template std::uint8_t* Tensor::data<std::uint8_t>();
-template const float* Tensor::data<float>() const;
-template const double* Tensor::data<double>() const;
-template const std::int32_t* Tensor::data<std::int32_t>() const;
-template const std::uint8_t* Tensor::data<std::uint8_t>() const;
 
 template <class U> std::vector<U> Tensor::to_vector() const {
   std::vector<U> out(static_cast<std::size_t>(numel()));

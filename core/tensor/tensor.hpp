@@ -19,6 +19,7 @@
 // under NoGrad).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <iosfwd>
@@ -32,10 +33,23 @@
 namespace ctrax {
 
 struct Node;          // autodiff.hpp
-struct TensorImpl;    // tensor.cpp
+class Tensor;
 namespace detail {
 struct Tape;          // autodiff.cpp: the only code that reads or sets a tensor's tape node
+[[noreturn]] void throw_undefined_tensor();
+[[noreturn]] void throw_no_data(const Tensor& t);
+[[noreturn]] void throw_wrong_dtype(DType asked, DType held);
 }
+
+// What a Tensor handle points to. Defined here only so that the accessors below inline: an op
+// reads a shape and a dtype a few times per call, and a token of decoding runs a few hundred
+// ops. Nothing outside tensor.cpp and autodiff.cpp touches it.
+struct TensorImpl {
+  std::shared_ptr<std::byte> storage;  // null for a meta tensor
+  Shape shape;
+  DType dtype = DType::float32;
+  std::shared_ptr<Node> node;
+};
 
 class Tensor {
  public:
@@ -55,25 +69,39 @@ class Tensor {
 
   // --- introspection -----------------------------------------------------------------------
   bool defined() const { return impl_ != nullptr; }
-  bool is_meta() const;
-  const Shape& shape() const;
-  DType dtype() const;
+  bool is_meta() const { return impl().storage == nullptr; }
+  const Shape& shape() const { return impl().shape; }
+  DType dtype() const { return impl().dtype; }
   int rank() const { return static_cast<int>(shape().size()); }
-  std::int64_t dim(int axis) const;          // extent of an axis; negative counts from the end
-  std::int64_t numel() const;
+  std::int64_t dim(int axis) const {         // extent of an axis; negative counts from the end
+    const Shape& s = shape();
+    const auto r = static_cast<int>(s.size());
+    return s[static_cast<std::size_t>(axis >= 0 && axis < r ? axis : axis < 0 && axis >= -r ? axis + r : normalize_axis(axis, r))];
+  }
+  std::int64_t numel() const {
+    std::int64_t n = 1;
+    for (const std::int64_t d : shape()) n *= d;
+    return n;
+  }
   std::string signature() const;             // "f32[2,3]"; "f32[2,3]?" for a meta tensor
 
   // --- element access ----------------------------------------------------------------------
   // Typed pointer to the first element; throws when T does not match dtype() or the tensor is
   // meta. For bool tensors use std::uint8_t.
-  template <class T> T* data();
-  template <class T> const T* data() const;
+  template <class T> T* data() {
+    if (dtype_of<T>() != dtype()) detail::throw_wrong_dtype(dtype_of<T>(), dtype());
+    return static_cast<T*>(raw_data());
+  }
+  template <class T> const T* data() const { return const_cast<Tensor*>(this)->data<T>(); }
   double item() const;                       // the single element, as double
   template <class T> std::vector<T> to_vector() const;   // converted to T
   std::vector<double> to_doubles() const;
   // Untyped pointer to the first byte (kernels that only move bytes: copies, concatenation).
-  const void* raw_data() const;
-  void* raw_data();
+  const void* raw_data() const {
+    if (is_meta()) detail::throw_no_data(*this);
+    return impl().storage.get();
+  }
+  void* raw_data() { return const_cast<void*>(static_cast<const Tensor*>(this)->raw_data()); }
 
   // --- conversions -------------------------------------------------------------------------
   Tensor to(DType dtype) const;   // converts (differentiable between float types)
@@ -93,7 +121,10 @@ class Tensor {
 
  private:
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
-  const TensorImpl& impl() const;
+  const TensorImpl& impl() const {
+    if (!impl_) detail::throw_undefined_tensor();
+    return *impl_;
+  }
   const std::shared_ptr<Node>& node() const;
   void set_node(std::shared_ptr<Node> node);
   friend struct detail::Tape;
