@@ -1,6 +1,8 @@
 #include "core/engine/block_cache.hpp"
 
+#include <array>
 #include <cstdlib>
+#include <new>
 #include <unordered_map>
 #include <vector>
 
@@ -18,15 +20,22 @@ constexpr bool kKeep = true;
 // straight back to the system. Trivially destructible, so it outlives the cache.
 thread_local bool t_ended = false;
 
+constexpr std::size_t kSmallClass = 16;
+
 struct Cache {
   std::unordered_map<std::size_t, std::vector<void*>> free_blocks;   // by size in bytes
   std::size_t held = 0;
+  std::array<std::vector<void*>, kMaxSmall / kSmallClass> small;     // class c: blocks of 16 (c + 1) bytes
   ~Cache() {
     t_ended = true;
     for (auto& [bytes, blocks] : free_blocks)
       for (void* p : blocks) std::free(p);
+    for (auto& blocks : small)
+      for (void* p : blocks) ::operator delete(p);
   }
 };
+
+std::size_t small_class(std::size_t bytes) { return (bytes + kSmallClass - 1) / kSmallClass - 1; }
 
 Cache& cache() {
   thread_local Cache c;
@@ -65,5 +74,31 @@ void release(void* block, std::size_t bytes) {
 }
 
 std::size_t held() { return t_ended ? 0 : cache().held; }
+
+void* acquire_small(std::size_t bytes) {
+  if (bytes == 0 || bytes > kMaxSmall) return ::operator new(bytes);
+  if (kKeep && !t_ended) {
+    std::vector<void*>& blocks = cache().small[small_class(bytes)];
+    if (!blocks.empty()) {
+      void* p = blocks.back();
+      blocks.pop_back();
+      return p;
+    }
+  }
+  // Always the class's whole size: the block may be freed on another thread and kept there for
+  // any request of its class.
+  return ::operator new((small_class(bytes) + 1) * kSmallClass);
+}
+
+void release_small(void* block, std::size_t bytes) {
+  if (kKeep && bytes > 0 && bytes <= kMaxSmall && !t_ended) {
+    std::vector<void*>& blocks = cache().small[small_class(bytes)];
+    if (blocks.size() < kMaxPerSmall) {
+      blocks.push_back(block);
+      return;
+    }
+  }
+  ::operator delete(block);
+}
 
 }  // namespace ctrax::block_cache

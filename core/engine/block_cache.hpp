@@ -31,4 +31,14 @@ void release(void* block, std::size_t bytes);
 // Bytes this thread holds for reuse (tests).
 std::size_t held();
 
+// The same for the small objects every tensor also needs — its handle's shared state and its
+// memory's reference count (tensor.cpp, through std::allocate_shared): a token of decoding frees
+// a few hundred of them in bursts, more than glibc's per-thread cache keeps of one size (7), so
+// most frees took its slow path. Sizes up to kMaxSmall bytes, kept in classes of 16 bytes, at
+// most kMaxPerSmall blocks of a class per thread; alignment that of operator new.
+inline constexpr std::size_t kMaxSmall = 256;
+inline constexpr std::size_t kMaxPerSmall = 4096;
+void* acquire_small(std::size_t bytes);
+void release_small(void* block, std::size_t bytes);
+
 }  // namespace ctrax::block_cache

@@ -48,6 +48,26 @@ std::size_t checked_bytes(const Shape& shape, DType dtype) {
   return static_cast<std::size_t>(bytes);
 }
 
+// The allocator of a tensor's small shared objects (its TensorImpl with the reference counts,
+// its memory's reference count): block_cache's per-thread small blocks, not glibc's bins.
+template <class T>
+struct Recycling {
+  using value_type = T;
+  Recycling() = default;
+  template <class U>
+  Recycling(const Recycling<U>&) {}   // NOLINT: rebinding, as std::allocate_shared does
+  T* allocate(std::size_t n) { return static_cast<T*>(block_cache::acquire_small(n * sizeof(T))); }
+  void deallocate(T* p, std::size_t n) { block_cache::release_small(p, n * sizeof(T)); }
+  template <class U>
+  bool operator==(const Recycling<U>&) const { return true; }
+};
+static_assert(alignof(TensorImpl) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
+
+std::shared_ptr<TensorImpl> new_impl() { return std::allocate_shared<TensorImpl>(Recycling<TensorImpl>{}); }
+std::shared_ptr<TensorImpl> new_impl(const TensorImpl& from) {
+  return std::allocate_shared<TensorImpl>(Recycling<TensorImpl>{}, from);
+}
+
 // 64-byte aligned blocks: whole cache lines, and AVX-512 loads never straddle them.
 std::shared_ptr<std::byte> allocate(const Shape& shape, DType dtype) {
   const std::size_t bytes = checked_bytes(shape, dtype);
@@ -56,14 +76,15 @@ std::shared_ptr<std::byte> allocate(const Shape& shape, DType dtype) {
   if (!p)
     throw OutOfMemory(fmt::format("out of memory: cannot allocate {:.3g} GB for a {} {} tensor",
                                   static_cast<double>(bytes) / 1e9, to_string(dtype), to_string(shape)));
-  return {static_cast<std::byte*>(p), [rounded](std::byte* q) { block_cache::release(q, rounded); }};
+  return {static_cast<std::byte*>(p), [rounded](std::byte* q) { block_cache::release(q, rounded); },
+          Recycling<std::byte>{}};
 }
 
 }  // namespace
 
 
 Tensor Tensor::empty(const Shape& shape, DType dtype) {
-  auto impl = std::make_shared<TensorImpl>();
+  auto impl = new_impl();
   impl->storage = allocate(shape, dtype);
   impl->shape = shape;
   impl->dtype = dtype;
@@ -72,7 +93,7 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
 
 Tensor Tensor::meta(const Shape& shape, DType dtype) {
   checked_bytes(shape, dtype);
-  auto impl = std::make_shared<TensorImpl>();
+  auto impl = new_impl();
   impl->shape = shape;
   impl->dtype = dtype;
   return Tensor(std::move(impl));
@@ -166,7 +187,7 @@ Tensor Tensor::clone() const {
 }
 
 Tensor Tensor::detach() const {
-  auto impl = std::make_shared<TensorImpl>(this->impl());
+  auto impl = new_impl(this->impl());
   impl->node.reset();
   return Tensor(std::move(impl));
 }
@@ -208,7 +229,7 @@ Tensor reshape_view(const Tensor& x, const Shape& shape) {
   if (ctrax::numel(shape) != x.numel())
     throw std::invalid_argument(fmt::format("cannot reshape {} into shape {}", x.signature(),
                                             to_string(shape)));
-  auto impl = std::make_shared<TensorImpl>(x.impl());
+  auto impl = new_impl(x.impl());
   impl->shape = shape;
   impl->node.reset();
   return Tensor(std::move(impl));
