@@ -34,6 +34,7 @@ class ParallelLayer final : public Layer {
  protected:
   Stack forward(const Stack& inputs) override {
     Stack outputs;
+    outputs.reserve(static_cast<std::size_t>(n_out()));
     std::size_t at = 0;
     for (std::size_t i = 0; i < sublayers().size(); ++i) {
       const auto n = static_cast<std::size_t>(sublayers()[i]->n_in());

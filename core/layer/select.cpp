@@ -18,6 +18,7 @@ class SelectLayer final : public Layer {
  protected:
   Stack forward(const Stack& inputs) override {
     Stack out;
+    out.reserve(indices_.size());
     for (int i : indices_) out.push_back(inputs[i]);
     return out;
   }

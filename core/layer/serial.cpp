@@ -45,25 +45,29 @@ class SerialLayer final : public Layer {
   // next as one step.
   Stack forward(const Stack& inputs) override {
     const auto& layers = sublayers();
-    Stack stack = inputs;
+    if (layers.empty()) return inputs;
+    Stack stack;
+    const Stack* current = &inputs;   // the first layer reads the inputs where they are
     for (std::size_t i = 0; i < layers.size(); ++i) {
       if (const std::optional<PlannedStep> step = planned_step(layers, i)) {
         Layer* previous = step->owner > i ? layers[i].get() : nullptr;
         const auto after = std::span<const LayerPtr>(layers).subspan(step->owner + 1, i + step->count - step->owner - 1);
         std::optional<Stack> fused;
         try {
-          fused = layers[step->owner]->call_fused(previous, after, stack);
+          fused = layers[step->owner]->call_fused(previous, after, *current);
         } catch (LayerError& e) {
           e.mark_index(i);
           throw;
         }
         if (fused) {
           stack = std::move(*fused);
+          current = &stack;
           i += step->count - 1;
           continue;
         }
       }
-      stack = call_sublayer(i, stack);
+      stack = call_sublayer(i, *current);
+      current = &stack;
     }
     return stack;
   }

@@ -131,11 +131,15 @@ Tensor layer_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, doub
   return define_op(kLayerNorm, {x, scale, bias}, x.shape(), x.dtype(), [&] {
     const std::int64_t rows = d == 0 ? 0 : x.numel() / d;
     Tensor y = Tensor::empty(x.shape(), x.dtype());
-    Tensor xhat = Tensor::empty(x.shape(), x.dtype());   // saved for backward
-    Tensor rstd = Tensor::empty({rows}, x.dtype());
+    // x̂ and 1/σ are kept for the backward only when the tape records this op: eval and
+    // decoding write y alone.
+    const Tensor operands[] = {x, scale, bias};
+    const bool saving = detail::recording(x, operands, 3);
+    Tensor xhat = saving ? Tensor::empty(x.shape(), x.dtype()) : Tensor();
+    Tensor rstd = saving ? Tensor::empty({rows}, x.dtype()) : Tensor();
     dispatch_float(x.dtype(), [&]<class T>(T) {
       const T *px = x.data<T>(), *ps = scale.data<T>(), *pb = bias.data<T>();
-      T *py = y.data<T>(), *ph = xhat.data<T>(), *pr = rstd.data<T>();
+      T *py = y.data<T>(), *ph = saving ? xhat.data<T>() : nullptr, *pr = saving ? rstd.data<T>() : nullptr;
       parallel_chunks(rows, rows * d >= kParallelElements, [&](std::int64_t r0, std::int64_t r1) {
         for (std::int64_t r = r0; r < r1; ++r) {
           const T* xr = px + r * d;
@@ -163,14 +167,19 @@ Tensor layer_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, doub
             var /= static_cast<double>(d);
           }
           const double rs = 1.0 / std::sqrt(var + epsilon);
-          pr[r] = static_cast<T>(rs);
-          T* hr = ph + r * d;
           T* yr = py + r * d;
+          if (saving) {
+            pr[r] = static_cast<T>(rs);
+            T* hr = ph + r * d;
   #pragma omp simd
-          for (std::int64_t j = 0; j < d; ++j) {
-            const T h = static_cast<T>((xr[j] - mu) * rs);
-            hr[j] = h;
-            yr[j] = h * ps[j] + pb[j];
+            for (std::int64_t j = 0; j < d; ++j) {
+              const T h = static_cast<T>((xr[j] - mu) * rs);
+              hr[j] = h;
+              yr[j] = h * ps[j] + pb[j];
+            }
+          } else {
+  #pragma omp simd
+            for (std::int64_t j = 0; j < d; ++j) yr[j] = static_cast<T>((xr[j] - mu) * rs) * ps[j] + pb[j];
           }
         }
       });
