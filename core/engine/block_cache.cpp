@@ -22,13 +22,21 @@ thread_local bool t_ended = false;
 
 constexpr std::size_t kSmallClass = 16;
 
+// Blocks up to kIndexed bytes are kept in an array by size (one vector per multiple of 64
+// bytes): decoding asks for a few hundred a token, and a hash lookup each was a visible share of
+// its fixed cost. Larger ones (rarer, and of more sizes) in a map.
+constexpr std::size_t kIndexed = std::size_t{64} << 10;
+
 struct Cache {
-  std::unordered_map<std::size_t, std::vector<void*>> free_blocks;   // by size in bytes
+  std::array<std::vector<void*>, kIndexed / 64> indexed;              // [bytes / 64 − 1]
+  std::unordered_map<std::size_t, std::vector<void*>> free_blocks;   // by size in bytes, above kIndexed
   std::size_t held = 0;
   std::array<std::vector<void*>, kMaxSmall / kSmallClass> small;     // class c: blocks of 16 (c + 1) bytes
   ~Cache() {
     t_ended = true;
     for (auto& [bytes, blocks] : free_blocks)
+      for (void* p : blocks) std::free(p);
+    for (auto& blocks : indexed)
       for (void* p : blocks) std::free(p);
     for (auto& blocks : small)
       for (void* p : blocks) ::operator delete(p);
@@ -44,13 +52,22 @@ Cache& cache() {
 
 }  // namespace
 
+// The free blocks of this size (at most kMaxBlock); `make`: create the list
+// if there is none yet.
+std::vector<void*>* blocks_of(Cache& c, std::size_t bytes, bool make) {
+  if (bytes <= kIndexed && bytes % 64 == 0) return bytes == 0 ? nullptr : &c.indexed[bytes / 64 - 1];
+  if (make) return &c.free_blocks[bytes];
+  const auto it = c.free_blocks.find(bytes);
+  return it == c.free_blocks.end() ? nullptr : &it->second;
+}
+
 void* acquire(std::size_t bytes) {
   if (kKeep && bytes <= kMaxBlock) {
     Cache& c = cache();
-    auto it = c.free_blocks.find(bytes);
-    if (it != c.free_blocks.end() && !it->second.empty()) {
-      void* p = it->second.back();
-      it->second.pop_back();
+    std::vector<void*>* blocks = blocks_of(c, bytes, false);
+    if (blocks && !blocks->empty()) {
+      void* p = blocks->back();
+      blocks->pop_back();
       c.held -= bytes;
       return p;
     }
@@ -59,10 +76,10 @@ void* acquire(std::size_t bytes) {
 }
 
 void release(void* block, std::size_t bytes) {
-  if (kKeep && bytes <= kMaxBlock && !t_ended) {
+  if (kKeep && bytes > 0 && bytes <= kMaxBlock && !t_ended) {
     Cache& c = cache();
     if (c.held + bytes <= kMaxHeld) {
-      std::vector<void*>& blocks = c.free_blocks[bytes];
+      std::vector<void*>& blocks = *blocks_of(c, bytes, true);
       if (blocks.size() < kMaxPerSize) {
         blocks.push_back(block);
         c.held += bytes;

@@ -36,6 +36,34 @@ TEST_CASE("blocks above kMaxBlock, and past kMaxPerSize of one size, go back to 
   CHECK(block_cache::held() <= before + block_cache::kMaxPerSize * 192);
 }
 
+TEST_CASE("sizes past the indexed range (a map) and sizes not a multiple of 64 are kept by their exact size") {
+  for (const std::size_t bytes : {std::size_t{128} << 10, std::size_t{100}}) {
+    CAPTURE(bytes);
+    void* a = block_cache::acquire(bytes);
+    block_cache::release(a, bytes);
+    void* other = block_cache::acquire(bytes + 64);   // the next size up is another list
+    CHECK(other != a);
+    CHECK(block_cache::acquire(bytes) == a);
+    block_cache::release(a, bytes);
+    block_cache::release(other, bytes + 64);
+  }
+}
+
+TEST_CASE("small blocks (a tensor's shared objects) come back for any request of their 16-byte class") {
+  void* a = block_cache::acquire_small(40);          // class 33–48 bytes
+  block_cache::release_small(a, 40);
+  void* b = block_cache::acquire_small(20);          // another class: not that block
+  CHECK(b != a);
+  CHECK(block_cache::acquire_small(48) == a);        // the same class
+  block_cache::release_small(a, 48);
+  block_cache::release_small(b, 20);
+  void* big = block_cache::acquire_small(block_cache::kMaxSmall + 1);   // not kept: straight to the system
+  block_cache::release_small(big, block_cache::kMaxSmall + 1);
+  void* again = block_cache::acquire_small(block_cache::kMaxSmall + 1);
+  CHECK(again != nullptr);
+  block_cache::release_small(again, block_cache::kMaxSmall + 1);
+}
+
 TEST_CASE("each thread keeps its own blocks; a tensor freed on another thread is fine") {
   Tensor t = Tensor::zeros({16, 16});        // 1,024 bytes from this thread
   std::size_t other_held = 0;
