@@ -34,6 +34,22 @@ TEST_CASE("layer_norm equals its composition") {
   expect_close(layer_norm(x, scale, bias, 1e-6), (x - mu) / sqrt(var + 1e-6) * scale + bias, 1e-10);
 }
 
+TEST_CASE("layer_norm without the tape (eval, decoding: x̂ and 1/σ not kept) gives the recorded values, bit for bit") {
+  for (const DType dt : {DType::float32, DType::float64}) {
+    const Tensor x = randn({3, 4, 37}, 5).to(dt), scale = randn({37}, 6).to(dt), bias = randn({37}, 7).to(dt);
+    const Tensor xr = x.detach().requires_grad_();
+    const Tensor recorded = layer_norm(xr, scale, bias, 1e-6);
+    REQUIRE(recorded.requires_grad());
+    Tensor plain;
+    {
+      NoGrad no_grad;
+      plain = layer_norm(x, scale, bias, 1e-6);
+    }
+    CHECK_FALSE(plain.requires_grad());
+    CHECK(plain.to_doubles() == recorded.to_doubles());
+  }
+}
+
 TEST_CASE("layer_norm in float32 agrees with float64, values and gradients, far from zero too") {
   // Float rows: σ² in one pass in double and the backward's row sums in lanes (nn_ops.cpp); a row
   // of 256 fills the lanes, 7 leaves a tail; a mean of 1000 σ tests the one-pass variance.
