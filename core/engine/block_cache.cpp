@@ -50,16 +50,15 @@ Cache& cache() {
   return c;
 }
 
-}  // namespace
-
-// The free blocks of this size (at most kMaxBlock); `make`: create the list
-// if there is none yet.
+// The free blocks of this size (at most kMaxBlock); `make`: create the list if there is none yet.
 std::vector<void*>* blocks_of(Cache& c, std::size_t bytes, bool make) {
   if (bytes <= kIndexed && bytes % 64 == 0) return bytes == 0 ? nullptr : &c.indexed[bytes / 64 - 1];
   if (make) return &c.free_blocks[bytes];
   const auto it = c.free_blocks.find(bytes);
   return it == c.free_blocks.end() ? nullptr : &it->second;
 }
+
+}  // namespace
 
 void* acquire(std::size_t bytes) {
   if (kKeep && bytes <= kMaxBlock) {

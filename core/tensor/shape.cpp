@@ -28,12 +28,6 @@ std::string short_name(DType dt) {
   return "?";
 }
 
-std::int64_t numel(const Shape& s) {
-  std::int64_t n = 1;
-  for (auto d : s) n *= d;
-  return n;
-}
-
 std::string to_string(const Shape& s) {
   if (s.size() == 1) return fmt::format("({},)", s[0]);
   return fmt::format("({})", fmt::join(s, ", "));

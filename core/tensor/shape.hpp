@@ -16,7 +16,11 @@ namespace ctrax {
 
 using Shape = std::vector<std::int64_t>;
 
-std::int64_t numel(const Shape& s);
+inline std::int64_t numel(const Shape& s) {
+  std::int64_t n = 1;
+  for (const std::int64_t d : s) n *= d;
+  return n;
+}
 std::string to_string(const Shape& s);          // "(2, 3)"; a scalar is "()"
 
 // Row-major strides in elements: for (2, 3, 4) -> (12, 4, 1).

@@ -82,7 +82,6 @@ std::shared_ptr<std::byte> allocate(const Shape& shape, DType dtype) {
 
 }  // namespace
 
-
 Tensor Tensor::empty(const Shape& shape, DType dtype) {
   auto impl = new_impl();
   impl->storage = allocate(shape, dtype);

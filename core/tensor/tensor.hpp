@@ -78,11 +78,7 @@ class Tensor {
     const auto r = static_cast<int>(s.size());
     return s[static_cast<std::size_t>(axis >= 0 && axis < r ? axis : axis < 0 && axis >= -r ? axis + r : normalize_axis(axis, r))];
   }
-  std::int64_t numel() const {
-    std::int64_t n = 1;
-    for (const std::int64_t d : shape()) n *= d;
-    return n;
-  }
+  std::int64_t numel() const { return ctrax::numel(shape()); }
   std::string signature() const;             // "f32[2,3]"; "f32[2,3]?" for a meta tensor
 
   // --- element access ----------------------------------------------------------------------
