@@ -39,12 +39,8 @@ std::vector<std::int64_t> contiguous_strides(const Shape& s) {
   return st;
 }
 
-int normalize_axis(int axis, int rank, const char* what) {
-  const int a = axis < 0 ? axis + rank : axis;
-  if (a < 0 || a >= rank)
-    throw std::invalid_argument(
-        fmt::format("{} {} is out of range for an array of rank {}", what, axis, rank));
-  return a;
+void detail::throw_axis_out_of_range(int axis, int rank, const char* what) {
+  throw std::invalid_argument(fmt::format("{} {} is out of range for an array of rank {}", what, axis, rank));
 }
 
 Shape broadcast_shapes(const Shape& a, const Shape& b) {

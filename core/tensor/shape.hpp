@@ -26,8 +26,17 @@ std::string to_string(const Shape& s);          // "(2, 3)"; a scalar is "()"
 // Row-major strides in elements: for (2, 3, 4) -> (12, 4, 1).
 std::vector<std::int64_t> contiguous_strides(const Shape& s);
 
+namespace detail {
+[[noreturn]] void throw_axis_out_of_range(int axis, int rank, const char* what);
+}
+
 // Maps a possibly negative axis into [0, rank); throws std::invalid_argument naming `what`.
-int normalize_axis(int axis, int rank, const char* what = "axis");
+// Inline: ops call it a few times each, and Tensor::dim on every read of an extent.
+inline int normalize_axis(int axis, int rank, const char* what = "axis") {
+  const int a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= rank) detail::throw_axis_out_of_range(axis, rank, what);
+  return a;
+}
 
 // The broadcast result of two shapes; throws std::invalid_argument with both shapes on mismatch.
 Shape broadcast_shapes(const Shape& a, const Shape& b);

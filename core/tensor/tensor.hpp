@@ -74,9 +74,7 @@ class Tensor {
   DType dtype() const { return impl().dtype; }
   int rank() const { return static_cast<int>(shape().size()); }
   std::int64_t dim(int axis) const {         // extent of an axis; negative counts from the end
-    const Shape& s = shape();
-    const auto r = static_cast<int>(s.size());
-    return s[static_cast<std::size_t>(axis >= 0 && axis < r ? axis : axis < 0 && axis >= -r ? axis + r : normalize_axis(axis, r))];
+    return shape()[static_cast<std::size_t>(normalize_axis(axis, rank()))];
   }
   std::int64_t numel() const { return ctrax::numel(shape()); }
   std::string signature() const;             // "f32[2,3]"; "f32[2,3]?" for a meta tensor
