@@ -31,10 +31,15 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <iterator>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 
+#include "core/data/fingerprint.hpp"
 #include "core/data/sentencepiece.hpp"
 #include "core/data/text_files.hpp"
 #include "core/train/adam.hpp"
@@ -46,8 +51,54 @@ namespace ctrax::examples::sentiment {
 
 namespace {
 
+// SELF-TRAINING (--teacher RUN): a classifier trained on the --sample labels labels the training
+// texts the sample left out; those it is at least `min_confidence` sure of join the training set
+// with its labels (the file's are not read). Their record: which weights labelled them (with
+// their CRC-32, so a resume, which labels them again, knows it gets the same labels) and how many.
+struct Teacher {
+  std::string run;
+  double min_confidence = 0.9;
+};
+
+std::vector<data::LabeledText> teacher_labels(const Teacher& teacher, const std::vector<data::LabeledText>& texts,
+                                              std::int32_t n_classes, bool resumed, const examples::TrainFlags& t,
+                                              std::string& record) {
+  const Classifier c = load_classifier(teacher.run);
+  if (c.n_classes != n_classes)
+    throw std::runtime_error(fmt::format("--teacher {}: its classifier has {} classes; {} has {}", teacher.run,
+                                         c.n_classes, t.data, n_classes));
+  const std::uint32_t crc32 = data::fingerprint(c.weights).at(0).crc32;
+  if (resumed) {
+    const train::StoredConfig own = train::StoredConfig::of_run(t.out);
+    if (own.integer("teacher_crc32") != crc32)
+      throw std::runtime_error(fmt::format("--teacher {}: {} changed since this run began (CRC-32 {}, was {}): its "
+                                           "labels would not be the ones the run trained on",
+                                           teacher.run, c.weights, crc32, own.integer("teacher_crc32")));
+  }
+  const Encoded e = encode(*c.tok, texts, range(static_cast<std::int64_t>(texts.size())), c.m.arch.max_len, c.head);
+  const auto lp = log_probabilities(c, *e.tokens, 64);
+  const auto k = static_cast<std::size_t>(n_classes);
+  std::vector<data::LabeledText> out;
+  std::int64_t agree = 0;
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    const auto row = lp.begin() + static_cast<std::ptrdiff_t>(i * k);
+    const auto best = std::max_element(row, row + static_cast<std::ptrdiff_t>(k));
+    if (std::exp(*best) < teacher.min_confidence) continue;
+    out.push_back({static_cast<std::int32_t>(best - row), texts[i].text});
+    agree += out.back().label == texts[i].label;
+  }
+  fmt::print("teacher {}: labelled {} of the {} texts left out of the sample (sure to {:.2f} or more); the file's "
+             "labels, not read for training, agree with {:.1f}% of them\n",
+             c.weights, out.size(), texts.size(), teacher.min_confidence,
+             out.empty() ? 0.0 : 100.0 * static_cast<double>(agree) / static_cast<double>(out.size()));
+  record = fmt::format(R"(, "teacher": {}, "teacher_crc32": {}, "n_teacher_labels": {})",
+                       nlohmann::json(c.weights).dump(), crc32, out.size());
+  return out;
+}
+
 int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, examples::TrainFlags t, std::int64_t vocab_size,
-                  std::int64_t head, std::int64_t limit, std::int64_t sample, const std::string& init_from) {
+                  std::int64_t head, std::int64_t limit, std::int64_t sample, const std::string& init_from,
+                  const Teacher& teacher) {
   const bool resumed = examples::open_run(t);
   // Fine-tuning: the body (sizes, vocabulary, --max-len: the position table is one of its weights)
   // from RUN, a fresh head.
@@ -56,11 +107,17 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
   if (head > m.arch.max_len)
     throw std::invalid_argument(fmt::format("--head {} exceeds --max-len {}", head, m.arch.max_len));
   if (head == 0) head = m.arch.max_len;   // the start only
-  const auto examples_ = sample > 0 ? sample_split(load_split(t.data, "train", 0, kMaxClasses), sample, t.seed)
-                                    : load_split(t.data, "train", limit, kMaxClasses);
-  const auto n = static_cast<std::int64_t>(examples_.size());
+  std::vector<data::LabeledText> left_out;
+  auto examples_ = sample > 0 ? sample_split(load_split(t.data, "train", 0, kMaxClasses), sample, t.seed, &left_out)
+                              : load_split(t.data, "train", limit, kMaxClasses);
+  const auto n = static_cast<std::int64_t>(examples_.size());   // the labelled texts (the teacher's come after)
   std::int32_t n_classes = 2;   // at least two: a one-class dataset still trains a yes/no classifier
   for (const auto& x : examples_) n_classes = std::max(n_classes, x.label + 1);
+  std::string teacher_record;
+  if (!teacher.run.empty()) {
+    auto labelled = teacher_labels(teacher, left_out, n_classes, resumed, t, teacher_record);
+    std::move(labelled.begin(), labelled.end(), std::back_inserter(examples_));
+  }
   // A seeded hold-out of 1,000 reviews (4%; fewer for small trials).
   const std::int64_t n_valid = std::min<std::int64_t>(1000, n / 10);
   if (n_valid < 1) throw std::runtime_error(fmt::format("{}: {} training reviews are too few", t.data, n));
@@ -73,9 +130,11 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
                                                     for (const auto& x : examples_) texts.push_back(x.text);
                                                     return texts;
                                                   });
+  // The held-out texts are labelled ones; the teacher's all train.
   const auto perm = Rng(t.seed).fold_in(12345).permutation(n);
-  const std::vector<std::int64_t> train_idx(perm.begin(), perm.end() - n_valid),
-      valid_idx(perm.end() - n_valid, perm.end());
+  std::vector<std::int64_t> train_idx(perm.begin(), perm.end() - n_valid);
+  const std::vector<std::int64_t> valid_idx(perm.end() - n_valid, perm.end());
+  for (auto i = n; i < static_cast<std::int64_t>(examples_.size()); ++i) train_idx.push_back(i);
   const auto train = encode(*tok, examples_, train_idx, m.arch.max_len, head),
              valid = encode(*tok, examples_, valid_idx, m.arch.max_len, head);
   fmt::print("{}: {} training texts in {} classes ({:.0f} tokens on average; {:.1f}% longer than {} are cut to their "
@@ -108,7 +167,7 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
        .n_eval_batches = (n_valid + t.batch_size - 1) / t.batch_size},
       std::move(lock),
       examples::config_json(m, t, fmt::format(R"({{"vocab_size": {}, "head": {}, "n_classes": {}{}}})", tok->vocab_size(),
-                                              head, n_classes, pretrained ? pretrained->record : "")));
+                                              head, n_classes, (pretrained ? pretrained->record : "") + teacher_record)));
   train::train_until(loop, t.until(train::KeepBest{.metric = "accuracy"}));
   fmt::print("held-out accuracy {:.4f}; run `sentiment eval` for the test split\n", loop.last_value("eval", "accuracy"));
   return 0;
@@ -156,6 +215,13 @@ int main(int argc, char** argv) {
                     "use N training reviews drawn at random with --seed (0: all): a few-labels experiment's "
                     "reviews, of many films, not the file's first")
       ->capture_default_str()->check(examples::number_in(0, 1e12))->excludes(limit_flag);
+  Teacher teacher;
+  auto* teacher_flag = train->add_option("--teacher", teacher.run,
+                                         "self-training: this trained `sentiment` run labels the training texts "
+                                         "--sample left out, and those it is sure of train too");
+  auto* confidence_flag = train->add_option("--teacher-confidence", teacher.min_confidence,
+                    "keep a teacher's label when its probability is at least this")
+      ->capture_default_str()->check(examples::number_in(0, 1));
 
   std::string out = "runs/imdb", data_dir;
   int threads = 0;
@@ -181,8 +247,12 @@ int main(int argc, char** argv) {
     if (*train) {
       t.task = "sentiment";
       if (init_flag->count() > 0) examples::refuse_body_flags(*train, m, init_from);
+      if (confidence_flag->count() > 0 && teacher_flag->count() == 0)
+        throw std::invalid_argument("--teacher-confidence: applies with --teacher only");
       auto lock = examples::settle_run(*train, t);
-      return train_command(std::move(lock), m, t, vocab_size, head, limit, sample, init_from);
+      if (!teacher.run.empty() && sample == 0)
+        throw std::invalid_argument("--teacher labels the training texts --sample leaves out: give --sample N");
+      return train_command(std::move(lock), m, t, vocab_size, head, limit, sample, init_from, teacher);
     }
     if (*eval) return eval_command(data_dir, out, threads, eval_batch, limit, json_path);
     return predict_command(out, threads, texts);

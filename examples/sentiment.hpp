@@ -8,8 +8,10 @@
 #include <vector>
 
 #include "core/data/batching.hpp"
+#include "core/data/sentencepiece.hpp"
 #include "core/data/text_files.hpp"
 #include "core/data/tokenizer.hpp"
+#include "examples/common.hpp"
 
 namespace ctrax::examples::sentiment {
 
@@ -40,7 +42,25 @@ std::vector<data::LabeledText> load_split(const std::string& dir, const std::str
 // `n` of the examples drawn at random (a permutation seeded by `seed`), in the file's order; all of
 // them when n is 0 or not below their number. IMDB's file keeps reviews of one film next to each
 // other (aclImdb numbers them along its list of films), so its first reviews are of few films.
-std::vector<data::LabeledText> sample_split(std::vector<data::LabeledText> ex, std::int64_t n, std::uint64_t seed);
+// The others, in the file's order too, go to `rest` when it is given (a teacher labels them).
+std::vector<data::LabeledText> sample_split(std::vector<data::LabeledText> ex, std::int64_t n, std::uint64_t seed,
+                                            std::vector<data::LabeledText>* rest = nullptr);
+
+// A trained run's classifier in eval mode (dropout off), its tokenizer and how it cuts long texts.
+struct Classifier {
+  std::unique_ptr<data::SentencePieceTokenizer> tok;
+  LayerPtr model;
+  examples::ModelFlags m;
+  std::int64_t head = 0;  // long texts keep their first `head` and last max_len − head tokens
+  std::int64_t n_classes = 2;
+  std::string weights;    // the file its weights came from
+};
+Classifier load_classifier(const std::string& out);
+
+// The classifier's log-probabilities of its classes for every sequence of `tokens` (row i of
+// n × n_classes, row-major), in batches of up to batch_size sequences of about one length; a
+// counter on stderr.
+std::vector<double> log_probabilities(const Classifier& c, const data::Sequences& tokens, std::int64_t batch_size);
 
 // Accuracy on the test split; with json_path also written there (the run, its training --limit or
 // --sample and --init-from, the accuracy: scripts/plot_label_curve.py reads them).

@@ -60,15 +60,19 @@ std::vector<data::LabeledText> load_split(const std::string& dir, const std::str
   return ex;
 }
 
-std::vector<data::LabeledText> sample_split(std::vector<data::LabeledText> ex, std::int64_t n, std::uint64_t seed) {
+std::vector<data::LabeledText> sample_split(std::vector<data::LabeledText> ex, std::int64_t n, std::uint64_t seed,
+                                            std::vector<data::LabeledText>* rest) {
   const auto size = static_cast<std::int64_t>(ex.size());
   if (n <= 0 || n >= size) return ex;
-  std::vector<std::int64_t> chosen = Rng(seed).fold_in(54321).permutation(size);
-  chosen.resize(static_cast<std::size_t>(n));
-  std::sort(chosen.begin(), chosen.end());
+  std::vector<std::int64_t> order = Rng(seed).fold_in(54321).permutation(size);
+  std::vector<char> chosen(static_cast<std::size_t>(size), 0);
+  for (std::int64_t i = 0; i < n; ++i) chosen[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] = 1;
   std::vector<data::LabeledText> out;
   out.reserve(static_cast<std::size_t>(n));
-  for (const std::int64_t i : chosen) out.push_back(std::move(ex[static_cast<std::size_t>(i)]));
+  for (std::size_t i = 0; i < ex.size(); ++i) {
+    if (chosen[i]) out.push_back(std::move(ex[i]));
+    else if (rest != nullptr) rest->push_back(std::move(ex[i]));
+  }
   return out;
 }
 

@@ -19,32 +19,51 @@
 
 namespace ctrax::examples::sentiment {
 
-namespace {
-
-// The trained classifier in eval mode (dropout off) and its tokenizer.
-struct Classifier {
-  std::unique_ptr<data::SentencePieceTokenizer> tok;
-  LayerPtr model;
-  examples::ModelFlags m;
-  std::int64_t head = 0;  // long reviews keep their first `head` and last max_len − head tokens
-  std::int64_t n_classes = 2;
-};
-
 Classifier load_classifier(const std::string& out) {
   Classifier c;
   const train::StoredConfig config = train::StoredConfig::of_run(out);   // read once
-  const std::string weights = train::weights_to_use(config, "sentiment");
+  c.weights = train::weights_to_use(config, "sentiment");
   c.m = examples::model_flags_from(config);
   c.tok = data::SentencePieceTokenizer::load(train::vocabulary_file(out));
   c.head = config.integer("head", c.m.arch.max_len);
   c.n_classes = config.integer("n_classes", 2);
   c.model = c.m.classifier(c.tok->vocab_size(), c.n_classes, Mode::eval);
   c.model->init(ShapeDtype{{1, 16}, DType::int32});
-  train::load_weights(weights, *c.model);
+  train::load_weights(c.weights, *c.model);
   return c;
 }
 
-}  // namespace
+std::vector<double> log_probabilities(const Classifier& c, const data::Sequences& tokens, std::int64_t batch_size) {
+  const auto n = static_cast<std::int64_t>(tokens.size());
+  const auto k = static_cast<std::size_t>(c.n_classes);
+  // By length, so a batch is little padding; the rows go back to their places.
+  std::vector<std::int64_t> order = range(n);
+  std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
+    return tokens[static_cast<std::size_t>(a)].size() < tokens[static_cast<std::size_t>(b)].size();
+  });
+  std::vector<double> out(static_cast<std::size_t>(n) * k);
+  const std::int64_t n_batches = (n + batch_size - 1) / batch_size;
+  const bool terminal = ::isatty(STDERR_FILENO);
+  NoGrad no_grad;
+  data::Sequences rows;
+  for (std::int64_t i = 0; i < n_batches; ++i) {
+    rows.clear();
+    for (std::int64_t r = i * batch_size; r < std::min(n, (i + 1) * batch_size); ++r)
+      rows.push_back(tokens[static_cast<std::size_t>(order[static_cast<std::size_t>(r)])]);
+    const auto longest = static_cast<std::int64_t>(rows.back().size());
+    const std::int64_t length = std::max<std::int64_t>(16, (longest + 15) / 16 * 16);   // few distinct shapes
+    const auto lp = log_softmax((*c.model)(data::pad_rows(rows, length)), -1).to_doubles();
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+      const auto row = static_cast<std::size_t>(order[static_cast<std::size_t>(i * batch_size) + r]);
+      std::copy_n(lp.begin() + static_cast<std::ptrdiff_t>(r * k), k, out.begin() + static_cast<std::ptrdiff_t>(row * k));
+    }
+    // On a terminal a counter redrawn in place; in a log one line per 50 batches.
+    if (terminal && i % 10 == 0) std::cerr << fmt::format("\r{} / {} batches", i + 1, n_batches) << std::flush;
+    if (!terminal && (i + 1) % 50 == 0) std::cerr << fmt::format("{} / {} batches\n", i + 1, n_batches);
+  }
+  if (terminal) std::cerr << "\r\033[K" << std::flush;
+  return out;
+}
 
 int eval_command(const std::string& data_dir, const std::string& out, int threads, std::int64_t batch_size,
                  std::int64_t limit, const std::string& json_path) {
@@ -53,30 +72,16 @@ int eval_command(const std::string& data_dir, const std::string& out, int thread
   Classifier c = load_classifier(out);
   const auto test = load_split(data_dir, "test", limit, static_cast<std::int32_t>(c.n_classes));
   const auto e = encode(*c.tok, test, range(static_cast<std::int64_t>(test.size())), c.m.arch.max_len, c.head);
-  auto stream = data::classification_stream(
-      e.tokens, e.labels, {.batch_size = batch_size, .shuffle = false, .bucket_size = 100000, .drop_remainder = false},
-      {.max_len = c.m.arch.max_len, .pad_multiple = 16});
-  const std::int64_t n_batches = (static_cast<std::int64_t>(test.size()) + batch_size - 1) / batch_size;
-  NoGrad no_grad;
-  const bool terminal = ::isatty(STDERR_FILENO);
+  const auto lp = log_probabilities(c, *e.tokens, batch_size);
+  const auto k = static_cast<std::size_t>(c.n_classes);
   std::int64_t correct = 0;
   double loss = 0;
-  for (std::int64_t i = 0; i < n_batches; ++i) {
-    const Stack b = stream(i);
-    const Tensor logits = (*c.model)(b[0]);
-    const Tensor lp = log_softmax(logits, -1);
-    const auto* y = b[1].data<std::int32_t>();
-    const auto predicted = argmax(logits, -1).to_vector<std::int32_t>();
-    const auto lpv = lp.to_doubles();
-    for (std::size_t r = 0; r < predicted.size(); ++r) {
-      correct += predicted[r] == y[r];
-      loss -= lpv[r * static_cast<std::size_t>(c.n_classes) + static_cast<std::size_t>(y[r])];
-    }
-    // On a terminal a counter redrawn in place; in a log one line per 50 batches.
-    if (terminal && i % 10 == 0) std::cerr << fmt::format("\r{} / {} batches", i + 1, n_batches) << std::flush;
-    if (!terminal && (i + 1) % 50 == 0) std::cerr << fmt::format("{} / {} batches\n", i + 1, n_batches);
+  for (std::size_t r = 0; r < test.size(); ++r) {
+    const auto row = lp.begin() + static_cast<std::ptrdiff_t>(r * k);
+    const auto y = static_cast<std::size_t>((*e.labels)[r]);
+    correct += static_cast<std::size_t>(std::max_element(row, row + static_cast<std::ptrdiff_t>(k)) - row) == y;
+    loss -= row[static_cast<std::ptrdiff_t>(y)];
   }
-  if (terminal) std::cerr << "\r\033[K" << std::flush;
   if (e.n_empty > 0)
     fmt::print("{} of the {} reviews have no text; each was classified as the empty sequence\n", e.n_empty,
                test.size());
@@ -92,6 +97,7 @@ int eval_command(const std::string& data_dir, const std::string& out, int thread
                               {"train_limit", std::stoll(flags.value("--limit", std::string("0")))},
                               {"train_sample", std::stoll(flags.value("--sample", std::string("0")))},
                               {"init_from", config.has("init_from") ? nlohmann::json(config.string("init_from")) : nlohmann::json()},
+                              {"teacher", config.has("teacher") ? nlohmann::json(config.string("teacher")) : nlohmann::json()},
                               {"accuracy", accuracy}, {"correct", correct}, {"n", test.size()},
                               {"loss", loss / static_cast<double>(test.size())}};
     io::write_atomically(json_path, j.dump(1) + "\n");

@@ -5,9 +5,9 @@
     scripts/plot_label_curve.py EVAL.json... [--all 25000] [--out docs/images/imdb_labels.png]
 
 Each JSON says how many training examples its run used (`train_sample` or `train_limit`; 0 is
-the whole split, drawn at --all) and whether it started from a pretrained run (`init_from`); the
-runs are split into the two curves by that, and each point is labelled with its accuracy. Needs
-Debian's python3-matplotlib.
+the whole split, drawn at --all), whether it started from a pretrained run (`init_from`) and
+whether a teacher labelled the texts its sample left out (`teacher`); the runs are split into
+curves by that, and each point is labelled with its accuracy. Needs Debian's python3-matplotlib.
 """
 import argparse
 import json
@@ -25,16 +25,17 @@ def main():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    curves = {"from scratch": [], "fine-tuned from the masked LM": []}
+    curves = {"from scratch": [], "fine-tuned from the masked LM": [], "fine-tuned, then self-trained": []}
     for path in args.evals:
         r = json.load(open(path, encoding="utf-8"))
         if "accuracy" not in r or "train_limit" not in r:
             sys.exit(f"plot_label_curve: {path}: not a `sentiment eval --json` file (no accuracy or train_limit)")
         labels = r.get("train_sample") or r["train_limit"] or args.all
-        key = "fine-tuned from the masked LM" if r.get("init_from") else "from scratch"
+        key = ("fine-tuned, then self-trained" if r.get("teacher") else
+               "fine-tuned from the masked LM" if r.get("init_from") else "from scratch")
         curves[key].append((labels, 100 * r["accuracy"]))
     fig, ax = plt.subplots(figsize=(6.4, 4.2), layout="constrained")
-    for (name, points), style in zip(curves.items(), ["o--", "s-"]):
+    for (name, points), style in zip(curves.items(), ["o--", "s-", "^:"]):
         if not points:
             continue
         points.sort()

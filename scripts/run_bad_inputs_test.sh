@@ -241,6 +241,13 @@ bad sentiment-too-few     "5 training reviews are too few" "${ST[@]}" --data imd
 bad sentiment-sample      "--sample: expected a number from 0" "${ST[@]}" --data imdb --sample -1
 bad sentiment-sample-few  "5 training reviews are too few" "${ST[@]}" --data imdb --sample 5
 bad sentiment-sample-limit "--limit excludes --sample" "${ST[@]}" --data imdb --sample 10 --limit 10
+# --teacher: a trained classifier of the same classes labels the texts --sample left out.
+bad teacher-missing       "nowhere: no model.safetensors here" "${ST[@]}" --data imdb --sample 10 --teacher nowhere
+bad teacher-lm-run        "lmrun/model.safetensors was trained by \`lm\`; this is \`sentiment\`" "${ST[@]}" --data imdb --sample 10 --teacher lmrun
+bad teacher-classes       "--teacher srun2: its classifier has 3 classes; imdb has 2" "${ST[@]}" --data imdb --sample 10 --teacher srun2
+bad teacher-no-sample     "--teacher labels the training texts --sample leaves out: give --sample N" "${ST[@]}" --data imdb --teacher srun
+bad teacher-confidence    "--teacher-confidence: expected a number from 0 to 1, got 1.5" "${ST[@]}" --data imdb --sample 10 --teacher srun --teacher-confidence 1.5
+bad teacher-confidence-alone "--teacher-confidence: applies with --teacher only" "${ST[@]}" --data imdb --sample 10 --teacher-confidence 0.5
 bad sentiment-eval-batch  "--batch-size: expected a number from 1" "$sentiment" eval --out srun --data imdb --batch-size 0
 bad sentiment-eval-label  "label2/test.tsv:6: expected a label from 0 to 1, got 2" "$sentiment" eval --out srun --data label2
 bad sentiment-predict-empty "predict: the text is empty" "$sentiment" predict --out srun ""

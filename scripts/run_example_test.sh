@@ -193,6 +193,23 @@ sentiment)
     expect '"train_sample": 200' "$tmp/ft.json"
     expect "\"init_from\": \"$tmp/mlm/" "$tmp/ft.json"
     expect '"n": 20' "$tmp/ft.json"
+    # Self-training: the fine-tuned run labels the 24,800 reviews --sample left out (every one at
+    # --teacher-confidence 0), and they train beside the 180; a resume labels them again, from the
+    # same weights — changed weights are refused, since their labels would not be the run's.
+    cp -r "$tmp/ft" "$tmp/teacher"
+    "$exe" train --data "$data/imdb" --out "$tmp/student" --init-from "$tmp/mlm" --sample 200 --teacher "$tmp/teacher" \
+      --teacher-confidence 0 --steps 2 --eval-every 2 --batch-size 4 --threads 1 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "self-training"; }
+    expect "labelled 24800 of the 24800 texts left out of the sample" "$tmp/log"
+    expect "24980 training texts in 2 classes" "$tmp/log"
+    expect "20 held out" "$tmp/log"   # labelled ones, a tenth of the 200
+    "$exe" train --data "$data/imdb" --out "$tmp/student" --steps 3 --eval-every 1 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "self-training resume"; }
+    expect "Ran 1 train steps" "$tmp/log"
+    "$exe" eval --data "$data/imdb" --out "$tmp/student" --limit 20 --threads 1 --json "$tmp/student.json" >"$tmp/log" 2>&1 ||
+      fail "eval of the self-trained run"
+    expect "\"teacher\": \"$tmp/teacher/" "$tmp/student.json"
+    "$exe" train --data "$data/imdb" --out "$tmp/teacher" --steps 6 --eval-every 1 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "teacher trained on"; }
+    "$exe" train --data "$data/imdb" --out "$tmp/student" --steps 4 --eval-every 1 >"$tmp/log" 2>&1 && fail "a resume from a changed teacher was accepted"
+    expect "changed since this run began" "$tmp/log"
     # ELECTRA: a generator a quarter as wide fills the hidden positions, the encoder tells original
     # from replaced; fine-tuning takes the encoder's body from under its prefix, drops the rest.
     "$pretrain" train --data "$tmp/unlabelled.tsv" --out "$tmp/electra" --objective electra --vocab-size 300 --steps 3 \
