@@ -51,7 +51,8 @@ std::vector<double> log_probabilities(const Classifier& c, const data::Sequences
     for (std::int64_t r = i * batch_size; r < std::min(n, (i + 1) * batch_size); ++r)
       rows.push_back(tokens[static_cast<std::size_t>(order[static_cast<std::size_t>(r)])]);
     const auto longest = static_cast<std::int64_t>(rows.back().size());
-    const std::int64_t length = std::max<std::int64_t>(16, (longest + 15) / 16 * 16);   // few distinct shapes
+    // A multiple of 16 (few distinct shapes), within the position table.
+    const std::int64_t length = std::min(c.m.arch.max_len, std::max<std::int64_t>(16, (longest + 15) / 16 * 16));
     const auto lp = log_softmax((*c.model)(data::pad_rows(rows, length)), -1).to_doubles();
     for (std::size_t r = 0; r < rows.size(); ++r) {
       const auto row = static_cast<std::size_t>(order[static_cast<std::size_t>(i * batch_size) + r]);
