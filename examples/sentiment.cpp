@@ -19,6 +19,10 @@
 // stored in the checkpoint.
 // Batches are bucketed by length so little compute is padding.
 //
+// FEW LABELS. --sample N trains on N reviews drawn at random; --init-from RUN fine-tunes a
+// `pretrain` run's body; --teacher RUN adds the texts the sample left out, labelled by a trained
+// classifier where it is sure (self-training; docs/10_real_data.md measures all three).
+//
 // ANY LABELLED TEXT. The classes are read from the data: K = the largest label + 1 (stored in the
 // checkpoint), so a `label<TAB>text` dataset of K classes trains a K-way classifier. --data may
 // also be a CSV of question–answer pairs with a topic label (`Q,A,label`: the Korean chatbot data,
