@@ -220,9 +220,9 @@ int main(int argc, char** argv) {
                     "reviews, of many films, not the file's first")
       ->capture_default_str()->check(examples::number_in(0, 1e12))->excludes(limit_flag);
   Teacher teacher;
-  auto* teacher_flag = train->add_option("--teacher", teacher.run,
-                                         "self-training: this trained `sentiment` run labels the training texts "
-                                         "--sample left out, and those it is sure of train too");
+  train->add_option("--teacher", teacher.run,
+                    "self-training: this trained `sentiment` run labels the training texts "
+                    "--sample left out, and those it is sure of train too");
   auto* confidence_flag = train->add_option("--teacher-confidence", teacher.min_confidence,
                     "keep a teacher's label when its probability is at least this")
       ->capture_default_str()->check(examples::number_in(0, 1));
@@ -251,9 +251,9 @@ int main(int argc, char** argv) {
     if (*train) {
       t.task = "sentiment";
       if (init_flag->count() > 0) examples::refuse_body_flags(*train, m, init_from);
-      if (confidence_flag->count() > 0 && teacher_flag->count() == 0)
+      auto lock = examples::settle_run(*train, t);   // a resume's --teacher is the run's
+      if (confidence_flag->count() > 0 && teacher.run.empty())
         throw std::invalid_argument("--teacher-confidence: applies with --teacher only");
-      auto lock = examples::settle_run(*train, t);
       if (!teacher.run.empty() && sample == 0)
         throw std::invalid_argument("--teacher labels the training texts --sample leaves out: give --sample N");
       return train_command(std::move(lock), m, t, vocab_size, head, limit, sample, init_from, teacher);
