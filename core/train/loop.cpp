@@ -37,6 +37,16 @@ class ModeScope {
   Mode saved_;
 };
 
+// A batch's weight in the mean over evaluation batches: the sum of its weights (its last item, as
+// every metric reads them), or its rows when it has no weights.
+double batch_weight(const Stack& batch) {
+  if (batch.empty() || batch[0].rank() < 1) return 1.0;
+  if (batch.size() < 3) return static_cast<double>(batch[0].dim(0));
+  double w = 0;
+  for (const double v : batch.back().to_doubles()) w += v;
+  return w;
+}
+
 }  // namespace
 
 Loop::Loop(LayerPtr model, std::vector<TrainTask> tasks, LoopOptions options)
@@ -258,19 +268,28 @@ void Loop::evaluate() {
   for (std::size_t e = 0; e < eval_with_metrics_.size(); ++e) {
     const EvalTask& task = options_.eval_tasks[e];
     const auto& names = metric_names_[e];
+    // Every metric is a weighted mean Σ w·m / Σ w within a batch; over the batches each counts by
+    // its weight W_b, so the value is the mean over every row (or token) evaluated. Trax takes the
+    // plain mean of the batches' values, the same when they weigh alike; a short last batch here
+    // would otherwise count as much as a full one.
     std::vector<double> sums(names.size(), 0.0);
+    double total_weight = 0;
     for (std::int64_t b = 0; b < task.n_eval_batches; ++b) {
-      const dist::BatchPart part = parallel_.padded_part(task.labeled_data(b), step_rng(~std::uint64_t{0}));
+      const Stack batch = task.labeled_data(b);
+      const double weight = batch_weight(batch);
+      if (weight == 0) continue;   // a batch of padding alone: 0/0 within, nothing to count
+      total_weight += weight;
+      const dist::BatchPart part = parallel_.padded_part(batch, step_rng(~std::uint64_t{0}));
       if (part.share == 0) continue;
       eval_with_metrics_[e]->set_rng(part.rng);
       const Stack out = (*eval_with_metrics_[e])(part.rows);
-      for (std::size_t m = 0; m < names.size(); ++m) sums[m] += out[m].item() * part.share;
+      for (std::size_t m = 0; m < names.size(); ++m) sums[m] += out[m].item() * part.share * weight;
     }
     sums = parallel_.sum(sums);   // each process's weighted part of every batch's metrics
     std::size_t width = 0;
     for (const auto& n : names) width = std::max(width, n.size());
     for (std::size_t m = 0; m < names.size(); ++m) {
-      const MetricRecord r{step_, "eval", names[m], sums[m] / static_cast<double>(task.n_eval_batches)};
+      const MetricRecord r{step_, "eval", names[m], total_weight > 0 ? sums[m] / total_weight : 0.0};
       history_.push_back(r);
       reporter_.metric(r, width);
     }

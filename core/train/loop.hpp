@@ -22,7 +22,9 @@
 // training loss since the last report, evaluate every EvalTask, write metrics.jsonl, save the
 // checkpoint output_dir/model.safetensors. Evaluation runs the model in eval mode (dropout off) —
 // Trax, given no eval_model, evaluates with dropout on. Each evaluation uses the same first
-// n_eval_batches batches, so successive values are comparable. When the first task's optimizer
+// n_eval_batches batches, so successive values are comparable; each batch's value counts by its
+// weight (the sum of its last item), so a short last batch counts as its rows do — Trax's plain
+// mean of the batches, whenever they weigh alike. When the first task's optimizer
 // averages the weights (Optimizer::average_weights), evaluation runs on the averages.
 //
 // RESUMING. If output_dir/model.safetensors exists, the constructor loads it: weights, optimizer

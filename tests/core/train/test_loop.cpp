@@ -13,6 +13,7 @@
 #include "core/train/checkpoint.hpp"
 #include "core/train/loop.hpp"
 #include "core/train/sgd.hpp"
+#include "core/tensor/shape_ops.hpp"
 #include "layers/activations.hpp"
 #include "layers/dense.hpp"
 #include "layers/dropout.hpp"
@@ -129,6 +130,41 @@ TEST_CASE("evaluation runs in eval mode: dropout off, and training continues in 
   // The reported eval loss equals the eval-mode computation done by hand.
   model->set_mode(Mode::eval);
   CHECK(loop.last_value("eval", "WeightedCategoryCrossEntropy") == doctest::Approx(eval_loss_by_hand(*model)).epsilon(1e-6));
+}
+
+TEST_CASE("evaluation counts each batch by its weight: a short last batch is not a full one") {
+  // Three batches of 16 rows and a last one of 3: the accuracy reported is the share of the 51 rows
+  // the model gets right, not the mean of the four batches' accuracies.
+  auto model = classifier();
+  const auto eval_batch = [](std::int64_t i) {
+    Stack batch = make_batch(i, 99);
+    if (i == 3) for (auto& t : batch) t = slice(t, 0, 0, 3);
+    return batch;
+  };
+  std::ostringstream out;
+  Loop loop(model, {task()}, {.eval_tasks = {{.labeled_data = eval_batch,
+                                              .metrics = {WeightedCategoryAccuracy()},
+                                              .n_eval_batches = 4}},
+                              .out = &out});
+  loop.run(2);
+  model->set_mode(Mode::eval);
+  std::int64_t right = 0, rows = 0;
+  double batch_mean = 0;
+  for (std::int64_t b = 0; b < 4; ++b) {
+    const Stack batch = eval_batch(b);
+    const auto logits = (*model)(batch[0]).to_doubles();
+    const auto labels = batch[1].to_doubles();
+    std::int64_t batch_right = 0;
+    for (std::size_t r = 0; r < labels.size(); ++r)
+      batch_right += (logits[2 * r + 1] > logits[2 * r]) == (labels[r] == 1) ? 1 : 0;
+    right += batch_right;
+    rows += static_cast<std::int64_t>(labels.size());
+    batch_mean += static_cast<double>(batch_right) / static_cast<double>(labels.size()) / 4;
+  }
+  CHECK(rows == 51);
+  const double reported = loop.last_value("eval", "WeightedCategoryAccuracy");
+  CHECK(reported == doctest::Approx(static_cast<double>(right) / 51.0).epsilon(1e-6));   // float32 metrics
+  CHECK(std::abs(reported - batch_mean) > 0.01);   // the two rules differ here
 }
 
 TEST_CASE("a separate eval model gets the trained weights and state: BatchNorm's running statistics") {
