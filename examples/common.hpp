@@ -163,6 +163,10 @@ ModelFlags model_flags_from(const train::StoredConfig& c);
 // vocabulary into OUT and names the checkpoint to load; a resume reads its settings from OUT and
 // loads nothing (the weights are in its own checkpoint). `record` goes into config_json's extra:
 // which checkpoint the body came from and its CRC-32, kept through resumes.
+// The control piece a masked LM hides tokens behind (pretrain's vocabulary has it; so has every
+// vocabulary fine-tuned from one).
+inline constexpr const char* kMaskPiece = "<mask>";
+
 struct Pretrained {
   std::string weights;   // RUN's checkpoint to load; empty on a resume
   std::string record;    // `, "init_from": "<file>", "init_from_crc32": <n>` (or empty)

@@ -55,7 +55,6 @@ namespace ctrax::examples::pretrain {
 
 namespace {
 
-constexpr const char* kMaskPiece = "<mask>";
 constexpr std::int64_t kBucket = 32;   // batches sorted by length together (train_batch)
 
 // The texts of --data: a directory's training split, a TSV's last column, or a text file's lines.

@@ -44,6 +44,7 @@
 #include <optional>
 
 #include "core/data/fingerprint.hpp"
+#include "core/data/masked_lm.hpp"
 #include "core/data/sentencepiece.hpp"
 #include "core/data/text_files.hpp"
 #include "core/train/adam.hpp"
@@ -100,9 +101,26 @@ std::vector<data::LabeledText> teacher_labels(const Teacher& teacher, const std:
   return out;
 }
 
+// NOISE (--mask-tokens P): each training batch's reviews hidden as pretraining hid them (BERT's
+// recipe, data/masked_lm.hpp: P of a review's tokens chosen, 80% become <mask>, 10% a random token,
+// 10% stay), drawn afresh for every batch from the seed and the batch's index, so a resume replays
+// them. The noised student of Xie et al. 2020 ("Noisy Student"): labels, a teacher's or the file's,
+// are learned from text the classifier never sees whole twice. Held-out and test texts are read whole.
+data::BatchStream with_masked_tokens(data::BatchStream stream, const data::SentencePieceTokenizer& tok, double rate,
+                                     std::uint64_t seed) {
+  const std::int32_t mask_id = tok.id_of(kMaskPiece);
+  const data::MaskingOptions masking{.vocab_size = tok.vocab_size(), .mask_id = mask_id,
+                                     .first_random_id = mask_id + 1, .select = rate};
+  return [stream = std::move(stream), masking, seed](std::int64_t i) {
+    Stack batch = stream(i);
+    batch[0] = data::mask_tokens(batch[0], masking, Rng(seed).fold_in(1u << 22).fold_in(static_cast<std::uint64_t>(i))).inputs;
+    return batch;
+  };
+}
+
 int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, examples::TrainFlags t, std::int64_t vocab_size,
                   std::int64_t head, std::int64_t limit, std::int64_t sample, const std::string& init_from,
-                  const Teacher& teacher) {
+                  const Teacher& teacher, double mask_rate) {
   const bool resumed = examples::open_run(t);
   // Fine-tuning: the body (sizes, vocabulary, --max-len: the position table is one of its weights)
   // from RUN, a fresh head.
@@ -150,6 +168,7 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
   const data::PadOptions pad{.max_len = m.arch.max_len, .pad_multiple = 16};
   const data::BatchPlanOptions plan{.batch_size = t.batch_size, .seed = t.seed, .bucket_size = 32};
   auto train_stream = data::classification_stream(train.tokens, train.labels, plan, pad);
+  if (mask_rate > 0) train_stream = with_masked_tokens(std::move(train_stream), *tok, mask_rate, t.seed);
   auto unbucketed = plan;
   unbucketed.bucket_size = 1;
   const std::int64_t probe = std::min<std::int64_t>(100, static_cast<std::int64_t>(train_idx.size()) / t.batch_size);
@@ -223,6 +242,11 @@ int main(int argc, char** argv) {
   train->add_option("--teacher", teacher.run,
                     "self-training: this trained `sentiment` run labels the training texts "
                     "--sample left out, and those it is sure of train too");
+  double mask_rate = 0;
+  auto* mask_flag = train->add_option("--mask-tokens", mask_rate,
+                    "noise: hide this share of each training review's tokens as pretraining did (80% <mask>, "
+                    "10% a random token, 10% kept; needs --init-from; 0: off)")
+      ->capture_default_str()->check(examples::number_in(0, 0.9));
   auto* confidence_flag = train->add_option("--teacher-confidence", teacher.min_confidence,
                     "keep a teacher's label when its probability is at least this")
       ->capture_default_str()->check(examples::number_in(0, 1));
@@ -256,7 +280,9 @@ int main(int argc, char** argv) {
         throw std::invalid_argument("--teacher-confidence: applies with --teacher only");
       if (!teacher.run.empty() && sample == 0)
         throw std::invalid_argument("--teacher labels the training texts --sample leaves out: give --sample N");
-      return train_command(std::move(lock), m, t, vocab_size, head, limit, sample, init_from, teacher);
+      if (mask_flag->count() > 0 && mask_rate > 0 && init_from.empty())
+        throw std::invalid_argument("--mask-tokens hides tokens behind the pretraining's <mask> piece: give --init-from RUN");
+      return train_command(std::move(lock), m, t, vocab_size, head, limit, sample, init_from, teacher, mask_rate);
     }
     if (*eval) return eval_command(data_dir, out, threads, eval_batch, limit, json_path);
     return predict_command(out, threads, texts);

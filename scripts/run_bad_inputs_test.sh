@@ -247,6 +247,8 @@ bad teacher-lm-run        "lmrun/model.safetensors was trained by \`lm\`; this i
 bad teacher-classes       "--teacher srun2: its classifier has 3 classes; imdb has 2" "${ST[@]}" --data imdb --sample 10 --teacher srun2
 bad teacher-no-sample     "--teacher labels the training texts --sample leaves out: give --sample N" "${ST[@]}" --data imdb --teacher srun
 bad teacher-confidence    "--teacher-confidence: expected a number from 0 to 1, got 1.5" "${ST[@]}" --data imdb --sample 10 --teacher srun --teacher-confidence 1.5
+bad mask-tokens-scratch   "--mask-tokens hides tokens behind the pretraining's <mask> piece: give --init-from RUN" "${ST[@]}" --data imdb --mask-tokens 0.1
+bad mask-tokens-range     "--mask-tokens: expected a number from 0 to 0.9, got 1" "${ST[@]}" --data imdb --mask-tokens 1
 bad teacher-confidence-alone "--teacher-confidence: applies with --teacher only" "${ST[@]}" --data imdb --sample 10 --teacher-confidence 0.5
 bad sentiment-eval-batch  "--batch-size: expected a number from 1" "$sentiment" eval --out srun --data imdb --batch-size 0
 bad sentiment-eval-label  "label2/test.tsv:6: expected a label from 0 to 1, got 2" "$sentiment" eval --out srun --data label2

@@ -193,6 +193,20 @@ sentiment)
     expect '"train_sample": 200' "$tmp/ft.json"
     expect "\"init_from\": \"$tmp/mlm/" "$tmp/ft.json"
     expect '"n": 20' "$tmp/ft.json"
+    # --mask-tokens: the training reviews hidden as pretraining hid them, drawn afresh for each batch
+    # from the seed and the batch's index: 4 steps straight give the weights of 2, a resume and 2,
+    # and other weights than the same run without the noise.
+    noised=(--data "$data/imdb" --init-from "$tmp/mlm" --sample 200 --eval-every 2 --batch-size 4 --threads 1)
+    "$exe" train --out "$tmp/noise4" "${noised[@]}" --mask-tokens 0.3 --steps 4 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "--mask-tokens"; }
+    "$exe" train --out "$tmp/noise2" "${noised[@]}" --mask-tokens 0.3 --steps 2 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "--mask-tokens, 2 steps"; }
+    "$exe" train --out "$tmp/noise2" --data "$data/imdb" --steps 4 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "--mask-tokens, resumed"; }
+    "$exe" train --out "$tmp/plain4" "${noised[@]}" --steps 4 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "the same run without noise"; }
+    for run in noise4 noise2 plain4; do   # the accuracy and loss (to 4 decimals), not the time
+      "$exe" eval --data "$data/imdb" --out "$tmp/$run" --limit 40 --threads 1 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "eval of $run"; }
+      grep -o "test accuracy .*, loss [0-9.]*" "$tmp/log" >"$tmp/$run.eval" || { cat "$tmp/log"; fail "eval of $run printed no loss"; }
+    done
+    cmp -s "$tmp/noise4.eval" "$tmp/noise2.eval" || { cat "$tmp/noise4.eval" "$tmp/noise2.eval"; fail "--mask-tokens: a resume is not the same run"; }
+    cmp -s "$tmp/noise4.eval" "$tmp/plain4.eval" && fail "--mask-tokens 0.3 trained the weights it trains without noise"
     # Self-training: the fine-tuned run labels the 24,800 reviews --sample left out (every one at
     # --teacher-confidence 0), and they train beside the 180; a resume labels them again, from the
     # same weights — changed weights are refused, since their labels would not be the run's.
