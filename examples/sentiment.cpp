@@ -21,7 +21,8 @@
 //
 // FEW LABELS. --sample N trains on N reviews drawn at random; --init-from RUN fine-tunes a
 // `pretrain` run's body; --teacher RUN adds the texts the sample left out, labelled by a trained
-// classifier where it is sure (self-training; docs/10_real_data.md measures all three).
+// classifier where it is sure (self-training); --mask-tokens P noises the training reviews as
+// pretraining hid them (docs/10_real_data.md measures all four).
 //
 // ANY LABELLED TEXT. The classes are read from the data: K = the largest label + 1 (stored in the
 // checkpoint), so a `label<TAB>text` dataset of K classes trains a K-way classifier. --data may
@@ -191,7 +192,14 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
       std::move(lock),
       examples::config_json(m, t, fmt::format(R"({{"vocab_size": {}, "head": {}, "n_classes": {}{}}})", tok->vocab_size(),
                                               head, n_classes, (pretrained ? pretrained->record : "") + teacher_record)));
-  train::train_until(loop, t.until(train::KeepBest{.metric = "accuracy"}));
+  // A student keeps its last (with --ema, averaged) weights, not the held-out's best: the held-out
+  // reviews already chose every teacher of its chain, so the checkpoint they prefer is the one most
+  // like its teacher, not the best on new text (docs/10_real_data.md measures both).
+  if (!teacher.run.empty())
+    fmt::print("self-training: this run keeps its last weights; the held-out reviews chose its teacher, so they "
+               "do not choose among its checkpoints\n");
+  train::train_until(loop, t.until(teacher.run.empty() ? std::optional{train::KeepBest{.metric = "accuracy"}}
+                                                       : std::nullopt));
   fmt::print("held-out accuracy {:.4f}; run `sentiment eval` for the test split\n", loop.last_value("eval", "accuracy"));
   return 0;
 }

@@ -216,6 +216,8 @@ sentiment)
     expect "labelled 24800 of the 24800 texts left out of the sample" "$tmp/log"
     expect "24980 training texts in 2 classes" "$tmp/log"
     expect "20 held out" "$tmp/log"   # labelled ones, a tenth of the 200
+    expect "self-training: this run keeps its last weights" "$tmp/log"
+    [ -e "$tmp/student/best.safetensors" ] && fail "a self-training student kept the held-out's best checkpoint"
     "$exe" train --data "$data/imdb" --out "$tmp/student" --steps 3 --eval-every 1 --teacher-confidence 0 >"$tmp/log" 2>&1 ||
       { cat "$tmp/log"; fail "self-training resume (its --teacher from the run)"; }
     expect "Ran 1 train steps" "$tmp/log"
