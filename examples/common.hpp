@@ -157,16 +157,16 @@ std::string config_json(const ModelFlags& m, const TrainFlags& t, const std::str
 // outside the flags' ranges is an error naming the file and the key.
 ModelFlags model_flags_from(const train::StoredConfig& c);
 
+// The control piece a masked LM hides tokens behind (pretrain's vocabulary has it; so has every
+// vocabulary fine-tuned from one).
+inline constexpr const char* kMaskPiece = "<mask>";
+
 // FROM A `pretrain` RUN (--init-from RUN: sentiment and chatbot fine-tune, pretrain continues). The body's settings
 // and vocabulary are RUN's: refuse_body_flags says so to a command line that gives them too.
 // settle_pretrained takes RUN's settings into `m` (keeping this run's --dropout), copies RUN's
 // vocabulary into OUT and names the checkpoint to load; a resume reads its settings from OUT and
 // loads nothing (the weights are in its own checkpoint). `record` goes into config_json's extra:
 // which checkpoint the body came from and its CRC-32, kept through resumes.
-// The control piece a masked LM hides tokens behind (pretrain's vocabulary has it; so has every
-// vocabulary fine-tuned from one).
-inline constexpr const char* kMaskPiece = "<mask>";
-
 struct Pretrained {
   std::string weights;   // RUN's checkpoint to load; empty on a resume
   std::string record;    // `, "init_from": "<file>", "init_from_crc32": <n>` (or empty)

@@ -105,8 +105,8 @@ std::vector<data::LabeledText> teacher_labels(const Teacher& teacher, const std:
 // NOISE (--mask-tokens P): each training batch's reviews hidden as pretraining hid them (BERT's
 // recipe, data/masked_lm.hpp: P of a review's tokens chosen, 80% become <mask>, 10% a random token,
 // 10% stay), drawn afresh for every batch from the seed and the batch's index, so a resume replays
-// them. The noised student of Xie et al. 2020 ("Noisy Student"): labels, a teacher's or the file's,
-// are learned from text the classifier never sees whole twice. Held-out and test texts are read whole.
+// them. The noised student of Xie et al. 2020 ("Noisy Student"): the classifier learns its labels,
+// a teacher's or the file's, from reviews it never sees whole. Held-out and test reviews are read whole.
 data::BatchStream with_masked_tokens(data::BatchStream stream, const data::SentencePieceTokenizer& tok, double rate,
                                      std::uint64_t seed) {
   const std::int32_t mask_id = tok.id_of(kMaskPiece);
@@ -251,7 +251,7 @@ int main(int argc, char** argv) {
                     "self-training: this trained `sentiment` run labels the training texts "
                     "--sample left out, and those it is sure of train too");
   double mask_rate = 0;
-  auto* mask_flag = train->add_option("--mask-tokens", mask_rate,
+  train->add_option("--mask-tokens", mask_rate,
                     "noise: hide this share of each training review's tokens as pretraining did (80% <mask>, "
                     "10% a random token, 10% kept; needs --init-from; 0: off)")
       ->capture_default_str()->check(examples::number_in(0, 0.9));
@@ -288,7 +288,7 @@ int main(int argc, char** argv) {
         throw std::invalid_argument("--teacher-confidence: applies with --teacher only");
       if (!teacher.run.empty() && sample == 0)
         throw std::invalid_argument("--teacher labels the training texts --sample leaves out: give --sample N");
-      if (mask_flag->count() > 0 && mask_rate > 0 && init_from.empty())
+      if (mask_rate > 0 && init_from.empty())   // a resume's --init-from is the run's
         throw std::invalid_argument("--mask-tokens hides tokens behind the pretraining's <mask> piece: give --init-from RUN");
       return train_command(std::move(lock), m, t, vocab_size, head, limit, sample, init_from, teacher, mask_rate);
     }

@@ -99,6 +99,8 @@ int eval_command(const std::string& data_dir, const std::string& out, int thread
                               {"train_sample", std::stoll(flags.value("--sample", std::string("0")))},
                               {"init_from", config.has("init_from") ? nlohmann::json(config.string("init_from")) : nlohmann::json()},
                               {"teacher", config.has("teacher") ? nlohmann::json(config.string("teacher")) : nlohmann::json()},
+                              {"mask_tokens", std::stod(flags.value("--mask-tokens", std::string("0")))},
+                              {"weights", c.weights},
                               {"accuracy", accuracy}, {"correct", correct}, {"n", test.size()},
                               {"loss", loss / static_cast<double>(test.size())}};
     io::write_atomically(json_path, j.dump(1) + "\n");

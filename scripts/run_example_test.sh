@@ -224,6 +224,7 @@ sentiment)
     "$exe" eval --data "$data/imdb" --out "$tmp/student" --limit 20 --threads 1 --json "$tmp/student.json" >"$tmp/log" 2>&1 ||
       fail "eval of the self-trained run"
     expect "\"teacher\": \"$tmp/teacher/" "$tmp/student.json"
+    expect "\"weights\": \"$tmp/student/model.safetensors\"" "$tmp/student.json"   # its last weights
     "$exe" train --data "$data/imdb" --out "$tmp/teacher" --steps 6 --eval-every 1 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "teacher trained on"; }
     "$exe" train --data "$data/imdb" --out "$tmp/student" --steps 4 --eval-every 1 >"$tmp/log" 2>&1 && fail "a resume from a changed teacher was accepted"
     expect "changed since this run began" "$tmp/log"
