@@ -63,7 +63,8 @@ Classifier load_classifier(const std::string& out);
 std::vector<double> log_probabilities(const Classifier& c, const data::Sequences& tokens, std::int64_t batch_size);
 
 // Accuracy on the test split; with json_path also written there (the run, its training --limit or
-// --sample, --init-from, --teacher and --mask-tokens, the weights it read, the accuracy: scripts/plot_label_curve.py reads them).
+// --sample, --init-from, --teacher and --mask-tokens, the weights it read, the accuracy:
+// scripts/plot_label_curve.py reads them).
 int eval_command(const std::string& data_dir, const std::string& out, int threads, std::int64_t batch_size,
                  std::int64_t limit, const std::string& json_path);
 int predict_command(const std::string& out, int threads, const std::vector<std::string>& texts);
