@@ -9,11 +9,11 @@
 #include <limits>
 #include <sstream>
 
+#include "core/tensor/shape_ops.hpp"
 #include "core/train/adam.hpp"
 #include "core/train/checkpoint.hpp"
 #include "core/train/loop.hpp"
 #include "core/train/sgd.hpp"
-#include "core/tensor/shape_ops.hpp"
 #include "layers/activations.hpp"
 #include "layers/dense.hpp"
 #include "layers/dropout.hpp"
