@@ -250,6 +250,11 @@ void refuse_body_flags(const CLI::App& cmd, const ModelFlags& m, const std::stri
                                               init_from, flag));
 }
 
+data::MaskingOptions masking_of(const data::SentencePieceTokenizer& tok, double select) {
+  const std::int32_t mask_id = tok.id_of(kMaskPiece);
+  return {.vocab_size = tok.vocab_size(), .mask_id = mask_id, .first_random_id = mask_id + 1, .select = select};
+}
+
 std::optional<Pretrained> settle_pretrained(const std::string& init_from, bool resumed, ModelFlags& m,
                                             const TrainFlags& t) {
   if (init_from.empty()) return std::nullopt;

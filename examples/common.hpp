@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/data/masked_lm.hpp"
 #include "core/data/sentencepiece.hpp"
 #include "core/dist/communicator.hpp"
 #include "core/io/run_lock.hpp"
@@ -160,6 +161,10 @@ ModelFlags model_flags_from(const train::StoredConfig& c);
 // The control piece a masked LM hides tokens behind (pretrain's vocabulary has it; so has every
 // vocabulary fine-tuned from one).
 inline constexpr const char* kMaskPiece = "<mask>";
+// BERT's masking (data/masked_lm.hpp) over such a vocabulary: `select` of a text's tokens chosen,
+// hidden behind kMaskPiece, random replacements from the pieces after it. Pretraining and the
+// classifiers' --mask-tokens noise both hide tokens this way.
+data::MaskingOptions masking_of(const data::SentencePieceTokenizer& tok, double select = 0.15);
 
 // FROM A `pretrain` RUN (--init-from RUN: sentiment and chatbot fine-tune, pretrain continues). The body's settings
 // and vocabulary are RUN's: refuse_body_flags says so to a command line that gives them too.

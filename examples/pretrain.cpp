@@ -128,8 +128,7 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
     throw std::runtime_error(fmt::format("{}: {} pieces of text are too few for batches of {}", t.data, n, t.batch_size));
   const auto perm = Rng(t.seed).fold_in(12345).permutation(n);
   const std::vector<std::int64_t> train_idx(perm.begin(), perm.end() - n_valid), valid_idx(perm.end() - n_valid, perm.end());
-  const data::MaskingOptions masking{.vocab_size = tok->vocab_size(), .mask_id = tok->id_of(kMaskPiece),
-                                     .first_random_id = tok->id_of(kMaskPiece) + 1};
+  const data::MaskingOptions masking = masking_of(*tok);
   std::int64_t n_tokens = 0;
   for (const auto& p : all) n_tokens += static_cast<std::int64_t>(p.size());
   fmt::print("{}: {} texts in {} pieces of at most {} tokens ({:.0f} on average), {} held out; vocabulary {} "

@@ -45,7 +45,6 @@
 #include <optional>
 
 #include "core/data/fingerprint.hpp"
-#include "core/data/masked_lm.hpp"
 #include "core/data/sentencepiece.hpp"
 #include "core/data/text_files.hpp"
 #include "core/train/adam.hpp"
@@ -109,10 +108,7 @@ std::vector<data::LabeledText> teacher_labels(const Teacher& teacher, const std:
 // a teacher's or the file's, from reviews it never sees whole. Held-out and test reviews are read whole.
 data::BatchStream with_masked_tokens(data::BatchStream stream, const data::SentencePieceTokenizer& tok, double rate,
                                      std::uint64_t seed) {
-  const std::int32_t mask_id = tok.id_of(kMaskPiece);
-  const data::MaskingOptions masking{.vocab_size = tok.vocab_size(), .mask_id = mask_id,
-                                     .first_random_id = mask_id + 1, .select = rate};
-  return [stream = std::move(stream), masking, seed](std::int64_t i) {
+  return [stream = std::move(stream), masking = examples::masking_of(tok, rate), seed](std::int64_t i) {
     Stack batch = stream(i);
     batch[0] = data::mask_tokens(batch[0], masking, Rng(seed).fold_in(1u << 22).fold_in(static_cast<std::uint64_t>(i))).inputs;
     return batch;
