@@ -14,6 +14,8 @@
 #   alignment_lstm.png     the additive-attention LSTM's α on one sentence (translate align) ~15 min
 #   alignment_transformer.png  the Transformer's last cross-attention, per head            ~60 min
 #   positions_extrapolation.png, norms_warmup.png   scripts/positions_experiments.sh     ~75 min
+#   imdb_labels_zen5.png   the IMDB runs' stored `sentiment eval --json` files (imdb_labels_zen5/;
+#                          their commands in docs/10_real_data.md: about five hours of runs, not redone here)
 # About three hours on 2 cores when nothing exists yet. Needs Debian's python3-matplotlib.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -62,4 +64,6 @@ if [ -f "$runs/positions/extrapolation.tsv" ]; then
 else
   CTRAX_DATA="$data" scripts/positions_experiments.sh "$runs/positions"
 fi
+$py scripts/plot_label_curve.py "$images"/imdb_labels_zen5/*.json --out "$images/imdb_labels_zen5.png" \
+  --title "IMDB: test accuracy against labelled reviews (AMD Zen 5 VM)"
 echo "figures: every image in $images is drawn from $runs"

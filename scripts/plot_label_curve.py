@@ -6,8 +6,9 @@
 
 Each JSON says how many training examples its run used (`train_sample` or `train_limit`; 0 is
 the whole split, drawn at --all), whether it started from a pretrained run (`init_from`) and
-whether a teacher labelled the texts its sample left out (`teacher`); the runs are split into
-curves by that, and each point is labelled with its accuracy. Needs Debian's python3-matplotlib.
+whether a teacher labelled the texts its sample left out (`teacher`) and whether its training
+reviews were noised (`mask_tokens`); the runs are split into curves by that, and each point is
+labelled with its accuracy. Needs Debian's python3-matplotlib.
 """
 import argparse
 import json
@@ -25,24 +26,28 @@ def main():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    curves = {"from scratch": [], "fine-tuned from the masked LM": [], "fine-tuned, then self-trained": []}
+    curves = {"from scratch": [], "fine-tuned from the masked LM": [],
+              "fine-tuned, training reviews noised": [], "fine-tuned, then self-trained": []}
     for path in args.evals:
         r = json.load(open(path, encoding="utf-8"))
         if "accuracy" not in r or "train_limit" not in r:
             sys.exit(f"plot_label_curve: {path}: not a `sentiment eval --json` file (no accuracy or train_limit)")
         labels = r.get("train_sample") or r["train_limit"] or args.all
         key = ("fine-tuned, then self-trained" if r.get("teacher") else
+               "fine-tuned, training reviews noised" if r.get("init_from") and r.get("mask_tokens") else
                "fine-tuned from the masked LM" if r.get("init_from") else "from scratch")
         curves[key].append((labels, 100 * r["accuracy"]))
     fig, ax = plt.subplots(figsize=(6.4, 4.2), layout="constrained")
-    for (name, points), style in zip(curves.items(), ["o--", "s-", "^:"]):
+    # Each curve labels its points on its own side, so points at one count do not cover each other.
+    looks = [("o--", (0, -13)), ("s-", (-26, 5)), ("D-.", (26, -4)), ("^:", (0, 7))]
+    for (name, points), (style, offset) in zip(curves.items(), looks):
         if not points:
             continue
         points.sort()
         xs, ys = [p[0] for p in points], [p[1] for p in points]
         ax.plot(xs, ys, style, label=name)
         for x, y in points:
-            ax.annotate(f"{y:.2f}%", (x, y), textcoords="offset points", xytext=(0, 7), ha="center", fontsize=8)
+            ax.annotate(f"{y:.2f}%", (x, y), textcoords="offset points", xytext=offset, ha="center", fontsize=8)
     ax.set_xscale("log")
     counts = sorted({x for points in curves.values() for x, _ in points})
     ax.set_xticks(counts, [f"{x:,}" for x in counts])
