@@ -66,4 +66,4 @@ else
 fi
 $py scripts/plot_label_curve.py "$images"/imdb_labels_zen5/*.json --out "$images/imdb_labels_zen5.png" \
   --title "IMDB: test accuracy against labelled reviews (AMD Zen 5 VM)"
-echo "figures: every image in $images is drawn from $runs"
+echo "figures: drawn into $images from $runs and the stored IMDB eval files"
