@@ -148,7 +148,7 @@ int main(int argc, char** argv) try {
   std::string model_name = "lm", config_name = "S", tag;
   int steps = 0, warmup = 3, threads = 0, layers = 0, d_model = 0;
   std::int64_t generate = 0, gen_batch = 1, beams = 0, prompt_len = 0;
-  bool json = false, sgemm = false, bandwidth = false, no_overlap = false;
+  bool json = false, sgemm = false, bandwidth = false, no_overlap = false, bf16 = false;
   double bandwidth_mb = 512;
   int n_blocks = 0, widen_factor = 0;
   app.add_option("--model", model_name, "lm, encoder, lstm or wideresnet")
@@ -183,6 +183,8 @@ int main(int argc, char** argv) try {
                  "streams from)")->capture_default_str()->check(number_in(1, 65536))->needs(bandwidth_flag);
   app.add_option("--tag", tag, "label for the JSON line");
   app.add_flag("--json", json, "also print one JSON line");
+  app.add_flag("--bf16", bf16, "train with bfloat16 products (core/tensor/precision.hpp; CPUs with AVX512_BF16), "
+                               "against the reference's --autocast");
   app.add_flag("--no-overlap", no_overlap, "under mpirun: all-reduce the gradients after the backward pass instead of "
                "bucket by bucket during it (as the Loop does)");
   app.add_flag("--sgemm-peak", sgemm, "only measure OpenBLAS's own 2048³ sgemm on --threads threads (the peak to compare with)");
@@ -336,7 +338,8 @@ int main(int argc, char** argv) try {
                       if (t.step <= warmup) return;
                       ms.push_back(t.seconds * 1e3);
                       reduce_ms.push_back(t.reduce_seconds * 1e3);
-                    }});
+                    },
+                    .products = bf16 ? Precision::bfloat16 : Precision::float32});
   if (warmup == 0) profile::reset();
   loop.run(warmup + steps);
   std::vector<double> sorted = ms;
@@ -351,9 +354,10 @@ int main(int argc, char** argv) try {
   const double attention = lstm ? 0 : 12.0 * k.layers * static_cast<double>(k.seq * k.seq) * d * static_cast<double>(k.batch);
   const double flops = 6 * n_mm * tokens + attention;
   fmt::print("train: {:.0f} tok/s | {:.1f} ms/step median ({:.1f} mean, {} steps after {} warm-up) | {:.2f} GFLOP/step -> "
-             "{:.1f} GFLOP/s | params {:.2f}M | peak RSS {:.0f} MB | loss {:.3f}->{:.3f} | threads={}\n",
+             "{:.1f} GFLOP/s | params {:.2f}M | peak RSS {:.0f} MB | loss {:.3f}->{:.3f} | threads={} | products {}\n",
              tokens / med * 1e3, med, mean, steps, warmup, flops / 1e9, flops / med / 1e6,
-             static_cast<double>(model->n_params()) / 1e6, peak_rss_mb(), loss_first, loss_last, num_threads());
+             static_cast<double>(model->n_params()) / 1e6, peak_rss_mb(), loss_first, loss_last, num_threads(),
+             to_string(bf16 ? Precision::bfloat16 : Precision::float32));
   if (K > 1) {
     std::sort(reduce_ms.begin(), reduce_ms.end());
     const double bytes = 4.0 * static_cast<double>(model->n_params());

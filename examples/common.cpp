@@ -61,6 +61,9 @@ void add_train_flags(CLI::App& app, TrainFlags& t, bool data_required) {
                  "average the weights over training (exponential moving average with this decay, e.g. 0.999; "
                  "0: off); evaluation, best.safetensors and inference then use the average")
       ->capture_default_str()->check(number_in(0, 0.99999));
+  app.add_flag("--bf16", t.bf16,
+               "mixed precision: the training steps' matrix products round their operands to bfloat16 and sum in "
+               "float32 (weights, optimizer and evaluation stay float32); CPUs with AVX512_BF16 only");
   app.add_option("--eval-every", t.eval_every, "steps between evaluations and checkpoints")
       ->capture_default_str()->check(number_in(1, 1e12));
   app.add_option("--seed", t.seed, "random seed (weights, data order, dropout)")->capture_default_str()
@@ -214,7 +217,8 @@ train::Loop make_loop(LayerPtr model, const ModelFlags& m, const TrainFlags& t, 
        .run_lock = std::move(lock),
        .stop_requested = io::StopSignals::requested,
        .config = std::move(config),
-       .communicator = t.comm});
+       .communicator = t.comm,
+       .products = t.bf16 ? Precision::bfloat16 : Precision::float32});
 }
 
 train::TrainUntil TrainFlags::until(std::optional<train::KeepBest> keep_best) const {

@@ -85,6 +85,7 @@ struct TrainFlags {
   double lr = 0, minutes = 0;         // minutes 0: no time limit
   std::string schedule = "rsqrt";     // after warm-up: "rsqrt" (Trax's) or "cosine" (to ~0 at --steps)
   double ema = 0;                     // weight averaging's decay (Optimizer::average_weights); 0: off
+  bool bf16 = false;                  // --bf16: the training steps' products in bfloat16 (LoopOptions::products)
   std::uint64_t seed = 0;
   int threads = 0;                    // 0: all cores (CTRAX_NUM_THREADS)
   std::string data = "", out = "";

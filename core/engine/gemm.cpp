@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "core/engine/full_width.hpp"
+#include "core/engine/gemm_bf16.hpp"
 #include "core/engine/parallel.hpp"
 
 namespace ctrax::blas {
@@ -135,19 +136,24 @@ void gemm_any(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, 
 
 void gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
           const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
-          std::int64_t ldc) {
-  gemm_any(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+          std::int64_t ldc, bool bf16) {
+  if (bf16) gemm_bf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  else gemm_any(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 void gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, double alpha,
           const double* A, std::int64_t lda, const double* B, std::int64_t ldb, double beta,
-          double* C, std::int64_t ldc) {
+          double* C, std::int64_t ldc, bool /*bf16: double is never rounded*/) {
   gemm_any(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 template <class T>
 void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T alpha,
-                   const T* A, const T* B, T beta, T* C) {
+                   const T* A, const T* B, T beta, T* C, bool bf16) {
+  const auto product = [bf16](bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A,
+                              std::int64_t lda, const T* B, std::int64_t ldb, T beta, T* C, std::int64_t ldc) {
+    gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bf16);
+  };
   const std::int64_t lda = ta ? M : K, ldb = tb ? K : N, ldc = N;
   // Below ~2 MFLOP a second thread costs more than it saves — except for products with a few rows
   // or one column (decoding), which are bound by reading the matrix: two cores stream it from the
@@ -156,7 +162,7 @@ void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_
   const bool streaming = M <= 8 || N == 1;
   const std::int64_t streamed = M <= 8 ? N * K : M * K;   // the matrix those read
   if (streaming ? streamed < (1 << 15) : M * N * K < (1 << 20)) {
-    gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    product(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return;
   }
   // One row times W (decoding one token): one block of columns per thread, each streaming its
@@ -168,7 +174,7 @@ void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_
   if (M == 1 && !tb) {
     parallel_team([&](int t, int threads) {
       const std::int64_t c0 = N * t / threads / 16 * 16, c1 = t + 1 == threads ? N : N * (t + 1) / threads / 16 * 16;
-      if (c1 > c0) gemm(ta, false, 1, c1 - c0, K, alpha, A, lda, B + c0, ldb, beta, C + c0, ldc);
+      if (c1 > c0) product(ta, false, 1, c1 - c0, K, alpha, A, lda, B + c0, ldb, beta, C + c0, ldc);
     });
     return;
   }
@@ -185,7 +191,7 @@ void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_
     parallel_parts(parts, [&](std::int64_t p) {
       const std::int64_t k0 = K * p / parts, k1 = K * (p + 1) / parts;
       T* const Cp = p == 0 ? C : scratch.get() + (p - 1) * M * N;
-      gemm(true, false, M, N, k1 - k0, alpha, A + k0 * lda, lda, B + k0 * ldb, ldb, p == 0 ? beta : T(0), Cp, ldc);
+      product(true, false, M, N, k1 - k0, alpha, A + k0 * lda, lda, B + k0 * ldb, ldb, p == 0 ? beta : T(0), Cp, ldc);
     });
     const std::int64_t n = M * N;
     parallel_chunks(n, true, [&](std::int64_t i0, std::int64_t i1) {
@@ -205,17 +211,17 @@ void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_
     const std::int64_t start = p * block, stop = std::min(extent, start + block);
     if (start >= stop) return;
     if (by_rows)  // rows of C = rows of op(A)
-      gemm(ta, tb, stop - start, N, K, alpha, A + (ta ? start : start * lda), lda, B, ldb, beta,
+      product(ta, tb, stop - start, N, K, alpha, A + (ta ? start : start * lda), lda, B, ldb, beta,
            C + start * ldc, ldc);
     else  // columns of C = columns of op(B)
-      gemm(ta, tb, M, stop - start, K, alpha, A, lda, B + (tb ? start * ldb : start), ldb, beta,
+      product(ta, tb, M, stop - start, K, alpha, A, lda, B + (tb ? start * ldb : start), ldb, beta,
            C + start, ldc);
   });
 }
 
 template void parallel_gemm<float>(bool, bool, std::int64_t, std::int64_t, std::int64_t, float,
-                                   const float*, const float*, float, float*);
+                                   const float*, const float*, float, float*, bool);
 template void parallel_gemm<double>(bool, bool, std::int64_t, std::int64_t, std::int64_t, double,
-                                    const double*, const double*, double, double*);
+                                    const double*, const double*, double, double*, bool);
 
 }  // namespace ctrax::blas

@@ -15,17 +15,20 @@
 namespace ctrax::blas {
 
 // C (M×N) = alpha · op(A) op(B) + beta · C, row-major, explicit leading dimensions;
-// single-threaded (call it from inside a parallel loop).
+// single-threaded (call it from inside a parallel loop). bf16: float operands rounded to bfloat16,
+// their products summed in float (gemm_bf16.hpp; the caller checked bf16_products_available());
+// double products are never rounded (the flag is there so that templates call either alike).
 void gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
           const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
-          std::int64_t ldc);
+          std::int64_t ldc, bool bf16 = false);
 void gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, double alpha,
           const double* A, std::int64_t lda, const double* B, std::int64_t ldb, double beta,
-          double* C, std::int64_t ldc);
+          double* C, std::int64_t ldc, bool bf16 = false);
 
 // The same, dense operands (lda, ldb, ldc = row lengths), on all threads when large enough.
+// bf16 as for gemm.
 template <class T>
 void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T alpha,
-                   const T* A, const T* B, T beta, T* C);
+                   const T* A, const T* B, T beta, T* C, bool bf16 = false);
 
 }  // namespace ctrax::blas

@@ -12,6 +12,7 @@
 #include "core/engine/fast_exp.hpp"
 #include "core/engine/gemm.hpp"
 #include "core/tensor/op.hpp"
+#include "core/tensor/precision.hpp"
 #include "core/engine/parallel.hpp"
 
 namespace ctrax {
@@ -185,7 +186,7 @@ void apply_keep(const T* P, const std::uint8_t* keep, T s, std::int64_t count, T
 
 template <class T>
 void forward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex& mask, const LinearBias& bias,
-             const std::uint8_t* keep, T keep_scale, T* P, T* out) {
+             const std::uint8_t* keep, T keep_scale, T* P, T* out, bool bf16) {
   const auto n_slopes = static_cast<std::int64_t>(bias.slopes.size());
   const T scale = T(1) / std::sqrt(static_cast<T>(D.d));
   const std::int64_t LL = D.Lq * D.Lk;
@@ -199,7 +200,7 @@ void forward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex&
     for (std::int64_t b = 0; b * kQueryBlock < D.Lq;) {
       const auto [i0, rows, Le, next_block] = extents.run(n, b, D.Lq);
       b = next_block;
-      blas::gemm(false, true, rows, Le, D.d, sc, qn + i0 * ld, ld, kn, ld, T(0), Pn + i0 * D.Lk, D.Lk);
+      blas::gemm(false, true, rows, Le, D.d, sc, qn + i0 * ld, ld, kn, ld, T(0), Pn + i0 * D.Lk, D.Lk, bf16);
       for (std::int64_t i = i0; i < i0 + rows; ++i) {
         T* row = Pn + i * D.Lk;
         if (n_slopes > 0) {
@@ -246,7 +247,7 @@ void forward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex&
         std::fill(row + Le, row + D.Lk, T(0));
       }
       const T* Pd = keep ? scratch : Pn + i0 * D.Lk;
-      blas::gemm(false, false, rows, D.dv, Le, T(1), Pd, D.Lk, vn, ld_v, T(0), out + D.out_at(n) + i0 * ld_v, ld_v);
+      blas::gemm(false, false, rows, D.dv, Le, T(1), Pd, D.Lk, vn, ld_v, T(0), out + D.out_at(n) + i0 * ld_v, ld_v, bf16);
     }
   });
 }
@@ -254,7 +255,7 @@ void forward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex&
 template <class T>
 void backward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex& mask,
               const std::uint8_t* keep, T keep_scale, const T* P, const T* dout, T* dq, T* dk,
-              T* dv) {
+              T* dv, bool bf16) {
   const T scale = T(1) / std::sqrt(static_cast<T>(D.d));
   const std::int64_t LL = D.Lq * D.Lk;
   const KeyExtents extents(mask, D);
@@ -281,8 +282,8 @@ void backward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex
       if (keep)
         for (std::int64_t i = i0; i < i0 + rows; ++i)
           apply_keep(Pn + i * D.Lk, keep + n * LL + i * D.Lk, ks, Le, Pd + i * D.Lk);
-      blas::gemm(true, false, Le, D.dv, rows, T(1), (keep ? Pd : Pn) + i0 * D.Lk, D.Lk, dOb, ld_v, T(1), dvn, ld_v);
-      blas::gemm(false, true, rows, Le, D.dv, T(1), dOb, ld_v, vn, ld_v, T(0), dSb, D.Lk);
+      blas::gemm(true, false, Le, D.dv, rows, T(1), (keep ? Pd : Pn) + i0 * D.Lk, D.Lk, dOb, ld_v, T(1), dvn, ld_v, bf16);
+      blas::gemm(false, true, rows, Le, D.dv, T(1), dOb, ld_v, vn, ld_v, T(0), dSb, D.Lk, bf16);
       for (std::int64_t i = i0; i < i0 + rows; ++i) {
         T* row = dS + i * D.Lk;
         const T* p = Pn + i * D.Lk;
@@ -308,8 +309,8 @@ void backward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex
           if (m) mask.fill_masked(m, i, row, Le, T(0));
         }
       }
-      blas::gemm(false, false, rows, D.d, Le, T(1), dSb, D.Lk, kn, ld, T(0), dqn + i0 * ld, ld);
-      blas::gemm(true, false, Le, D.d, rows, T(1), dSb, D.Lk, qn + i0 * ld, ld, T(1), dkn, ld);
+      blas::gemm(false, false, rows, D.d, Le, T(1), dSb, D.Lk, kn, ld, T(0), dqn + i0 * ld, ld, bf16);
+      blas::gemm(true, false, Le, D.d, rows, T(1), dSb, D.Lk, qn + i0 * ld, ld, T(1), dkn, ld, bf16);
     }
   });
 }
@@ -388,16 +389,20 @@ Shapes checked_head_shapes(const Tensor& q, const Tensor& k, const Tensor& v, in
   return s;
 }
 
+// Whether the products round their operands to bfloat16 (precision.hpp): float32 ones in a bfloat16 scope.
+bool in_bf16(const Tensor& q) { return q.dtype() == DType::float32 && product_precision() == Precision::bfloat16; }
+
 // The forward pass over D's slices; P receives the probabilities.
 Tensor forward_over(const Tensor& q, const Tensor& k, const Tensor& v, const Dims& D, const Tensor& mask,
                     const LinearBias& bias, const Tensor& keep, double rate, const Shapes& s, Tensor& P) {
+  const bool bf16 = in_bf16(q);
   const MaskIndex index(mask, s.scores);
   P = Tensor::empty(s.scores, q.dtype());
   Tensor out = Tensor::empty(s.out, q.dtype());
   const std::uint8_t* keep_data = keep.defined() ? keep.data<std::uint8_t>() : nullptr;
   dispatch_float(q.dtype(), [&]<class T>(T) {
     forward<T>(D, q.data<T>(), k.data<T>(), v.data<T>(), index, bias, keep_data,
-               static_cast<T>(1.0 / (1.0 - rate)), P.data<T>(), out.data<T>());
+               static_cast<T>(1.0 / (1.0 - rate)), P.data<T>(), out.data<T>(), bf16);
   });
   return out;
 }
@@ -408,7 +413,7 @@ Tensor attention_op(const Tensor& q, const Tensor& k, const Tensor& v, const Dim
   return define_op(kAttention, {q, k, v}, s.out, q.dtype(), [&] {
     Tensor P;
     Tensor out = forward_over(q, k, v, D, mask, bias, keep, rate, s, P);
-    return record(kAttention, out, {q, k, v}, [=](const Tensor& g) {
+    return record(kAttention, out, {q, k, v}, [=, bf16 = in_bf16(q)](const Tensor& g) {
       Tensor dq = Tensor::empty(q.shape(), q.dtype()), dk = Tensor::empty(k.shape(), k.dtype()),
              dv = Tensor::empty(v.shape(), v.dtype());
       const MaskIndex index(mask, P.shape());
@@ -416,7 +421,7 @@ Tensor attention_op(const Tensor& q, const Tensor& k, const Tensor& v, const Dim
         backward<T>(D, q.data<T>(), k.data<T>(), v.data<T>(), index,
                     keep.defined() ? keep.data<std::uint8_t>() : nullptr,
                     static_cast<T>(1.0 / (1.0 - rate)), P.data<T>(), g.data<T>(), dq.data<T>(),
-                    dk.data<T>(), dv.data<T>());
+                    dk.data<T>(), dv.data<T>(), bf16);
       });
       return std::vector<Tensor>{dq, dk, dv};
     });

@@ -9,6 +9,7 @@
 #include "core/tensor/elementwise.hpp"
 #include "core/engine/gemm.hpp"
 #include "core/tensor/op.hpp"
+#include "core/tensor/precision.hpp"
 #include "core/engine/parallel.hpp"
 #include "core/tensor/reduce.hpp"
 #include "core/tensor/shape_ops.hpp"
@@ -25,18 +26,22 @@ constexpr std::int64_t kSmallProduct = 256 * 256 * 256;
 template <class T>
 void batched_gemm(bool ta, bool tb, std::int64_t batch, std::int64_t M, std::int64_t N,
                   std::int64_t K, const T* A, std::int64_t stride_a, const T* B,
-                  std::int64_t stride_b, T* C) {
+                  std::int64_t stride_b, T* C, bool bf16) {
   if (batch > 1 && M * N * K <= kSmallProduct && num_threads() > 1) {
     parallel_chunks(batch, true, [&](std::int64_t i0, std::int64_t i1) {
       for (std::int64_t i = i0; i < i1; ++i)
         blas::gemm(ta, tb, M, N, K, T(1), A + i * stride_a, ta ? M : K, B + i * stride_b, tb ? K : N,
-                   T(0), C + i * M * N, N);
+                   T(0), C + i * M * N, N, bf16);
     });
     return;
   }
   for (std::int64_t i = 0; i < batch; ++i)
-    blas::parallel_gemm(ta, tb, M, N, K, T(1), A + i * stride_a, B + i * stride_b, T(0), C + i * M * N);
+    blas::parallel_gemm(ta, tb, M, N, K, T(1), A + i * stride_a, B + i * stride_b, T(0), C + i * M * N, bf16);
 }
+
+// Whether this product rounds its operands to bfloat16: float32 ones under a bfloat16 scope
+// (precision.hpp).
+bool in_bf16(const Tensor& a) { return a.dtype() == DType::float32 && product_precision() == Precision::bfloat16; }
 
 Shape batch_of(const Tensor& t) { return Shape(t.shape().begin(), t.shape().end() - 2); }
 
@@ -78,10 +83,12 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   return define_op(kMatmul, {a, b}, out_shape, a.dtype(), [&] {
     Tensor out = Tensor::empty(out_shape, a.dtype());
     const std::int64_t stride_a = ba.empty() ? 0 : M * K, stride_b = bb.empty() ? 0 : K * N;
+    const bool bf16 = in_bf16(a);
     dispatch_float(a.dtype(), [&]<class T>(T) {
-      batched_gemm(ta, tb, batch, M, N, K, a.data<T>(), stride_a, b.data<T>(), stride_b, out.data<T>());
+      batched_gemm(ta, tb, batch, M, N, K, a.data<T>(), stride_a, b.data<T>(), stride_b, out.data<T>(), bf16);
     });
-    return record(kMatmul, out, {a, b}, [a, b, ta, tb](const Tensor& g) {
+    return record(kMatmul, out, {a, b}, [a, b, ta, tb, precision = product_precision()](const Tensor& g) {
+      const ProductPrecision as_forward(precision);   // the gradients' products round as the forward's did
       Tensor da, db;
       if (a.requires_grad()) {
         da = !ta ? (tb ? matmul(g, b) : matmul(g, b, false, true))
@@ -114,9 +121,12 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
       parallel_chunks(M, M * N >= kParallelElements, [&](std::int64_t r0, std::int64_t r1) {
         for (std::int64_t r = r0; r < r1; ++r) std::copy_n(pb, N, po + r * N);
       });
-      if (M > 0 && N > 0 && K > 0) blas::parallel_gemm(false, false, M, N, K, T(1), x.data<T>(), w.data<T>(), T(1), po);
+      if (M > 0 && N > 0 && K > 0)
+        blas::parallel_gemm(false, false, M, N, K, T(1), x.data<T>(), w.data<T>(), T(1), po, in_bf16(x));
     });
-    return record(kLinear, out, {x, w, b}, [x, w, K, N, b_grad = b.requires_grad()](const Tensor& g) {
+    return record(kLinear, out, {x, w, b}, [x, w, K, N, b_grad = b.requires_grad(),
+                                            precision = product_precision()](const Tensor& g) {
+      const ProductPrecision as_forward(precision);
       const Tensor g2 = reshape(g, {-1, N});
       return std::vector<Tensor>{x.requires_grad() ? matmul(g, w, false, true) : Tensor(),
                                  w.requires_grad() ? matmul(reshape(x, {-1, K}), g2, true, false) : Tensor(),

@@ -9,6 +9,7 @@
 #include "core/tensor/indexing.hpp"
 #include "core/tensor/matmul.hpp"
 #include "core/tensor/nn_ops.hpp"
+#include "core/tensor/precision.hpp"
 #include "core/tensor/recurrence.hpp"
 #include "core/tensor/dropout.hpp"
 #include "core/tensor/random.hpp"

@@ -58,6 +58,7 @@ Loop::Loop(LayerPtr model, std::vector<TrainTask> tasks, LoopOptions options)
                 !lead() || options_.output_dir.empty() ? "" : options_.output_dir + "/metrics.jsonl",
                 lead() ? options_.progress : Progress::off) {
   if (tasks_.empty()) throw std::invalid_argument("Loop: no training tasks");
+  { const ProductPrecision refuses_missing_bf16(options_.products); }   // before step 1, not at it
   configure_process();   // training is what the settings are for (runtime.hpp); asked for once
   for (std::size_t i = 0; i < tasks_.size(); ++i) {
     TrainTask& t = tasks_[i];
@@ -152,8 +153,10 @@ void Loop::train_step() {
   const LayerPtr& mwl = model_with_loss_[t];
   mwl->set_rng(part.rng);
   const std::vector<Tensor> weights = mwl->all_weights();
-  const dist::LossAndGradients lg =
-      parallel_.loss_and_gradients(part, [&](const Stack& rows) { return (*mwl)(rows)[0]; }, weights);
+  const dist::LossAndGradients lg = [&] {
+    const ProductPrecision products(options_.products);
+    return parallel_.loss_and_gradients(part, [&](const Stack& rows) { return (*mwl)(rows)[0]; }, weights);
+  }();
   const double value = lg.loss;
   if (!std::isfinite(value))
     throw TrainingDiverged(fmt::format(

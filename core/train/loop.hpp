@@ -62,6 +62,7 @@
 #include "core/dist/data_parallel.hpp"
 #include "core/io/run_lock.hpp"
 #include "core/layer/layer.hpp"
+#include "core/tensor/precision.hpp"
 #include "core/train/report.hpp"
 #include "core/train/task.hpp"
 
@@ -106,6 +107,10 @@ struct LoopOptions {
   bool overlap_gradient_sum = true;
   // Called after every training step with its time.
   std::function<void(const StepTime&)> on_step = nullptr;
+  // The training steps' float32 products (forward and backward): bfloat16 rounds their operands,
+  // mixed precision with float32 weights and optimizer (core/tensor/precision.hpp). Evaluation
+  // runs in float32 either way.
+  Precision products = Precision::float32;
 };
 
 class Loop {

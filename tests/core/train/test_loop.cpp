@@ -420,3 +420,23 @@ TEST_CASE("a Loop without tasks, or a task without an optimizer, is refused") {
   t.optimizer = nullptr;
   CHECK_THROWS_AS(Loop(classifier(), {t}), std::invalid_argument);
 }
+
+TEST_CASE("bfloat16 products train like float32 ones; a CPU without them is refused before step 1") {
+  std::ostringstream out;
+  if (!bfloat16_products_available()) {
+    CHECK_THROWS_WITH_AS(Loop(classifier(), {task()}, {.out = &out, .products = Precision::bfloat16}),
+                         doctest::Contains("AVX512_BF16"), std::invalid_argument);
+    return;
+  }
+  const auto trained = [&](Precision products) {
+    Loop loop(classifier(), {task()}, {.eval_tasks = {eval_task()}, .random_seed = 3, .out = &out, .products = products});
+    loop.run(150);
+    CHECK(product_precision() == Precision::float32);   // the step's scope ended with it
+    return std::pair{loop.last_value("eval", "WeightedCategoryCrossEntropy"), loop.model()->all_weights()};
+  };
+  const auto [loss32, weights32] = trained(Precision::float32);
+  const auto [loss16, weights16] = trained(Precision::bfloat16);
+  CHECK(!bit_equal(weights32, weights16));   // the products were rounded
+  CHECK(loss16 == doctest::Approx(loss32).epsilon(0.1));
+  CHECK(loss16 < 0.3);
+}

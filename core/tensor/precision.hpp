@@ -1,0 +1,55 @@
+// ctrax/core/tensor/precision.hpp — the precision of float32 matrix products: float32, or
+// bfloat16 inputs with float32 sums (PyTorch's CPU autocast, JAX's default TPU precision).
+//
+//   {
+//     ProductPrecision bf16(Precision::bfloat16);   // this thread's products, until the scope ends
+//     Tensor loss = model(batch)[0];                   // matmul and linear round their operands
+//     backward(loss);                                  // their gradients' products do too
+//   }
+//
+// WHAT CHANGES. matmul and linear (Dense) of float32 tensors round both operands to bfloat16 —
+// 8 exponent bits, the top 7 of the 23 mantissa bits, to nearest — and sum the products in
+// float32; the result is float32. Everything else stays float32: the weights the optimizer
+// updates (the "master weights" of mixed precision), activations, layer norm, softmax, the
+// losses, attention's own products (core/tensor/attention.hpp), the optimizer's moments. Each
+// input loses up to 2⁻⁹ of its value; sums of a few hundred such products stay within ~1e-3 of
+// the float32 ones, which training does not notice (docs/11_performance.md compares the loss
+// curves). float64 products are never rounded: the finite-difference checks run in float64.
+//
+// WHY. On CPUs with AVX512_BF16 (AMD Zen 4 and 5, Intel from Cooper Lake) one instruction
+// multiplies twice as many bfloat16 pairs as float32 FMAs, and a Transformer's training step is
+// three quarters products (core/engine/gemm_bf16.hpp has the kernel).
+//
+// WHERE IT LIVES. In a scope object, like torch.autocast: the setting belongs to the thread that
+// made it and ends with the scope, so nothing outside the code that asked for it changes. An
+// op records the precision of its forward pass and its backward products use the same, whatever
+// scope the backward pass runs in. train::LoopOptions::products sets it for the training steps.
+#pragma once
+
+namespace ctrax {
+
+enum class Precision { float32, bfloat16 };
+
+// True when bfloat16 products run on this CPU (AVX512_BF16) in this build.
+bool bfloat16_products_available();
+
+// This thread's precision of float32 products (float32 outside any scope).
+Precision product_precision();
+
+// Sets this thread's product precision until the scope ends (scopes nest). Asking for bfloat16
+// where bfloat16_products_available() is false throws std::invalid_argument saying so.
+class ProductPrecision {
+ public:
+  explicit ProductPrecision(Precision precision);
+  ~ProductPrecision();
+  ProductPrecision(const ProductPrecision&) = delete;
+  ProductPrecision& operator=(const ProductPrecision&) = delete;
+
+ private:
+  Precision saved_;
+};
+
+// "float32" or "bfloat16".
+const char* to_string(Precision precision);
+
+}  // namespace ctrax
