@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ctrax against the PyTorch reference, side by side in one run.
 #
-#   bench/run.sh [S|M|L] [lm|encoder|decode|lstm|conv] [REPS]        (defaults: M lm 3)
+#   bench/run.sh [S|M|L] [lm|encoder|decode|lstm|conv] [REPS] [bf16]   (defaults: M lm 3)
 #
 # Runs ctrax (bench/bench_train, all cores = CTRAX_NUM_THREADS) and the reference
 # (../shared/bench/pytorch_{lm,encoder}.py at its best setting: --threads 1 --blas-threads 2,
@@ -22,16 +22,24 @@
 # measured in the same run. `conv` trains Trax's WideResnet (S WRN-10-1, M WRN-16-2, L WRN-16-4, batch
 # 128, 32×32×1 images) against nn.Conv2d (bench/pytorch_wrn.py at its best CPU setting, measured:
 # oneDNN on 2 threads with channels_last activations), ratio in images/s, and gives the convolutions'
-# GFLOP/s on both sides beside the same run's 2-thread sgemm peak. Installs python3-torch if it is missing; CTRAX_PROFILE=1 adds
+# GFLOP/s on both sides beside the same run's 2-thread sgemm peak. `bf16` (lm and encoder): each rep
+# runs four — ctrax and the reference in float32 as above, then ctrax --bf16 (bfloat16 products,
+# core/tensor/precision.hpp) and the reference under CPU autocast to bfloat16 (bench/pytorch_autocast.py,
+# at its best setting, measured: --threads 2, oneDNN's products) — and the ratio is bf16 against
+# autocast; the lines before it give each side's float32 → bfloat16 speed-up. Installs python3-torch if it is missing; CTRAX_PROFILE=1 adds
 # ctrax's per-op-family profile to its runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 config=${1:-M}
 what=${2:-lm}
 reps=${3:-3}
+precision=${4:-fp32}
 shared=${CTRAX_SHARED:-$(pwd)/../shared}
 case "$config" in S|M|L) ;; *) echo "run.sh: config is S, M or L, got $config" >&2; exit 2 ;; esac
 case "$what" in lm|encoder|decode|lstm|conv) ;; *) echo "run.sh: lm, encoder, decode, lstm or conv, got $what" >&2; exit 2 ;; esac
+case "$precision" in fp32) ;; bf16) [ "$what" = lm ] || [ "$what" = encoder ] ||
+  { echo "run.sh: bf16 compares lm or encoder training, not $what" >&2; exit 2; } ;;
+  *) echo "run.sh: the fourth argument is bf16 (or nothing), got $precision" >&2; exit 2 ;; esac
 [ -f "$shared/bench/pytorch_lm.py" ] || { echo "run.sh: $shared/bench/pytorch_lm.py not found (set CTRAX_SHARED)" >&2; exit 1; }
 
 if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
@@ -88,6 +96,12 @@ for rep in $(seq "$reps"); do
     "${blas[@]}" build/bench/bench_train --model "$what" --config "$config" --json --tag ctrax | tee -a "$log" | grep -v '^JSON'
     "${blas[@]}" GLIBC_TUNABLES=$tunables /usr/bin/python3 "$shared/bench/pytorch_$what.py" "${flags[@]}" \
       --threads 1 --blas-threads 2 --dropout 0.1 --json --tag pytorch | tee -a "$log" | grep -v '^JSON'
+    if [ "$precision" = bf16 ]; then
+      "${blas[@]}" build/bench/bench_train --model "$what" --config "$config" --bf16 --json --tag ctrax_bf16 |
+        tee -a "$log" | grep -v '^JSON'
+      "${blas[@]}" GLIBC_TUNABLES=$tunables /usr/bin/python3 bench/pytorch_autocast.py "$shared/bench/pytorch_$what.py" \
+        "${flags[@]}" --threads 2 --blas-threads 2 --dropout 0.1 --json --tag pytorch_autocast | tee -a "$log" | grep -v '^JSON'
+    fi
   fi
 done
 if [ "$what" = decode ]; then
@@ -106,9 +120,9 @@ if { [ "$config" = L ] && [ "$what" != decode ] && [ "$what" != lstm ]; } || [ "
   "${blas[@]}" build/bench/bench_train --sgemm-peak --threads 2 --json --tag peak | tee -a "$log" | grep -v '^JSON'
 fi
 
-/usr/bin/python3 - "$log" "$what" "$config" <<'PY'
+/usr/bin/python3 - "$log" "$what" "$config" "$precision" <<'PY'
 import json, statistics, sys
-log, what, config = sys.argv[1:]
+log, what, config, precision = sys.argv[1:]
 runs = [json.loads(l[5:]) for l in open(log) if l.startswith("JSON ")]
 def med(tag, k):
     v = [r[k] for r in runs if r.get("tag") == tag and k in r]
@@ -144,5 +158,11 @@ print(f"{config} {what}: model GFLOP/s  ctrax {gc:.1f}   pytorch {gp:.1f}")
 peak = med("peak", "gflops")
 if peak == peak:
     print(f"{config} {what}: ctrax reaches {100 * gc / peak:.0f}% of the 2-thread sgemm peak ({peak:.0f} GFLOP/s)")
+if precision == "bf16":
+    cb, pb = med("ctrax_bf16", "tok_per_s"), med("pytorch_autocast", "tok_per_s")
+    print(f"{config} {what}: float32 ratio {c / p:.2f}")
+    print(f"{config} {what}: bfloat16 median tokens/s  ctrax --bf16 {cb:,.0f} ({cb / c:.2f}x its float32)   "
+          f"pytorch autocast {pb:,.0f} ({pb / p:.2f}x its float32)")
+    c, p = cb, pb
 print(f"ratio_vs_pytorch={c / p:.2f}")
 PY

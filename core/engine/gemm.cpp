@@ -137,8 +137,13 @@ void gemm_any(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, 
 void gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
           const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
           std::int64_t ldc, bool bf16) {
-  if (bf16) gemm_bf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-  else gemm_any(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  if (!bf16) {
+    gemm_any(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  } else if (bf16_products_available()) {
+    gemm_bf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  } else {
+    gemm_bf16_by_copies(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  }
 }
 
 void gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, double alpha,

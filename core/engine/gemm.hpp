@@ -16,8 +16,10 @@ namespace ctrax::blas {
 
 // C (M×N) = alpha · op(A) op(B) + beta · C, row-major, explicit leading dimensions;
 // single-threaded (call it from inside a parallel loop). bf16: float operands rounded to bfloat16,
-// their products summed in float (gemm_bf16.hpp; the caller checked bf16_products_available());
-// double products are never rounded (the flag is there so that templates call either alike).
+// their products summed in float — by the bfloat16 kernel where the CPU has AVX512_BF16
+// (gemm_bf16.hpp), elsewhere by rounded copies of the operands through the float product: the
+// same numbers, but for the order of the float sums, at float's speed less the copies. Double
+// products are never rounded (the flag is there so that templates call either alike).
 void gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
           const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
           std::int64_t ldc, bool bf16 = false);

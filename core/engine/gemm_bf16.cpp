@@ -1,8 +1,12 @@
 #include "core/engine/gemm_bf16.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <stdexcept>
+#include <vector>
+
+#include "core/engine/gemm.hpp"
 
 #if defined(__x86_64__) && defined(__GNUC__) && __GNUC__ >= 10
 #include <immintrin.h>
@@ -10,6 +14,34 @@
 #endif
 
 namespace ctrax::blas {
+
+namespace {
+// A rows × cols matrix (rows `ld` apart) with every element rounded to bfloat16 as the kernel's
+// packing rounds it (gemm_bf16.hpp: to nearest, ties to even; subnormals read as zero, as every
+// kernel reads them, flush_denormals.hpp; NaN stays NaN), densely, for CPUs without the kernel.
+std::vector<float> rounded_to_bf16(const float* X, std::int64_t rows, std::int64_t cols, std::int64_t ld) {
+  std::vector<float> out(static_cast<std::size_t>(rows * cols));
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < cols; ++c) {
+      std::uint32_t u;
+      std::memcpy(&u, X + r * ld + c, 4);
+      if ((u & 0x7F800000u) == 0) u &= 0x80000000u;                         // subnormal: ±0
+      else if ((u & 0x7FFFFFFFu) > 0x7F800000u) u |= 0x00400000u;           // NaN: quiet, kept
+      else u += 0x7FFFu + ((u >> 16) & 1u);                                  // to nearest, ties to even
+      u &= 0xFFFF0000u;
+      std::memcpy(&out[static_cast<std::size_t>(r * cols + c)], &u, 4);
+    }
+  return out;
+}
+
+}  // namespace
+
+void gemm_bf16_by_copies(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
+                         std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
+  const std::int64_t a_rows = ta ? K : M, a_cols = ta ? M : K, b_rows = tb ? N : K, b_cols = tb ? K : N;
+  const std::vector<float> a = rounded_to_bf16(A, a_rows, a_cols, lda), b = rounded_to_bf16(B, b_rows, b_cols, ldb);
+  gemm(ta, tb, M, N, K, alpha, a.data(), a_cols, b.data(), b_cols, beta, C, ldc);
+}
 
 #if CTRAX_HAVE_BF16_KERNEL
 
@@ -172,7 +204,7 @@ bool bf16_products_available() {
 
 void gemm_bf16(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
                std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
-  if (!bf16_products_available())
+  if (!bf16_products_available())   // gemm (gemm.hpp) rounds copies through the float product instead
     throw std::logic_error("gemm_bf16: this CPU has no bfloat16 products (AVX512_BF16)");
   if (M <= 0 || N <= 0) return;
   if (K <= 0) {   // C = beta · C, and beta 0 writes zeros over whatever C held

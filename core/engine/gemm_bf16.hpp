@@ -35,4 +35,11 @@ bool bf16_products_available();
 void gemm_bf16(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
                std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc);
 
+// The same numbers on any CPU (but for the order of the float sums): op(A) and op(B) rounded into
+// copies, as the kernel's packing rounds them, then the float product. What gemm runs with bf16
+// where the kernel cannot; slower than the float product by the copies.
+void gemm_bf16_by_copies(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
+                         const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
+                         std::int64_t ldc);
+
 }  // namespace ctrax::blas

@@ -18,7 +18,10 @@
 //
 // WHY. On CPUs with AVX512_BF16 (AMD Zen 4 and 5, Intel from Cooper Lake) one instruction
 // multiplies twice as many bfloat16 pairs as float32 FMAs, and a Transformer's training step is
-// three quarters products (core/engine/gemm_bf16.hpp has the kernel).
+// three quarters products (core/engine/gemm_bf16.hpp has the kernel). Elsewhere the operands are
+// rounded into copies that go through the float32 product: the same numbers (but for the order
+// of the float32 sums), so a run means the same on every CPU, only without the speed — as
+// PyTorch's autocast runs on any CPU.
 //
 // WHERE IT LIVES. In a scope object, like torch.autocast: the setting belongs to the thread that
 // made it and ends with the scope, so nothing outside the code that asked for it changes. An
@@ -30,14 +33,14 @@ namespace ctrax {
 
 enum class Precision { float32, bfloat16 };
 
-// True when bfloat16 products run on this CPU (AVX512_BF16) in this build.
-bool bfloat16_products_available();
+// True when bfloat16 products run at their own speed here (the CPU has AVX512_BF16 and the build
+// the kernel); false: they are rounded copies through float32 products, slower than float32.
+bool bfloat16_products_fast();
 
 // This thread's precision of float32 products (float32 outside any scope).
 Precision product_precision();
 
-// Sets this thread's product precision until the scope ends (scopes nest). Asking for bfloat16
-// where bfloat16_products_available() is false throws std::invalid_argument saying so.
+// Sets this thread's product precision until the scope ends (scopes nest).
 class ProductPrecision {
  public:
   explicit ProductPrecision(Precision precision);

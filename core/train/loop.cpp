@@ -58,7 +58,6 @@ Loop::Loop(LayerPtr model, std::vector<TrainTask> tasks, LoopOptions options)
                 !lead() || options_.output_dir.empty() ? "" : options_.output_dir + "/metrics.jsonl",
                 lead() ? options_.progress : Progress::off) {
   if (tasks_.empty()) throw std::invalid_argument("Loop: no training tasks");
-  { const ProductPrecision refuses_missing_bf16(options_.products); }   // before step 1, not at it
   configure_process();   // training is what the settings are for (runtime.hpp); asked for once
   for (std::size_t i = 0; i < tasks_.size(); ++i) {
     TrainTask& t = tasks_[i];

@@ -1,13 +1,15 @@
-// Tests for core/tensor/precision (and the bfloat16 kernel, core/engine/gemm_bf16): under a
-// bfloat16 scope, float32 products equal the exact products of their operands rounded to
-// bfloat16 (to the float32 sums' own error), in every transpose form, across the kernel's block
-// edges and the threads' parts; gradients round as their forward did; float64 is never rounded.
+// Tests for core/tensor/precision (and the bfloat16 kernel, core/engine/gemm_bf16, where the CPU
+// has it; elsewhere the rounded copies through float32 products): under a bfloat16 scope, float32
+// products equal the exact products of their operands rounded to bfloat16 (to the float32 sums'
+// own error), in every transpose form, across the kernel's block edges and the threads' parts;
+// gradients round as their forward did; float64 is never rounded.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstring>
 #include <thread>
 
+#include "core/engine/gemm_bf16.hpp"
 #include "tests/helpers.hpp"
 
 using namespace ctrax;
@@ -59,20 +61,11 @@ int expect_rounded_product(const Tensor& c, const Tensor& plain, const Exact& e,
   return differ;
 }
 
-bool available() {
-  if (!bfloat16_products_available()) MESSAGE("skipped: this CPU has no AVX512_BF16 (bfloat16 products)");
-  return bfloat16_products_available();
-}
-
 }  // namespace
 
 TEST_CASE("outside any scope products are float32; a scope sets this thread's precision and nests") {
   CHECK(product_precision() == Precision::float32);
   CHECK(std::string(to_string(Precision::bfloat16)) == "bfloat16");
-  if (!bfloat16_products_available()) {
-    CHECK_THROWS_WITH_AS(ProductPrecision(Precision::bfloat16), doctest::Contains("AVX512_BF16"), std::invalid_argument);
-    return;
-  }
   {
     const ProductPrecision outer(Precision::bfloat16);
     CHECK(product_precision() == Precision::bfloat16);
@@ -89,7 +82,6 @@ TEST_CASE("outside any scope products are float32; a scope sets this thread's pr
 }
 
 TEST_CASE("bfloat16 products on literal values: round to nearest, ties to even, float32 sums") {
-  if (!available()) return;
   // 1 + 2⁻¹⁰ rounds to 1; 1 + 2⁻⁸ is a tie between 1 and 1 + 2⁻⁷ (even: 1); 1 + 3·2⁻⁸ a tie
   // between 1 + 2⁻⁷ and 1 + 2⁻⁶ (even: 1 + 2⁻⁶); 3 and 0.5 are bfloat16 already.
   const Tensor a = tensor({1.f + 0x1p-10f, 1.f + 0x1p-8f, 1.f + 3 * 0x1p-8f, 3.f}, {2, 2});
@@ -99,7 +91,6 @@ TEST_CASE("bfloat16 products on literal values: round to nearest, ties to even, 
 }
 
 TEST_CASE("bfloat16 products equal the rounded operands' product in every transpose form, across block edges") {
-  if (!available()) return;
   struct Case { std::int64_t M, N, K; };
   // Odd sizes (a pair of k short, partial 12-row and 32-column tiles); past the kernel's blocks of
   // 384 k and 96 rows; past 4,096 columns; and sizes parallel_gemm cuts across both threads.
@@ -124,7 +115,6 @@ TEST_CASE("bfloat16 products equal the rounded operands' product in every transp
 
 TEST_CASE("under a bfloat16 scope: linear and attention round too, gradients round as their forward did, "
           "float64 never") {
-  if (!available()) return;
   const Rng r(5);
   const Tensor x = r.normal({6, 40}), w = r.fold_in(1).normal({40, 24}), bias = r.fold_in(2).normal({24});
   const Tensor g = r.fold_in(3).normal({6, 24});
@@ -184,4 +174,25 @@ TEST_CASE("under a bfloat16 scope: linear and attention round too, gradients rou
     y64 = matmul(x64, w64);
   }
   CHECK(y64.to_doubles() == matmul(x64, w64).to_doubles());
+}
+
+TEST_CASE("without the kernel (a CPU without AVX512_BF16) rounded copies give the same numbers") {
+  for (const bool ta : {false, true})
+    for (const bool tb : {false, true}) {
+      CAPTURE(ta); CAPTURE(tb);
+      const std::int64_t M = 29, N = 40, K = 77;
+      const Rng r(9 + ta * 2 + tb);
+      const Tensor a = r.normal(ta ? Shape{K, M} : Shape{M, K}), b = r.fold_in(1).normal(tb ? Shape{N, K} : Shape{K, N});
+      Tensor c = Tensor::empty({M, N}, DType::float32);
+      blas::gemm_bf16_by_copies(ta, tb, M, N, K, 1.0f, a.data<float>(), ta ? M : K, b.data<float>(), tb ? K : N, 0.0f,
+                                c.data<float>(), N);
+      CHECK(expect_rounded_product(c, matmul(a, b, ta, tb), exact_rounded_product(a, b, ta, tb), K) > 0);
+    }
+  // A subnormal operand reads as zero (as every kernel reads it); a NaN stays NaN.
+  const Tensor a = tensor({1e-40f, 0.f, std::nanf(""), 2.f}, {2, 2}), b = tensor({1e30f, 0.f, 0.f, 1.f}, {2, 2});
+  Tensor c = Tensor::empty({2, 2}, DType::float32);
+  blas::gemm_bf16_by_copies(false, false, 2, 2, 2, 1.0f, a.data<float>(), 2, b.data<float>(), 2, 0.0f, c.data<float>(), 2);
+  const auto v = c.to_doubles();
+  CHECK(v[0] == 0.0);   // 1e-40 · 1e30 would be 1e-10
+  CHECK(std::isnan(v[2]));
 }
