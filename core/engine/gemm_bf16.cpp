@@ -74,34 +74,48 @@ CTRAX_BF16 inline __m512i pairs(__m512 x0, __m512 x1) {
 
 // op(B)'s rows k0 … k0 + kc − 1, columns j0 … j0 + nc − 1, as panels of NR columns:
 // out[(panel · kp + p) · NR + j] = (B[2p][j], B[2p + 1][j]) (zeros past kc and nc).
+// Pair p of panel jp (pack_b's; a function, not a lambda: a lambda does not take CTRAX_BF16's target).
+CTRAX_BF16 inline void pack_b_pair(bool tb, const float* B, std::int64_t ldb, std::int64_t k0, std::int64_t kc,
+                                   std::int64_t j0, std::int64_t nc, std::int64_t p, std::int64_t jp, std::uint32_t* out) {
+  const std::int64_t kp = (kc + 1) / 2;
+  for (std::int64_t h = 0; h < NR; h += 16) {
+    const std::int64_t j = jp * NR + h, k = k0 + 2 * p;
+    const __mmask16 cols = first(nc - j);
+    const bool second = 2 * p + 1 < kc;
+    __m512 x0, x1 = _mm512_setzero_ps();
+    if (!tb) {   // op(B)[k][j] = B[k · ldb + j]: two rows, read along j
+      const float* r = B + k * ldb + j0 + j;
+      x0 = _mm512_maskz_loadu_ps(cols, r);
+      if (second) x1 = _mm512_maskz_loadu_ps(cols, r + ldb);
+    } else {     // op(B)[k][j] = B[j · ldb + k]: columns j of rows k and k + 1, gathered
+      const __m512i at = _mm512_mullo_epi64(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi64(ldb));
+      const float* r = B + (j0 + j) * ldb + k;
+      const __mmask8 lo = __mmask8(cols), hi = __mmask8(cols >> 8);
+      const float* r8 = r + 8 * ldb;
+      x0 = _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_mask_i64gather_ps(_mm256_setzero_ps(), lo, at, r, 4)),
+                              _mm512_mask_i64gather_ps(_mm256_setzero_ps(), hi, at, r8, 4), 1);
+      if (second)
+        x1 = _mm512_insertf32x8(
+            _mm512_castps256_ps512(_mm512_mask_i64gather_ps(_mm256_setzero_ps(), lo, at, r + 1, 4)),
+            _mm512_mask_i64gather_ps(_mm256_setzero_ps(), hi, at, r8 + 1, 4), 1);
+    }
+    _mm512_storeu_si512(out + (jp * kp + p) * NR + h, pairs(x0, x1));
+  }
+}
+
 CTRAX_BF16 void pack_b(bool tb, const float* B, std::int64_t ldb, std::int64_t k0, std::int64_t kc, std::int64_t j0,
                        std::int64_t nc, std::uint32_t* out) {
   const std::int64_t kp = (kc + 1) / 2;
-  for (std::int64_t jp = 0; jp * NR < nc; ++jp)
+  // Memory read in order either way: not transposed, pairs of k outermost, so B's two rows go
+  // left to right (walking down a panel's 32 columns crossed a page every row); transposed, panel
+  // by panel, so a panel's 32 rows of B stay in L1 while their pairs of k are gathered.
+  if (!tb) {
     for (std::int64_t p = 0; p < kp; ++p)
-      for (std::int64_t h = 0; h < NR; h += 16) {
-        const std::int64_t j = jp * NR + h, k = k0 + 2 * p;
-        const __mmask16 cols = first(nc - j);
-        const bool second = 2 * p + 1 < kc;
-        __m512 x0, x1 = _mm512_setzero_ps();
-        if (!tb) {   // op(B)[k][j] = B[k · ldb + j]: two rows, read along j
-          const float* r = B + k * ldb + j0 + j;
-          x0 = _mm512_maskz_loadu_ps(cols, r);
-          if (second) x1 = _mm512_maskz_loadu_ps(cols, r + ldb);
-        } else {     // op(B)[k][j] = B[j · ldb + k]: columns j of rows k and k + 1, gathered
-          const __m512i at = _mm512_mullo_epi64(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi64(ldb));
-          const float* r = B + (j0 + j) * ldb + k;
-          const __mmask8 lo = __mmask8(cols), hi = __mmask8(cols >> 8);
-          const float* r8 = r + 8 * ldb;
-          x0 = _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_mask_i64gather_ps(_mm256_setzero_ps(), lo, at, r, 4)),
-                                  _mm512_mask_i64gather_ps(_mm256_setzero_ps(), hi, at, r8, 4), 1);
-          if (second)
-            x1 = _mm512_insertf32x8(
-                _mm512_castps256_ps512(_mm512_mask_i64gather_ps(_mm256_setzero_ps(), lo, at, r + 1, 4)),
-                _mm512_mask_i64gather_ps(_mm256_setzero_ps(), hi, at, r8 + 1, 4), 1);
-        }
-        _mm512_storeu_si512(out + (jp * kp + p) * NR + h, pairs(x0, x1));
-      }
+      for (std::int64_t jp = 0; jp * NR < nc; ++jp) pack_b_pair(tb, B, ldb, k0, kc, j0, nc, p, jp, out);
+  } else {
+    for (std::int64_t jp = 0; jp * NR < nc; ++jp)
+      for (std::int64_t p = 0; p < kp; ++p) pack_b_pair(tb, B, ldb, k0, kc, j0, nc, p, jp, out);
+  }
 }
 
 // op(A)'s rows i0 … i0 + mc − 1, k0 … k0 + kc − 1, as panels of MR rows (zeros past mc and kc).
@@ -115,6 +129,10 @@ CTRAX_BF16 void pack_a(bool ta, const float* A, std::int64_t lda, std::int64_t i
       std::uint32_t* o = out + (i / MR) * MR * kp + (i % MR) * kp;
       const float* r = i < mc ? A + (i0 + i) * lda + k0 : A;   // rows past mc: all lanes masked off
       for (std::int64_t k = 0; k < kc; k += 32) {
+        // Rows of a block are short runs (kc floats, lda apart): each starts a stream the hardware
+        // has not seen. Asking for the row four ahead hides that start (a prefetch never faults).
+        _mm_prefetch(reinterpret_cast<const char*>(r + 4 * lda + k), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(r + 4 * lda + k + 16), _MM_HINT_T0);
         const std::int64_t n = i < mc ? std::min<std::int64_t>(32, kc - k) : 0;
         const __m512 x0 = _mm512_maskz_loadu_ps(first(n), r + k), x1 = _mm512_maskz_loadu_ps(first(n - 16), r + k + 16);
         const __m512i v = (__m512i)_mm512_cvtne2ps_pbh(x1, x0);   // in k order: 16 pairs
@@ -123,15 +141,14 @@ CTRAX_BF16 void pack_a(bool ta, const float* A, std::int64_t lda, std::int64_t i
     }
     return;
   }
-  for (std::int64_t ip = 0; ip * MR < rows; ++ip) {
-    const __mmask16 valid = first(std::min(MR, mc - ip * MR));
-    for (std::int64_t p = 0; p < kp; ++p) {
+  for (std::int64_t p = 0; p < kp; ++p)   // A's rows 2p and 2p + 1 read from left to right (see pack_b)
+    for (std::int64_t ip = 0; ip * MR < rows; ++ip) {
+      const __mmask16 valid = first(std::min(MR, mc - ip * MR));
       const float* r = A + (k0 + 2 * p) * lda + i0 + ip * MR;
       const __m512 x0 = _mm512_maskz_loadu_ps(valid, r),
                    x1 = 2 * p + 1 < kc ? _mm512_maskz_loadu_ps(valid, r + lda) : _mm512_setzero_ps();
       _mm512_mask_storeu_epi32(out + (ip * kp + p) * MR, first(MR), pairs(x0, x1));
     }
-  }
 }
 
 // C's tile (rows × cols of at most MR × NR) = alpha · Σ_p a_p b_p + beta · C. a's pair (i, p) is

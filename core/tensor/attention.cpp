@@ -389,13 +389,10 @@ Shapes checked_head_shapes(const Tensor& q, const Tensor& k, const Tensor& v, in
   return s;
 }
 
-// Whether the products round their operands to bfloat16 (precision.hpp): float32 ones in a bfloat16 scope.
-bool in_bf16(const Tensor& q) { return q.dtype() == DType::float32 && product_precision() == Precision::bfloat16; }
-
 // The forward pass over D's slices; P receives the probabilities.
 Tensor forward_over(const Tensor& q, const Tensor& k, const Tensor& v, const Dims& D, const Tensor& mask,
                     const LinearBias& bias, const Tensor& keep, double rate, const Shapes& s, Tensor& P) {
-  const bool bf16 = in_bf16(q);
+  const bool bf16 = product_rounds(q.dtype());
   const MaskIndex index(mask, s.scores);
   P = Tensor::empty(s.scores, q.dtype());
   Tensor out = Tensor::empty(s.out, q.dtype());
@@ -413,7 +410,7 @@ Tensor attention_op(const Tensor& q, const Tensor& k, const Tensor& v, const Dim
   return define_op(kAttention, {q, k, v}, s.out, q.dtype(), [&] {
     Tensor P;
     Tensor out = forward_over(q, k, v, D, mask, bias, keep, rate, s, P);
-    return record(kAttention, out, {q, k, v}, [=, bf16 = in_bf16(q)](const Tensor& g) {
+    return record(kAttention, out, {q, k, v}, [=, bf16 = product_rounds(q.dtype())](const Tensor& g) {
       Tensor dq = Tensor::empty(q.shape(), q.dtype()), dk = Tensor::empty(k.shape(), k.dtype()),
              dv = Tensor::empty(v.shape(), v.dtype());
       const MaskIndex index(mask, P.shape());

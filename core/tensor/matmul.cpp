@@ -39,10 +39,6 @@ void batched_gemm(bool ta, bool tb, std::int64_t batch, std::int64_t M, std::int
     blas::parallel_gemm(ta, tb, M, N, K, T(1), A + i * stride_a, B + i * stride_b, T(0), C + i * M * N, bf16);
 }
 
-// Whether this product rounds its operands to bfloat16: float32 ones under a bfloat16 scope
-// (precision.hpp).
-bool in_bf16(const Tensor& a) { return a.dtype() == DType::float32 && product_precision() == Precision::bfloat16; }
-
 Shape batch_of(const Tensor& t) { return Shape(t.shape().begin(), t.shape().end() - 2); }
 
 constexpr OpDef kMatmul{"matmul", profile::Family::gemm};
@@ -83,7 +79,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   return define_op(kMatmul, {a, b}, out_shape, a.dtype(), [&] {
     Tensor out = Tensor::empty(out_shape, a.dtype());
     const std::int64_t stride_a = ba.empty() ? 0 : M * K, stride_b = bb.empty() ? 0 : K * N;
-    const bool bf16 = in_bf16(a);
+    const bool bf16 = product_rounds(a.dtype());
     dispatch_float(a.dtype(), [&]<class T>(T) {
       batched_gemm(ta, tb, batch, M, N, K, a.data<T>(), stride_a, b.data<T>(), stride_b, out.data<T>(), bf16);
     });
@@ -122,7 +118,7 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
         for (std::int64_t r = r0; r < r1; ++r) std::copy_n(pb, N, po + r * N);
       });
       if (M > 0 && N > 0 && K > 0)
-        blas::parallel_gemm(false, false, M, N, K, T(1), x.data<T>(), w.data<T>(), T(1), po, in_bf16(x));
+        blas::parallel_gemm(false, false, M, N, K, T(1), x.data<T>(), w.data<T>(), T(1), po, product_rounds(x.dtype()));
     });
     return record(kLinear, out, {x, w, b}, [x, w, K, N, b_grad = b.requires_grad(),
                                             precision = product_precision()](const Tensor& g) {

@@ -12,6 +12,8 @@ bool bfloat16_products_fast() { return blas::bf16_products_available(); }
 
 Precision product_precision() { return current; }
 
+bool product_rounds(DType dtype) { return dtype == DType::float32 && current == Precision::bfloat16; }
+
 ProductPrecision::ProductPrecision(Precision precision) : saved_(current) { current = precision; }
 
 ProductPrecision::~ProductPrecision() { current = saved_; }

@@ -29,6 +29,8 @@
 // scope the backward pass runs in. train::LoopOptions::products sets it for the training steps.
 #pragma once
 
+#include "core/tensor/dtype.hpp"
+
 namespace ctrax {
 
 enum class Precision { float32, bfloat16 };
@@ -39,6 +41,9 @@ bool bfloat16_products_fast();
 
 // This thread's precision of float32 products (float32 outside any scope).
 Precision product_precision();
+
+// Whether a product of `dtype` operands made now rounds them: float32 ones under a bfloat16 scope.
+bool product_rounds(DType dtype);
 
 // Sets this thread's product precision until the scope ends (scopes nest).
 class ProductPrecision {
