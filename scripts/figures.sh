@@ -16,6 +16,8 @@
 #   positions_extrapolation.png, norms_warmup.png   scripts/positions_experiments.sh     ~75 min
 #   imdb_labels_zen5.png   the IMDB runs' stored `sentiment eval --json` files (imdb_labels_zen5/;
 #                          their commands in docs/10_real_data.md: about five hours of runs, not redone here)
+#   bf16_shakespeare.png   the Shakespeare LM in float32 and with --bf16, from their stored metrics.jsonl
+#                          (bf16_shakespeare/; commands in docs/11_performance.md: ~25 minutes of runs)
 # About three hours on 2 cores when nothing exists yet. Needs Debian's python3-matplotlib.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -66,4 +68,6 @@ else
 fi
 $py scripts/plot_label_curve.py "$images"/imdb_labels_zen5/*.json --out "$images/imdb_labels_zen5.png" \
   --title "IMDB: test accuracy against labelled reviews (AMD Zen 5 VM)"
-echo "figures: drawn into $images from $runs and the stored IMDB eval files"
+$py scripts/plot_metrics.py "$images/bf16_shakespeare/float32.jsonl=float32" \
+  "$images/bf16_shakespeare/bfloat16.jsonl=bfloat16 products" --metrics loss,accuracy --from-step 250 --out "$images/bf16_shakespeare.png"
+echo "figures: drawn into $images from $runs and the stored IMDB eval files and Shakespeare metrics"
