@@ -40,7 +40,9 @@ void gemm_bf16_by_copies(bool ta, bool tb, std::int64_t M, std::int64_t N, std::
                          std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
   const std::int64_t a_rows = ta ? K : M, a_cols = ta ? M : K, b_rows = tb ? N : K, b_cols = tb ? K : N;
   const std::vector<float> a = rounded_to_bf16(A, a_rows, a_cols, lda), b = rounded_to_bf16(B, b_rows, b_cols, ldb);
-  gemm(ta, tb, M, N, K, alpha, a.data(), a_cols, b.data(), b_cols, beta, C, ldc);
+  // Leading dimensions of at least 1, as BLAS asks even of an empty matrix (K = 0).
+  gemm(ta, tb, M, N, K, alpha, a.data(), std::max<std::int64_t>(a_cols, 1), b.data(), std::max<std::int64_t>(b_cols, 1),
+       beta, C, ldc);
 }
 
 #if CTRAX_HAVE_BF16_KERNEL

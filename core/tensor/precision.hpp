@@ -3,18 +3,18 @@
 //
 //   {
 //     ProductPrecision bf16(Precision::bfloat16);   // this thread's products, until the scope ends
-//     Tensor loss = model(batch)[0];                   // matmul and linear round their operands
-//     backward(loss);                                  // their gradients' products do too
+//     Tensor loss = model(batch)[0];                   // its products round their operands
+//     auto g = grad(loss, weights);                    // their gradients' products do too
 //   }
 //
-// WHAT CHANGES. matmul and linear (Dense) of float32 tensors round both operands to bfloat16 —
-// 8 exponent bits, the top 7 of the 23 mantissa bits, to nearest — and sum the products in
-// float32; the result is float32. Everything else stays float32: the weights the optimizer
-// updates (the "master weights" of mixed precision), activations, layer norm, softmax, the
-// losses, attention's own products (core/tensor/attention.hpp), the optimizer's moments. Each
-// input loses up to 2⁻⁹ of its value; sums of a few hundred such products stay within ~1e-3 of
-// the float32 ones, which training does not notice (docs/11_performance.md compares the loss
-// curves). float64 products are never rounded: the finite-difference checks run in float64.
+// WHAT CHANGES. matmul, linear (Dense) and the attention op's four products (attention.hpp), on
+// float32 tensors, round both operands to bfloat16 — 8 exponent bits, the top 7 of the 23
+// mantissa bits, to nearest — and sum the products in float32; the result is float32. Everything
+// else stays float32: the weights the optimizer updates (the "master weights" of mixed
+// precision), activations, layer norm, softmax (attention's too), the losses, the optimizer's
+// moments. Each input loses up to 2⁻⁹ of its value, the sums nothing; docs/11_performance.md
+// compares the loss curves. float64 products are never rounded: the finite-difference checks
+// run in float64.
 //
 // WHY. On CPUs with AVX512_BF16 (AMD Zen 4 and 5, Intel from Cooper Lake) one instruction
 // multiplies twice as many bfloat16 pairs as float32 FMAs, and a Transformer's training step is

@@ -188,6 +188,13 @@ TEST_CASE("without the kernel (a CPU without AVX512_BF16) rounded copies give th
                                 c.data<float>(), N);
       CHECK(expect_rounded_product(c, matmul(a, b, ta, tb), exact_rounded_product(a, b, ta, tb), K) > 0);
     }
+  // An empty product (K = 0) is beta · C.
+  {
+    float out[2] = {3.0f, 5.0f};
+    blas::gemm_bf16_by_copies(false, false, 1, 2, 0, 1.0f, nullptr, 1, nullptr, 2, 0.5f, out, 2);
+    CHECK(out[0] == 1.5f);
+    CHECK(out[1] == 2.5f);
+  }
   // A subnormal operand reads as zero (as every kernel reads it); a NaN stays NaN.
   const Tensor a = tensor({1e-40f, 0.f, std::nanf(""), 2.f}, {2, 2}), b = tensor({1e30f, 0.f, 0.f, 1.f}, {2, 2});
   Tensor c = Tensor::empty({2, 2}, DType::float32);
