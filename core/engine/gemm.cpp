@@ -155,10 +155,6 @@ void gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, doub
 template <class T>
 void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T alpha,
                    const T* A, const T* B, T beta, T* C, bool bf16) {
-  const auto product = [bf16](bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A,
-                              std::int64_t lda, const T* B, std::int64_t ldb, T beta, T* C, std::int64_t ldc) {
-    gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bf16);
-  };
   const std::int64_t lda = ta ? M : K, ldb = tb ? K : N, ldc = N;
   // Below ~2 MFLOP a second thread costs more than it saves — except for products with a few rows
   // or one column (decoding), which are bound by reading the matrix: two cores stream it from the
@@ -167,7 +163,7 @@ void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_
   const bool streaming = M <= 8 || N == 1;
   const std::int64_t streamed = M <= 8 ? N * K : M * K;   // the matrix those read
   if (streaming ? streamed < (1 << 15) : M * N * K < (1 << 20)) {
-    product(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bf16);
     return;
   }
   // One row times W (decoding one token): one block of columns per thread, each streaming its
@@ -179,7 +175,7 @@ void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_
   if (M == 1 && !tb) {
     parallel_team([&](int t, int threads) {
       const std::int64_t c0 = N * t / threads / 16 * 16, c1 = t + 1 == threads ? N : N * (t + 1) / threads / 16 * 16;
-      if (c1 > c0) product(ta, false, 1, c1 - c0, K, alpha, A, lda, B + c0, ldb, beta, C + c0, ldc);
+      if (c1 > c0) gemm(ta, false, 1, c1 - c0, K, alpha, A, lda, B + c0, ldb, beta, C + c0, ldc, bf16);
     });
     return;
   }
@@ -196,7 +192,7 @@ void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_
     parallel_parts(parts, [&](std::int64_t p) {
       const std::int64_t k0 = K * p / parts, k1 = K * (p + 1) / parts;
       T* const Cp = p == 0 ? C : scratch.get() + (p - 1) * M * N;
-      product(true, false, M, N, k1 - k0, alpha, A + k0 * lda, lda, B + k0 * ldb, ldb, p == 0 ? beta : T(0), Cp, ldc);
+      gemm(true, false, M, N, k1 - k0, alpha, A + k0 * lda, lda, B + k0 * ldb, ldb, p == 0 ? beta : T(0), Cp, ldc, bf16);
     });
     const std::int64_t n = M * N;
     parallel_chunks(n, true, [&](std::int64_t i0, std::int64_t i1) {
@@ -216,11 +212,11 @@ void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_
     const std::int64_t start = p * block, stop = std::min(extent, start + block);
     if (start >= stop) return;
     if (by_rows)  // rows of C = rows of op(A)
-      product(ta, tb, stop - start, N, K, alpha, A + (ta ? start : start * lda), lda, B, ldb, beta,
-           C + start * ldc, ldc);
+      gemm(ta, tb, stop - start, N, K, alpha, A + (ta ? start : start * lda), lda, B, ldb, beta,
+           C + start * ldc, ldc, bf16);
     else  // columns of C = columns of op(B)
-      product(ta, tb, M, stop - start, K, alpha, A, lda, B + (tb ? start * ldb : start), ldb, beta,
-           C + start, ldc);
+      gemm(ta, tb, M, stop - start, K, alpha, A, lda, B + (tb ? start * ldb : start), ldb, beta,
+           C + start, ldc, bf16);
   });
 }
 
