@@ -24,8 +24,8 @@
 //   dQ = dS K         dK = dSᵀ Q
 // The result equals the separate-ops path (tests compare them), and float64 inputs run the same
 // kernel, so the shared finite-difference gradient check covers it.
-// Under a bfloat16 scope (precision.hpp) the four products of each direction round their
-// operands; the softmax and dropout stay float32.
+// Under a bfloat16 scope (precision.hpp) its products — QKᵀ and P̃V forward, the four above
+// backward — round their operands; the softmax and dropout stay float32.
 #pragma once
 
 #include <cstdint>

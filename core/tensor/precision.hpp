@@ -7,7 +7,7 @@
 //     auto g = grad(loss, weights);                    // their gradients' products do too
 //   }
 //
-// WHAT CHANGES. matmul, linear (Dense) and the attention op's four products (attention.hpp), on
+// WHAT CHANGES. matmul, linear (Dense) and the attention op's products (attention.hpp), on
 // float32 tensors, round both operands to bfloat16 — 8 exponent bits, the top 7 of the 23
 // mantissa bits, to nearest — and sum the products in float32; the result is float32. Everything
 // else stays float32: the weights the optimizer updates (the "master weights" of mixed
