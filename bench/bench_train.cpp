@@ -183,7 +183,7 @@ int main(int argc, char** argv) try {
                  "streams from)")->capture_default_str()->check(number_in(1, 65536))->needs(bandwidth_flag);
   app.add_option("--tag", tag, "label for the JSON line");
   app.add_flag("--json", json, "also print one JSON line");
-  app.add_flag("--bf16", bf16, "train with bfloat16 products (core/tensor/precision.hpp; CPUs with AVX512_BF16), "
+  app.add_flag("--bf16", bf16, "train with bfloat16 products (core/tensor/precision.hpp; faster where the CPU has AVX512_BF16), "
                                "against the reference's --autocast");
   app.add_flag("--no-overlap", no_overlap, "under mpirun: all-reduce the gradients after the backward pass instead of "
                "bucket by bucket during it (as the Loop does)");
@@ -326,6 +326,7 @@ int main(int argc, char** argv) try {
   std::vector<double> ms, reduce_ms;
   double loss_first = 0, loss_last = 0;
   std::ostream quiet(nullptr);   // the Loop's report lines are not the benchmark's
+  const Precision products = bf16 ? Precision::bfloat16 : Precision::float32;
   train::Loop loop(model,
                    {{.labeled_data = batch, .loss_layer = layers::WeightedCategoryCrossEntropy(),
                      .optimizer = train::Adam({.learning_rate = 1e-3}), .n_steps_per_checkpoint = warmup + steps}},
@@ -339,7 +340,7 @@ int main(int argc, char** argv) try {
                       ms.push_back(t.seconds * 1e3);
                       reduce_ms.push_back(t.reduce_seconds * 1e3);
                     },
-                    .products = bf16 ? Precision::bfloat16 : Precision::float32});
+                    .products = products});
   if (warmup == 0) profile::reset();
   loop.run(warmup + steps);
   std::vector<double> sorted = ms;
@@ -357,7 +358,7 @@ int main(int argc, char** argv) try {
              "{:.1f} GFLOP/s | params {:.2f}M | peak RSS {:.0f} MB | loss {:.3f}->{:.3f} | threads={} | products {}\n",
              tokens / med * 1e3, med, mean, steps, warmup, flops / 1e9, flops / med / 1e6,
              static_cast<double>(model->n_params()) / 1e6, peak_rss_mb(), loss_first, loss_last, num_threads(),
-             to_string(bf16 ? Precision::bfloat16 : Precision::float32));
+             to_string(products));
   if (K > 1) {
     std::sort(reduce_ms.begin(), reduce_ms.end());
     const double bytes = 4.0 * static_cast<double>(model->n_params());
