@@ -66,8 +66,10 @@ if [ -f "$runs/positions/extrapolation.tsv" ]; then
 else
   CTRAX_DATA="$data" scripts/positions_experiments.sh "$runs/positions"
 fi
-$py scripts/plot_label_curve.py "$images"/imdb_labels_zen5/*.json --out "$images/imdb_labels_zen5.png" \
-  --title "IMDB: test accuracy against labelled reviews (AMD Zen 5 VM)"
+deeper=()   # the runs fine-tuned from the 4-block body: a curve of their own
+for f in "$images"/imdb_labels_zen5_4blocks/*.json; do deeper+=("$f=fine-tuned from 4 blocks (bfloat16)"); done
+$py scripts/plot_label_curve.py "$images"/imdb_labels_zen5/*.json "${deeper[@]}" \
+  --out "$images/imdb_labels_zen5.png" --title "IMDB: test accuracy against labelled reviews (AMD Zen 5 VM)"
 $py scripts/plot_metrics.py "$images/bf16_shakespeare/float32.jsonl=float32" \
   "$images/bf16_shakespeare/bfloat16.jsonl=bfloat16 products" --metrics loss,accuracy --from-step 250 --out "$images/bf16_shakespeare.png"
 echo "figures: drawn into $images from $runs and the stored IMDB eval files and Shakespeare metrics"
