@@ -14,7 +14,8 @@
 #   alignment_lstm.png     the additive-attention LSTM's α on one sentence (translate align) ~15 min
 #   alignment_transformer.png  the Transformer's last cross-attention, per head            ~60 min
 #   positions_extrapolation.png, norms_warmup.png   scripts/positions_experiments.sh     ~75 min
-#   imdb_labels_zen5.png   the IMDB runs' stored `sentiment eval --json` files (imdb_labels_zen5/;
+#   imdb_labels_zen5.png   the IMDB runs' stored `sentiment eval --json` files (imdb_labels_zen5/,
+#                          and _4blocks/ and _16k/ for the runs from two other bodies;
 #                          their commands in docs/10_real_data.md: about five hours of runs, not redone here)
 #   bf16_shakespeare.png   the Shakespeare LM in float32 and with --bf16, from their stored metrics.jsonl
 #                          (bf16_shakespeare/; commands in docs/11_performance.md: ~25 minutes of runs)
@@ -66,9 +67,10 @@ if [ -f "$runs/positions/extrapolation.tsv" ]; then
 else
   CTRAX_DATA="$data" scripts/positions_experiments.sh "$runs/positions"
 fi
-deeper=()   # the runs fine-tuned from the 4-block body: a curve of their own
-for f in "$images"/imdb_labels_zen5_4blocks/*.json; do deeper+=("$f=fine-tuned from 4 blocks (bfloat16)"); done
-$py scripts/plot_label_curve.py "$images"/imdb_labels_zen5/*.json "${deeper[@]}" \
+other_bodies=()   # the runs fine-tuned from the 4-block and the 16,000-piece bodies: curves of their own
+for f in "$images"/imdb_labels_zen5_4blocks/*.json; do other_bodies+=("$f=fine-tuned from 4 blocks (bfloat16)"); done
+for f in "$images"/imdb_labels_zen5_16k/*.json; do other_bodies+=("$f=fine-tuned from 16,000 pieces (bfloat16)"); done
+$py scripts/plot_label_curve.py "$images"/imdb_labels_zen5/*.json "${other_bodies[@]}" \
   --out "$images/imdb_labels_zen5.png" --title "IMDB: test accuracy against labelled reviews (AMD Zen 5 VM)"
 $py scripts/plot_metrics.py "$images/bf16_shakespeare/float32.jsonl=float32" \
   "$images/bf16_shakespeare/bfloat16.jsonl=bfloat16 products" --metrics loss,accuracy --from-step 250 --out "$images/bf16_shakespeare.png"

@@ -42,7 +42,8 @@ def main():
         curves.setdefault(key, []).append((labels, 100 * r["accuracy"]))
     fig, ax = plt.subplots(figsize=(6.4, 4.2), layout="constrained")
     # Each curve labels its points on its own side, so points at one count do not cover each other.
-    looks = [("o--", (0, -13)), ("s-", (-26, 5)), ("D-.", (26, -4)), ("^:", (0, 7)), ("v-", (30, -13))]
+    looks = [("o--", (0, -13)), ("s-", (-26, 5)), ("D-.", (26, -4)), ("^:", (0, 7)), ("v-", (30, -13)),
+             ("h--", (22, 8))]
     for i, (name, points) in enumerate(curves.items()):
         style, offset = looks[i % len(looks)]
         if not points:
