@@ -4,8 +4,8 @@
 
 #include "core/layer/fn.hpp"
 #include "core/tensor/ops.hpp"
-#include "layers/dropout.hpp"
 #include "layers/initializers.hpp"
+#include "layers/internal/plan_queries.hpp"
 
 namespace ctrax::layers {
 

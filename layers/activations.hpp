@@ -19,7 +19,7 @@
 //   ThresholdedLinearUnit max(x, τ), τ one trainable scalar starting at 0 (Frerix et al. 2019, TLU)
 //
 // Each but the last is an Fn over differentiable ops, so it needs no gradient code of its own —
-// Relu too, as a layer type of its own (is_relu), so the execution plan can fuse it into the
+// Relu too, as a layer type of its own (layers/internal/plan_queries.hpp), so the execution plan can fuse it into the
 // layer before it (core/layer/plan.hpp); it prints, counts and computes as the Fn did.
 // Elu and Selu take eˣ − 1 of min(x, 0): the same values, and no e^x overflowing in the branch
 // `where` does not take (its gradient would be 0·∞ = NaN there). They print bare (`Relu`), not
@@ -35,8 +35,6 @@ namespace ctrax::layers {
 using std::source_location;
 
 LayerPtr Relu(source_location created = source_location::current());
-// Whether `layer` is a Relu(): what an execution-plan rule that absorbs a Relu looks for.
-bool is_relu(const Layer& layer);
 LayerPtr Gelu(source_location created = source_location::current());
 LayerPtr FastGelu(source_location created = source_location::current());
 LayerPtr Sigmoid(source_location created = source_location::current());

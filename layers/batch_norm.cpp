@@ -5,8 +5,8 @@
 #include <algorithm>
 
 #include "core/tensor/ops.hpp"
-#include "layers/activations.hpp"
 #include "layers/initializers.hpp"
+#include "layers/internal/plan_queries.hpp"
 
 namespace ctrax::layers {
 

@@ -8,6 +8,7 @@
 #include "layers/attention.hpp"
 #include "layers/dense.hpp"
 #include "layers/heads.hpp"
+#include "layers/internal/plan_queries.hpp"
 #include "layers/masks.hpp"
 #include "layers/rotary.hpp"
 

@@ -1,6 +1,7 @@
 #include "layers/dropout.hpp"
 
 #include "core/tensor/dropout.hpp"
+#include "layers/internal/plan_queries.hpp"
 
 namespace ctrax::layers {
 

@@ -33,11 +33,4 @@ struct DropoutOptions {
 LayerPtr Dropout(DropoutOptions options = {},
                  std::source_location created = std::source_location::current());
 
-// The execution plan (core/layer/plan.hpp) runs a Relu and the Dropout after it as one step —
-// the Transformer's feed-forward block, Dense → Relu → Dropout. drops(layer): `layer` is a Dropout
-// that drops in its mode (train, rate > 0). dropout_of_relu: that Dropout's output on relu(x),
-// from the same mask, in one pass each way (relu_dropout, core/tensor/dropout.hpp).
-bool drops(const Layer& layer);
-Tensor dropout_of_relu(const Layer& dropout_layer, const Tensor& x);
-
 }  // namespace ctrax::layers

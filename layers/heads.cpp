@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/tensor/ops.hpp"
+#include "layers/internal/plan_queries.hpp"
 
 namespace ctrax::layers {
 

@@ -36,9 +36,4 @@ LayerPtr SplitIntoHeads(int n_heads, bool merged_batch_and_head = true,
 LayerPtr MergeHeads(int n_heads, bool merged_batch_and_head = true,
                     std::source_location created = std::source_location::current());
 
-// For the execution plan (causal_attention.hpp): n_heads when `layer` is a SplitIntoHeads
-// (MergeHeads) that folds the heads into the batch, else 0.
-int heads_split_by(const Layer& layer);
-int heads_merged_by(const Layer& layer);
-
 }  // namespace ctrax::layers

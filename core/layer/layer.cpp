@@ -8,6 +8,7 @@
 #include <string_view>
 #include <unordered_set>
 
+#include "core/layer/internal/planned_step.hpp"
 #include "core/layer/plan.hpp"
 #include "core/layer/trace.hpp"
 #include "core/tensor/autodiff.hpp"

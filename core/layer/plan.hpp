@@ -35,10 +35,7 @@
 //     ...
 #pragma once
 
-#include <cstddef>
-#include <optional>
 #include <string>
-#include <vector>
 
 #include "core/layer/layer.hpp"
 
@@ -49,14 +46,6 @@ bool plan_by_default();
 // What a CTRAX_PLAN value means: "1" or "" on, "0" off; anything else is an error naming the
 // variable, the value and what it takes (never a silent default: "off" must not mean on).
 bool plan_setting(const char* value);
-
-// The fused step a Serial's layers[i] begins, as the Serial and the printer take them: layers[i]
-// (owner i) or layers[i + 1] taking layers[i] as its previous (owner i + 1) runs `count` layers
-// from i as one step. nullopt: layers[i] runs alone. Layers whose plan is off are asked nothing.
-struct PlannedStep {
-  std::size_t owner, count;
-};
-std::optional<PlannedStep> planned_step(const std::vector<LayerPtr>& layers, std::size_t i);
 
 // The tree as to_string prints it (the layers that run, in order), each fused step on one line:
 // its layers joined by " + ", then "(one step)".

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <span>
 
-#include "core/layer/plan.hpp"
+#include "core/layer/internal/planned_step.hpp"
 #include "core/layer/select.hpp"
 
 namespace ctrax::layers {
