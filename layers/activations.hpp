@@ -19,8 +19,9 @@
 //   ThresholdedLinearUnit max(x, τ), τ one trainable scalar starting at 0 (Frerix et al. 2019, TLU)
 //
 // Each but the last is an Fn over differentiable ops, so it needs no gradient code of its own —
-// Relu too, as a layer type of its own (layers/internal/plan_queries.hpp), so the execution plan can fuse it into the
-// layer before it (core/layer/plan.hpp); it prints, counts and computes as the Fn did.
+// Relu too, as a layer type of its own, so the execution plan can fuse it into the layer before
+// it (core/layer/plan.hpp; the rule asks layers/internal/plan_queries.hpp's is_relu); it prints,
+// counts and computes as the Fn did.
 // Elu and Selu take eˣ − 1 of min(x, 0): the same values, and no e^x overflowing in the branch
 // `where` does not take (its gradient would be 0·∞ = NaN there). They print bare (`Relu`), not
 // wrapped in a Serial as Trax's shape-asserted versions are (google/trax#1695).
