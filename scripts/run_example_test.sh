@@ -332,7 +332,9 @@ chatbot)
       { cat "$tmp/log"; fail "chatbot fine-tune resume"; }
     expect "Ran 1 train steps" "$tmp/log"
     # The checkpoint's configuration keeps the record (a header of JSON text at the file's start).
-    head -c 65536 "$tmp/chat_ft/model.safetensors" | grep -aq "init_from\\\\\":\\\\\"$tmp/ko_mlm/" ||
+    # Not `head | grep -q` under pipefail: grep may stop reading at the match, and head's next write
+    # then dies of SIGPIPE, failing a pipeline whose grep succeeded.
+    grep -aq "init_from\\\\\":\\\\\"$tmp/ko_mlm/" < <(head -c 65536 "$tmp/chat_ft/model.safetensors") ||
       fail "the fine-tuned chatbot's checkpoint does not record its pretrained run"
     "$exe" ask --out "$tmp/chat_ft" --threads 1 "영화 볼래?" >"$tmp/log" || fail "ask the fine-tuned chatbot"
     "$exe" ask --out "$run" "" >"$tmp/log" 2>&1 && fail "an empty question was accepted"

@@ -49,7 +49,9 @@ for _ in $(seq 300); do [ -e "$tmp/killed/model.safetensors" ] && break; sleep 0
 [ -e "$tmp/killed/model.safetensors" ] || { cat "$tmp/killed.log"; fail "the long run wrote no checkpoint"; }
 victim=""
 for pid in $(pgrep -f "loop_check train $tmp/killed"); do
-  if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1'; then victim=$pid; fi
+  # grep reads a process substitution, not a pipe: under pipefail, tr killed by SIGPIPE after grep's
+  # early match would fail the test.
+  if grep -qx 'OMPI_COMM_WORLD_RANK=1' < <(tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null); then victim=$pid; fi
 done
 [ -n "$victim" ] || fail "rank 1's process not found"
 killed_at=$(date +%s)
