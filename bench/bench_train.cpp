@@ -21,6 +21,11 @@
 // bench/pytorch_lstm_lm.py's model, no dropout; FLOPs 6·B·L·(layers·8d² + d·V). With d_ff = 4d a
 // Transformer block has 12d² weights and an LSTM layer 8d², so `--model lstm --config M --layers 6`
 // has the M TransformerLM's parameters (docs/02_attention_before_transformers.md).
+// --model mlm: `pretrain`'s masked LM (models::MaskedLM: TransformerEncoder's body, then Dense(vocab)
+// at the 15% of positions core/data/masked_lm.hpp hides) on random tokens; --vocab, --seq and
+// --batch set `pretrain`'s sizes (e.g. --config M --layers 2 --vocab 16000 --seq 128 --batch 32).
+// No reference script: it says where a pretraining step's time goes (CTRAX_PROFILE=1). Its FLOPs
+// count the output layer at the chosen positions only.
 // --model wideresnet: Trax's WideResnet (models/resnet.cpp) on random 32×32×1 images, 10 classes,
 // batch 128: S is WRN-10-1 (n 1, k 1), M WRN-16-2, L WRN-16-4 (--n-blocks, --widen-factor change
 // them); bench/pytorch_wrn.py's model. Its GFLOP/s count the convolutions alone (the rest is
@@ -41,6 +46,7 @@
 #include <vector>
 
 #include "core/decode/beam_search.hpp"
+#include "core/data/masked_lm.hpp"
 #include "core/decode/sampling.hpp"
 #include "core/dist/communicator.hpp"
 #include "core/layer/serial.hpp"
@@ -151,8 +157,12 @@ int main(int argc, char** argv) try {
   bool json = false, sgemm = false, bandwidth = false, no_overlap = false, bf16 = false;
   double bandwidth_mb = 512;
   int n_blocks = 0, widen_factor = 0;
-  app.add_option("--model", model_name, "lm, encoder, lstm or wideresnet")
-      ->check(CLI::IsMember({"lm", "encoder", "lstm", "wideresnet"}))->capture_default_str();
+  std::int64_t vocab = 0, seq = 0, batch_rows = 0;
+  app.add_option("--model", model_name, "lm, encoder, mlm, lstm or wideresnet")
+      ->check(CLI::IsMember({"lm", "encoder", "mlm", "lstm", "wideresnet"}))->capture_default_str();
+  app.add_option("--vocab", vocab, "vocabulary instead of the config's")->check(number_in(2, 1e7));
+  app.add_option("--seq", seq, "sequence length instead of the config's")->check(number_in(1, 1e6));
+  app.add_option("--batch", batch_rows, "rows per batch instead of the config's")->check(number_in(1, 1e6));
   app.add_option("--n-blocks", n_blocks, "wideresnet: blocks per group instead of the config's")->check(number_in(1, 100));
   app.add_option("--widen-factor", widen_factor, "wideresnet: widening factor instead of the config's")
       ->check(number_in(1, 16));
@@ -221,8 +231,9 @@ int main(int argc, char** argv) try {
     return 0;
   }
   if (model_name == "wideresnet") {
-    if (generate > 0 || layers > 0 || d_model > 0)
-      throw std::invalid_argument("--model wideresnet takes --n-blocks and --widen-factor, not --generate, --layers or --d-model");
+    if (generate > 0 || layers > 0 || d_model > 0 || vocab > 0 || seq > 0 || batch_rows > 0)
+      throw std::invalid_argument("--model wideresnet takes --n-blocks and --widen-factor, not --generate, --layers, "
+                                  "--d-model, --vocab, --seq or --batch");
     const std::map<std::string, std::pair<int, int>> wrn{{"S", {1, 1}}, {"M", {2, 2}}, {"L", {2, 4}}};
     return train_wideresnet(n_blocks > 0 ? n_blocks : wrn.at(config_name).first,
                             widen_factor > 0 ? widen_factor : wrn.at(config_name).second, steps > 0 ? steps : 10, warmup,
@@ -231,6 +242,9 @@ int main(int argc, char** argv) try {
   if (n_blocks > 0 || widen_factor > 0) throw std::invalid_argument("--n-blocks and --widen-factor need --model wideresnet");
   Config k = kConfigs.at(config_name);
   if (layers > 0) k.layers = layers;
+  if (vocab > 0) k.vocab = vocab;
+  if (seq > 0) k.seq = seq;
+  if (batch_rows > 0) k.batch = batch_rows;
   if (d_model > 0) {   // the config's heads must divide it (models::check, below)
     k.d_model = d_model;
     k.d_ff = 4 * std::int64_t{d_model};
@@ -240,10 +254,10 @@ int main(int argc, char** argv) try {
   models::TransformerConfig c{.d_model = k.d_model, .d_ff = k.d_ff, .n_layers = k.layers,
                               .n_heads = k.heads, .max_len = std::max<std::int64_t>(k.seq, generate + prompt_len + 2),
                               .dropout = 0.1};
-  const bool lstm = model_name == "lstm", lm = model_name == "lm" || lstm;
+  const bool lstm = model_name == "lstm", lm = model_name == "lm" || lstm, mlm = model_name == "mlm";
   const std::string script = "ctrax_" + model_name;
   // The model, as the examples build it (models/registry.hpp).
-  const models::ModelSpec spec{.name = model_name == "encoder" ? "TransformerEncoder" : "TransformerLM",
+  const models::ModelSpec spec{.name = model_name == "encoder" ? "TransformerEncoder" : mlm ? "MaskedLM" : "TransformerLM",
                                .vocab_size = k.vocab, .n_classes = 2, .config = c};
   if (!lstm) models::check(spec);
 
@@ -309,11 +323,18 @@ int main(int argc, char** argv) try {
                : models::build(spec, Mode::train);
   // Every batch made before the clock starts, as the PyTorch reference makes its data.
   std::vector<Stack> batches;
+  std::int64_t guesses = 0;   // mlm: the chosen positions of every batch
   for (std::int64_t i = 0; i < warmup + steps; ++i) {
     const Rng r = Rng(1).fold_in(static_cast<std::uint64_t>(i));
-    const Tensor x = r.randint({k.batch, k.seq}, 1, static_cast<std::int32_t>(k.vocab));
-    batches.push_back(lm ? Stack{x, x, Tensor::ones({k.batch, k.seq})}
-                         : Stack{x, r.fold_in(1).randint({k.batch}, 0, 2), Tensor::ones({k.batch})});
+    const Tensor x = r.randint({k.batch, k.seq}, 2, static_cast<std::int32_t>(k.vocab));
+    if (mlm) {   // id 0 padding (never drawn), 1 the mask
+      const data::MaskedBatch b = data::mask_tokens(x, {.vocab_size = k.vocab, .mask_id = 1, .first_random_id = 2}, r.fold_in(1));
+      guesses += b.positions.numel();
+      batches.push_back({b.inputs, b.positions, b.targets, b.weights});
+    } else {
+      batches.push_back(lm ? Stack{x, x, Tensor::ones({k.batch, k.seq})}
+                           : Stack{x, r.fold_in(1).randint({k.batch}, 0, 2), Tensor::ones({k.batch})});
+    }
   }
   const auto batch = [&batches](std::int64_t i) { return batches.at(static_cast<std::size_t>(i)); };
   // The training Loop's own step (core/train/loop.hpp), timed by its on_step hook: under mpirun
@@ -351,9 +372,10 @@ int main(int argc, char** argv) try {
   const double tokens = static_cast<double>(k.batch * k.seq);
   const double d = static_cast<double>(k.d_model);
   const double n_mm = lstm ? k.layers * 8 * d * d + d * static_cast<double>(k.vocab)
-                           : k.layers * (4 * d * d + 2 * d * static_cast<double>(k.d_ff)) + d * static_cast<double>(lm ? k.vocab : 2);
+                           : k.layers * (4 * d * d + 2 * d * static_cast<double>(k.d_ff)) + d * static_cast<double>(lm ? k.vocab : mlm ? 0 : 2);
   const double attention = lstm ? 0 : 12.0 * k.layers * static_cast<double>(k.seq * k.seq) * d * static_cast<double>(k.batch);
-  const double flops = 6 * n_mm * tokens + attention;
+  const double output_at_guesses = 6 * d * static_cast<double>(k.vocab) * static_cast<double>(guesses) / static_cast<double>(warmup + steps);
+  const double flops = 6 * n_mm * tokens + attention + (mlm ? output_at_guesses : 0);
   fmt::print("train: {:.0f} tok/s | {:.1f} ms/step median ({:.1f} mean, {} steps after {} warm-up) | {:.2f} GFLOP/step -> "
              "{:.1f} GFLOP/s | params {:.2f}M | peak RSS {:.0f} MB | loss {:.3f}->{:.3f} | threads={} | products {}\n",
              tokens / med * 1e3, med, mean, steps, warmup, flops / 1e9, flops / med / 1e6,

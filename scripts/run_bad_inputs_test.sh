@@ -330,6 +330,8 @@ bad bench-generate-negative "--generate: expected a number from 1 to 1000000, go
 bad bench-gen-batch-0     "--gen-batch: expected a number from 1 to 4096, got 0" "$bench" --generate 8 --gen-batch 0
 bad bench-beams-0         "--beams: expected a number from 1 to 256, got 0" "$bench" --generate 8 --beams 0
 bad bench-gen-batch-alone "--gen-batch requires --generate" "$bench" --gen-batch 2
+bad bench-vocab-1         "--vocab: expected a number from 2 to 10000000, got 1" "$bench" --model mlm --vocab 1
+bad bench-wrn-seq         "--model wideresnet takes --n-blocks and --widen-factor, not --generate, --layers, --d-model, --vocab, --seq or --batch" "$bench" --model wideresnet --seq 64
 bad bench-bandwidth-nan   "--bandwidth-mb: expected a number from 1 to 65536, got nan" "$bench" --bandwidth --bandwidth-mb nan
 bad bench-engine-reps     "--reps: expected a number from 1 to 1000000, got x" "$engine" --reps x
 
