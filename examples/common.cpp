@@ -195,6 +195,8 @@ train::Loop make_loop(LayerPtr model, const ModelFlags& m, const TrainFlags& t, 
                       std::shared_ptr<io::RunLock> lock, std::string config) {
   if (data.metrics.empty())
     data.metrics = {{"loss", layers::WeightedCategoryCrossEntropy()}, {"accuracy", layers::WeightedCategoryAccuracy()}};
+  train::OptimizerPtr opt = optimizer(t);
+  opt->set_rate_factors(std::move(data.rate_factors));
   std::vector<LayerPtr> metrics;
   std::vector<std::string> metric_names;
   for (auto& [name, metric] : data.metrics) {
@@ -205,7 +207,7 @@ train::Loop make_loop(LayerPtr model, const ModelFlags& m, const TrainFlags& t, 
       std::move(model),
       {{.labeled_data = std::move(data.train),
         .loss_layer = data.loss ? data.loss : layers::WeightedCategoryCrossEntropy(data.label_smoothing),
-        .optimizer = optimizer(t),
+        .optimizer = std::move(opt),
         .lr_schedule = lr_schedule(t, m),
         .n_steps_per_checkpoint = t.eval_every,
         .loss_name = "loss"}},

@@ -129,6 +129,7 @@ struct LoopData {
   double label_smoothing = 0;
   LayerPtr loss = nullptr;   // none: WeightedCategoryCrossEntropy(label_smoothing)
   std::vector<std::pair<std::string, LayerPtr>> metrics = {};   // none: loss and accuracy, by category
+  std::vector<double> rate_factors = {};   // per weight (Optimizer::set_rate_factors); none: all 1
 };
 train::Loop make_loop(LayerPtr model, const ModelFlags& m, const TrainFlags& t, LoopData data,
                       std::shared_ptr<io::RunLock> lock, std::string config);

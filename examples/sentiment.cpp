@@ -22,7 +22,8 @@
 // FEW LABELS. --sample N trains on N reviews drawn at random; --init-from RUN fine-tunes a
 // `pretrain` run's body; --teacher RUN adds the texts the sample left out, labelled by a trained
 // classifier where it is sure (self-training); --mask-tokens P noises the training reviews as
-// pretraining hid them (docs/10_real_data.md measures all four).
+// pretraining hid them; --layer-decay D lets each block of the pretrained body learn at D times the
+// rate of the block above it (docs/10_real_data.md measures all five).
 //
 // ANY LABELLED TEXT. The classes are read from the data: K = the largest label + 1 (stored in the
 // checkpoint), so a `label<TAB>text` dataset of K classes trains a K-way classifier. --data may
@@ -117,7 +118,7 @@ data::BatchStream with_masked_tokens(data::BatchStream stream, const data::Sente
 
 int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, examples::TrainFlags t, std::int64_t vocab_size,
                   std::int64_t head, std::int64_t limit, std::int64_t sample, const std::string& init_from,
-                  const Teacher& teacher, double mask_rate) {
+                  const Teacher& teacher, double mask_rate, double layer_decay) {
   const bool resumed = examples::open_run(t);
   // Fine-tuning: the body (sizes, vocabulary, --max-len: the position table is one of its weights)
   // from RUN, a fresh head.
@@ -173,18 +174,26 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
              100 * data::padding_share(train_stream, probe),
              100 * data::padding_share(data::classification_stream(train.tokens, train.labels, unbucketed, pad), probe));
   auto model = m.classifier(tok->vocab_size(), n_classes, Mode::train);
-  if (pretrained && !resumed) {   // the body's weights now; the Loop's initialisation keeps them
+  // Initialised here when the body's weights are loaded now (the Loop's initialisation keeps
+  // them) or the rate factors need the weights' list (a resume's checkpoint then replaces them).
+  if ((pretrained && !resumed) || layer_decay < 1)
     model->init(ShapeDtype{{t.batch_size, m.arch.max_len}, DType::int32}, Rng(t.seed).fold_in(7));
+  if (pretrained && !resumed) {
     const train::LoadReport report = train::load_matching_weights(pretrained->weights, *model, pretrained->body_maps());
     fmt::print("from {}: {}\n", pretrained->weights, report.describe());
   }
+  if (layer_decay < 1)
+    fmt::print("layer-wise rates: the head at --lr, each block below it at {} times the rate above ({} blocks), the "
+               "embedding at {:.3g} times --lr\n", layer_decay, m.arch.n_layers, std::pow(layer_decay, m.arch.n_layers + 1));
   train::Loop loop = examples::make_loop(
       model, m, t,
       {.train = train_stream,
        .eval = data::classification_stream(valid.tokens, valid.labels,
                                            {.batch_size = t.batch_size, .shuffle = false, .bucket_size = 1000,
                                             .drop_remainder = false}, pad),
-       .n_eval_batches = (n_valid + t.batch_size - 1) / t.batch_size},
+       .n_eval_batches = (n_valid + t.batch_size - 1) / t.batch_size,
+       .rate_factors = layer_decay < 1 ? models::LayerwiseRateFactors(*model, m.config(Mode::train), layer_decay)
+                                       : std::vector<double>{}},
       std::move(lock),
       examples::config_json(m, t, fmt::format(R"({{"vocab_size": {}, "head": {}, "n_classes": {}{}}})", tok->vocab_size(),
                                               head, n_classes, (pretrained ? pretrained->record : "") + teacher_record)));
@@ -251,6 +260,11 @@ int main(int argc, char** argv) {
                     "noise: hide this share of each training review's tokens as pretraining did (80% <mask>, "
                     "10% a random token, 10% kept; needs --init-from; 0: off)")
       ->capture_default_str()->check(examples::number_in(0, 0.9));
+  double layer_decay = 1;
+  train->add_option("--layer-decay", layer_decay,
+                    "fine-tune: each encoder block learns at this times the rate of the block above it, the "
+                    "head at the full rate (ELECTRA's layer-wise decay; needs --init-from; 1: off)")
+      ->capture_default_str()->check(examples::number_in(0.01, 1));
   auto* confidence_flag = train->add_option("--teacher-confidence", teacher.min_confidence,
                     "keep a teacher's label when its probability is at least this")
       ->capture_default_str()->check(examples::number_in(0, 1));
@@ -286,7 +300,10 @@ int main(int argc, char** argv) {
         throw std::invalid_argument("--teacher labels the training texts --sample leaves out: give --sample N");
       if (mask_rate > 0 && init_from.empty())   // a resume's --init-from is the run's
         throw std::invalid_argument("--mask-tokens hides tokens behind the pretraining's <mask> piece: give --init-from RUN");
-      return train_command(std::move(lock), m, t, vocab_size, head, limit, sample, init_from, teacher, mask_rate);
+      if (layer_decay < 1 && init_from.empty())
+        throw std::invalid_argument("--layer-decay slows a pretrained body's blocks under a new head: give --init-from RUN");
+      return train_command(std::move(lock), m, t, vocab_size, head, limit, sample, init_from, teacher, mask_rate,
+                           layer_decay);
     }
     if (*eval) return eval_command(data_dir, out, threads, eval_batch, limit, json_path);
     return predict_command(out, threads, texts);

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace ctrax::models {
@@ -135,6 +136,30 @@ LayerPtr MaskedLM(std::int64_t vocab_size, const TransformerConfig& c) {
   return Serial(EncoderBody(vocab_size, c),   // tokens positions → hidden positions
                 at_positions,
                 Dense(vocab_size));           // a guess at each chosen position
+}
+
+std::vector<double> LayerwiseRateFactors(const Layer& model, const TransformerConfig& c, double decay) {
+  if (!(decay > 0 && decay <= 1))
+    throw std::invalid_argument(fmt::format("LayerwiseRateFactors: decay must be in (0, 1], got {}", decay));
+  // The encoder's top-level layers (Serial flattens its lists): the embedding's (the mask's
+  // Branch, Embedding, its tail), the blocks', then the rest.
+  const auto before = static_cast<std::int64_t>(2 + EmbeddingTail(c, c.mode).size());
+  const auto per_block = static_cast<std::int64_t>(EncoderBlock(c).size());
+  const auto& top = model.sublayers();
+  if (static_cast<std::int64_t>(top.size()) <= before + c.n_layers * per_block)
+    throw std::invalid_argument(fmt::format("LayerwiseRateFactors: {} is not an encoder of {} blocks (it has {} layers "
+                                            "at the top, the encoder's body alone {})", model.name(), c.n_layers,
+                                            top.size(), before + c.n_layers * per_block));
+  std::vector<double> factors;
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(top.size()); ++i) {
+    const std::int64_t depth = i < before ? 0 : std::min<std::int64_t>(1 + (i - before) / per_block, c.n_layers + 1);
+    factors.insert(factors.end(), top[static_cast<std::size_t>(i)]->all_weights().size(),
+                   std::pow(decay, static_cast<double>(c.n_layers + 1 - depth)));
+  }
+  if (factors.size() != model.all_weights().size())
+    throw std::logic_error(fmt::format("LayerwiseRateFactors: {} factors for {} weights (a weight shared across layers)",
+                                       factors.size(), model.all_weights().size()));
+  return factors;
 }
 
 LayerPtr TransformerDecoder(std::optional<std::int64_t> vocab_size, const TransformerConfig& c) {

@@ -134,4 +134,15 @@ LayerPtr Transformer(std::int64_t input_vocab_size,
 // indices, so the names are paired in tree order, shape by shape; builds and initialises both.
 std::vector<train::WeightMap> MaskedLMBodyInTransformer(std::int64_t vocab_size, const TransformerConfig& c);
 
+// ELECTRA's layer-wise learning-rate decay (Clark et al. 2020, appendix A; Howard and Ruder's
+// discriminative fine-tuning, 2018): fine-tuning a pretrained body, the layers nearest the
+// input — the most general, and the best learned in pretraining — change least. Each weight of a
+// TransformerEncoder (or MaskedLM) built with config c gets its depth: 0 for the embedding and
+// positions, k + 1 for encoder block k's, n_layers + 1 for what follows the blocks (the final
+// norm and the head); its factor is decay^(n_layers + 1 − depth), for
+// Optimizer::set_rate_factors. So the head learns at the full rate, each block at `decay` times
+// the rate of the one above it, and the embedding at decay^(n_layers + 1). `model` must be
+// initialised; decay in (0, 1].
+std::vector<double> LayerwiseRateFactors(const Layer& model, const TransformerConfig& c, double decay);
+
 }  // namespace ctrax::models

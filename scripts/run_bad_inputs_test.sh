@@ -248,6 +248,8 @@ bad teacher-classes       "--teacher srun2: its classifier has 3 classes; imdb h
 bad teacher-no-sample     "--teacher labels the training texts --sample leaves out: give --sample N" "${ST[@]}" --data imdb --teacher srun
 bad teacher-confidence    "--teacher-confidence: expected a number from 0 to 1, got 1.5" "${ST[@]}" --data imdb --sample 10 --teacher srun --teacher-confidence 1.5
 bad mask-tokens-scratch   "--mask-tokens hides tokens behind the pretraining's <mask> piece: give --init-from RUN" "${ST[@]}" --data imdb --mask-tokens 0.1
+bad layer-decay-scratch   "--layer-decay slows a pretrained body's blocks under a new head: give --init-from RUN" "${ST[@]}" --data imdb --layer-decay 0.8
+bad layer-decay-range     "--layer-decay: expected a number from 0.01 to 1, got 0" "${ST[@]}" --data imdb --layer-decay 0
 bad mask-tokens-range     "--mask-tokens: expected a number from 0 to 0.9, got 1" "${ST[@]}" --data imdb --mask-tokens 1
 bad teacher-confidence-alone "--teacher-confidence: applies with --teacher only" "${ST[@]}" --data imdb --sample 10 --teacher-confidence 0.5
 bad sentiment-eval-batch  "--batch-size: expected a number from 1" "$sentiment" eval --out srun --data imdb --batch-size 0

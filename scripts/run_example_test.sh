@@ -207,6 +207,20 @@ sentiment)
     done
     cmp -s "$tmp/noise4.eval" "$tmp/noise2.eval" || { cat "$tmp/noise4.eval" "$tmp/noise2.eval"; fail "--mask-tokens: a resume is not the same run"; }
     cmp -s "$tmp/noise4.eval" "$tmp/plain4.eval" && fail "--mask-tokens 0.3 trained the weights it trains without noise"
+    # --layer-decay: each block learns at 0.5 times the rate of the one above it; a resume takes
+    # the run's decay (and recomputes the same rates), and the weights differ from the same run's
+    # at one rate.
+    "$exe" train --out "$tmp/decay4" "${noised[@]}" --layer-decay 0.5 --steps 4 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "--layer-decay"; }
+    expect "layer-wise rates: the head at --lr, each block below it at 0.5 times the rate above (1 blocks), the embedding at 0.25 times --lr" "$tmp/log"
+    "$exe" train --out "$tmp/decay2" "${noised[@]}" --layer-decay 0.5 --steps 2 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "--layer-decay, 2 steps"; }
+    "$exe" train --out "$tmp/decay2" --data "$data/imdb" --steps 4 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "--layer-decay, resumed"; }
+    expect "layer-wise rates" "$tmp/log"
+    for run in decay4 decay2; do
+      "$exe" eval --data "$data/imdb" --out "$tmp/$run" --limit 40 --threads 1 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "eval of $run"; }
+      grep -o "test accuracy .*, loss [0-9.]*" "$tmp/log" >"$tmp/$run.eval" || { cat "$tmp/log"; fail "eval of $run printed no loss"; }
+    done
+    cmp -s "$tmp/decay4.eval" "$tmp/decay2.eval" || { cat "$tmp/decay4.eval" "$tmp/decay2.eval"; fail "--layer-decay: a resume is not the same run"; }
+    cmp -s "$tmp/decay4.eval" "$tmp/plain4.eval" && fail "--layer-decay 0.5 trained the weights it trains at one rate"
     # Self-training: the fine-tuned run labels the 24,800 reviews --sample left out (every one at
     # --teacher-confidence 0), and they train beside the 180; a resume labels them again, from the
     # same weights — changed weights are refused, since their labels would not be the run's.

@@ -70,6 +70,14 @@ void Optimizer::swap_averages(const std::vector<Tensor>& weights) {
     }, "swap_averages");
 }
 
+void Optimizer::set_rate_factors(std::vector<double> factors) {
+  for (std::size_t i = 0; i < factors.size(); ++i)
+    if (!(std::isfinite(factors[i]) && factors[i] >= 0))
+      throw std::invalid_argument(
+          fmt::format("{}: the rate factor of weight {} must be finite and >= 0, got {}", name_, i, factors[i]));
+  rate_factors_ = std::move(factors);
+}
+
 UpdateStats Optimizer::update(std::int64_t step, double learning_rate,
                               const std::vector<Tensor>& weights,
                               const std::vector<Tensor>& grads) {
@@ -85,6 +93,9 @@ UpdateStats Optimizer::update(std::int64_t step, double learning_rate,
       throw std::invalid_argument(fmt::format("{}.update: weight {} is {} but its gradient is {}",
                                               name_, i, weights[i].signature(),
                                               grads[i].signature()));
+  if (!rate_factors_.empty() && rate_factors_.size() != weights.size())
+    throw std::invalid_argument(fmt::format("{}.update: {} weights, but rate factors for {}", name_, weights.size(),
+                                            rate_factors_.size()));
   UpdateStats stats;
   stats.gradients_l2 = std::sqrt(sum_of_squares(grads));
   stats.weights_l2 = std::sqrt(sum_of_squares(weights));
@@ -97,7 +108,8 @@ UpdateStats Optimizer::update(std::int64_t step, double learning_rate,
     g_scale = *clip_grad_norm_ / stats.gradients_l2;
   for (std::size_t i = 0; i < weights.size(); ++i) {
     Tensor w = weights[i];
-    update_weight(step, learning_rate, w, grads[i], g_scale, slots_[i]);
+    update_weight(step, rate_factors_.empty() ? learning_rate : learning_rate * rate_factors_[i], w, grads[i], g_scale,
+                  slots_[i]);
   }
   if (averaging_decay_ > 0) {
     const double s = static_cast<double>(step);

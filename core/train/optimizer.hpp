@@ -27,6 +27,12 @@
 // does so around every evaluation); checkpoints store a as the slot "ema", and load_weights uses
 // it for inference (checkpoint.hpp).
 //
+// RATE FACTORS (not in Trax; PyTorch's parameter groups, ULMFiT's discriminative fine-tuning,
+// ELECTRA's layer-wise decay). opt->set_rate_factors(f) makes weight i learn at learning_rate ·
+// f[i]: a pretrained body slower than the new head on it; at 0 its gradient no longer moves it
+// (a decay that does not follow the rate, Adam's WeightDecay::trax, still applies). Empty (the
+// default) is 1 for every weight. The schedule still sets learning_rate; the factors scale it.
+//
 // Updates write into the weights' memory (no new allocation per step) and run outside the tape.
 // Weights may be float32 or float64 (tests use float64 to check updates against hand-computed
 // numbers); slots take the weight's dtype. Steps count from 1, as in the Loop: step 1 is the
@@ -84,6 +90,11 @@ class Optimizer {
   // Exchanges each weight's values with its average's; twice restores both.
   void swap_averages(const std::vector<Tensor>& weights);
 
+  // Rate factors (above), one per weight in all_weights() order, each finite and >= 0; an update
+  // with another number of weights is refused. Empty: every factor 1.
+  void set_rate_factors(std::vector<double> factors);
+  const std::vector<double>& rate_factors() const { return rate_factors_; }
+
  protected:
   Optimizer(std::string name, double learning_rate, std::optional<double> clip_grad_norm);
   // The slots one weight needs (zeros), with their names.
@@ -100,6 +111,7 @@ class Optimizer {
   std::vector<std::vector<Slot>> slots_;
   double averaging_decay_ = 0;
   std::vector<Tensor> averages_;
+  std::vector<double> rate_factors_;
   bool initialized_ = false;
 };
 

@@ -1,6 +1,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
 
 #include "core/train/checkpoint.hpp"
 #include "layers/layers.hpp"
@@ -390,5 +393,44 @@ TEST_CASE("MaskedLMBodyInTransformer: a masked LM's body becomes the Transformer
   TransformerConfig uneven = tiny();   // 2 layers, an encoder of 2: fine; 1 is not
   uneven.n_encoder_layers = 1;
   CHECK_THROWS_WITH_AS(MaskedLMBodyInTransformer(11, uneven), doctest::Contains("give both the same"),
+                       std::invalid_argument);
+}
+
+TEST_CASE("LayerwiseRateFactors: decay^(n_layers + 1 − depth) — embedding 0, block k k + 1, the rest n_layers + 1") {
+  const TransformerConfig c{.d_model = 8, .d_ff = 16, .n_layers = 2, .n_heads = 2, .max_len = 16};
+  for (const bool scaled : {false, true}) {   // √d_model scaling adds a layer before the blocks
+    TransformerConfig cs = c;
+    cs.scale_embeddings = scaled;
+    const LayerPtr model = TransformerEncoder(10, 2, cs);
+    model->init(ShapeDtype{{1, 4}, DType::int32}, Rng(0));
+    const std::vector<double> f = LayerwiseRateFactors(*model, cs, 0.5);
+    const auto named = model->named_weights();
+    REQUIRE(f.size() == named.size());
+    // Serial's top-level indices: the mask's Branch 0, Embedding 1, [ScaleBy], Dropout, positions;
+    // then two layers (attention, feed-forward) per block; Select, LayerNorm, Mean, Dense.
+    const int first_block = scaled ? 5 : 4;
+    std::map<std::string, double> expected{
+        {fmt::format("Serial/Embedding_10_8[1]/table"), 0.125},
+        {fmt::format("Serial/PositionalEncoding[{}]/pe", first_block - 1), 0.125},
+        {fmt::format("Serial/LayerNorm[{}]/scale", first_block + 5), 1.0},
+        {fmt::format("Serial/Dense_2[{}]/w", first_block + 7), 1.0}};
+    for (int k = 0; k < 4; ++k)   // each block's attention and feed-forward: their first LayerNorm
+      expected[fmt::format("Serial/Serial[{}]/Branch[0]/Parallel[1]/Serial[1]/LayerNorm[0]/scale", first_block + k)] =
+          k < 2 ? 0.25 : 0.5;
+    int found = 0;
+    for (std::size_t i = 0; i < named.size(); ++i)
+      if (const auto it = expected.find(named[i].first); it != expected.end()) {
+        CHECK_MESSAGE(f[i] == it->second, named[i].first);
+        ++found;
+      }
+    CHECK(found == static_cast<int>(expected.size()));
+    CHECK(std::count(f.begin(), f.end(), 1.0) == 4);   // final LayerNorm's scale, bias; Dense's w, b
+  }
+  const LayerPtr lm = TransformerLM(10, c);
+  lm->init(ShapeDtype{{1, 4}, DType::int32}, Rng(0));
+  CHECK_THROWS_AS(LayerwiseRateFactors(*lm, {.n_layers = 6}, 0.8), std::invalid_argument);   // not an encoder of 6
+  const LayerPtr encoder = TransformerEncoder(10, 2, c);
+  encoder->init(ShapeDtype{{1, 4}, DType::int32}, Rng(0));
+  CHECK_THROWS_WITH_AS(LayerwiseRateFactors(*encoder, c, 0.0), "LayerwiseRateFactors: decay must be in (0, 1], got 0",
                        std::invalid_argument);
 }

@@ -101,3 +101,26 @@ TEST_CASE("without averaging there are no averages; a decay outside [0, 1) is re
   CHECK_THROWS_AS(SGD()->average_weights(-0.1), std::invalid_argument);
   CHECK_THROWS_AS(opt->average_weights(0.9), std::logic_error);  // after init: too late
 }
+
+TEST_CASE("rate factors: weight i moves at learning_rate · factor i") {
+  // SGD at lr 0.5 with g = 1: factors 1, 0.25, 0 move the weights by −0.5, −0.125, 0.
+  Tensor a = tensor({1.0}, {1}), b = tensor({1.0}, {1}), c = tensor({1.0}, {1});
+  auto opt = SGD();
+  opt->set_rate_factors({1.0, 0.25, 0.0});
+  opt->update(1, 0.5, {a, b, c}, {tensor({1.0}, {1}), tensor({1.0}, {1}), tensor({1.0}, {1})});
+  expect_tensor(a, {1}, {0.5}, 1e-12);
+  expect_tensor(b, {1}, {0.875}, 1e-12);
+  expect_tensor(c, {1}, {1.0}, 0);
+}
+
+TEST_CASE("rate factors: a negative or NaN factor, and a count other than the weights', are refused") {
+  CHECK_THROWS_WITH_AS(SGD()->set_rate_factors({1.0, -0.5}), "SGD: the rate factor of weight 1 must be finite and >= 0, got -0.5",
+                       std::invalid_argument);
+  CHECK_THROWS_AS(SGD()->set_rate_factors({std::nan("")}), std::invalid_argument);
+  Tensor a = tensor({1.0}, {1});
+  auto opt = SGD();
+  opt->set_rate_factors({1.0, 1.0});
+  CHECK_THROWS_WITH_AS(opt->update(1, 0.5, {a}, {tensor({1.0}, {1})}), "SGD.update: 1 weights, but rate factors for 2",
+                       std::invalid_argument);
+  expect_tensor(a, {1}, {1.0}, 0);
+}
