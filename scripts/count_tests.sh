@@ -4,10 +4,10 @@ passed=0
 failed=0
 count_log=$(mktemp)
 
-# run_suite EXE [NOTE] — a doctest executable; its summary line gives the counts.
+# run_suite EXE [NOTE [DOCTEST_ARGS...]] — a doctest executable; its summary line gives the counts.
 run_suite() {
   local exe=$1 note=${2:-} start=$SECONDS status line p f
-  "$exe" --no-intro >"$count_log" 2>&1
+  "$exe" --no-intro "${@:3}" >"$count_log" 2>&1
   status=$?
   # doctest's summary: "[doctest] test cases: 12 | 12 passed | 0 failed | 0 skipped"
   line=$(grep -E '^\[doctest\] test cases:' "$count_log" | tail -1)
@@ -20,11 +20,25 @@ run_suite() {
 
 # run_catalogue BUILD_DIR [NOTE] — the bad-input catalogue, one test per case.
 run_catalogue() {
-  local note=${2:-} start=$SECONDS line p f
-  scripts/run_bad_inputs_test.sh "$1" >"$count_log" 2>&1
+  start_catalogue "$1"
+  finish_catalogue "${2:-}"
+}
+
+# start_catalogue BUILD_DIR — the catalogue in the background (one program at a time on one
+# thread: a suite can run beside it); finish_catalogue [NOTE] waits for it and counts its cases.
+start_catalogue() {
+  catalogue_start=$SECONDS
+  catalogue_log=$(mktemp)
+  scripts/run_bad_inputs_test.sh "$1" >"$catalogue_log" 2>&1 &
+  catalogue_pid=$!
+}
+finish_catalogue() {
+  local line p f
+  wait "$catalogue_pid"
+  mv "$catalogue_log" "$count_log"
   line=$(grep -E '^[0-9]+ passed, [0-9]+ failed \(bad-input catalogue\)' "$count_log" | tail -1)
   if [ -n "$line" ]; then p=${line%% passed*}; f=$(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line"); else p=0; f=1; fi
-  count bad_inputs "$p" "$f" "$note" $start
+  count bad_inputs "$p" "$f" "${1:-}" $catalogue_start
 }
 
 # run_meson_test BUILD_DIR NAME — a scripted test (examples' smoke tests, faults): one test.

@@ -47,11 +47,18 @@ sanitize_run() {  # sanitize_run BUILD_STATUS BUILD_LOG
   export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1
   export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
   export OPENBLAS_NUM_THREADS=1 CTRAX_NUM_THREADS=2 OMP_NUM_THREADS=2
+  # The catalogue runs one program at a time, so the suites run beside it.
+  start_catalogue "$asan_build"
   for exe in "$asan_build"/tests/test_*; do
-    [ -x "$exe" ] && [ -f "$exe" ] && run_suite "$exe" "ASan+UBSan"
+    [ -x "$exe" ] && [ -f "$exe" ] && run_suite "$exe" "ASan+UBSan" --test-case-exclude="$asan_skip"
   done
-  run_catalogue "$asan_build" "ASan+UBSan"
+  finish_catalogue "ASan+UBSan"
 }
+
+# Left to the main build: two models' learning runs through the Loop, 93 of the 150 s test_models
+# takes at -O0 under the sanitizers (its convolutions and LSTM steps unoptimised). Their layers
+# still run here, in the same suite's shape, gradient and eval == predict cases.
+asan_skip="WideResnet learns to tell*,LSTMSeq2SeqAttn learns to reverse*"
 
 if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then   # run, not sourced
   set -uo pipefail
