@@ -24,8 +24,8 @@ sanitize_build() {
     # (The main build stays one file per object: what users build and what ships; its test suites,
     # which do not ship, build 8 to a file too — tests/meson.build.)
     # UndefinedBehaviorSanitizer without its null, alignment, pointer-overflow and vptr checks: they
-    # instrument every member access and pointer step, and cost a third of this build's time (a
-    # null access still stops the run, as ASan's SEGV report). What stays is what turns into silent
+    # instrument every member access and pointer step, and were nearly all of UBSan's compile time
+    # (docs/11 has the measurement); a null access still stops the run, as ASan's SEGV report. What stays is what turns into silent
     # wrong answers: signed overflow, shifts, bounds, division by zero, bool and enum values.
     meson setup "$asan_build" --buildtype=plain -Doptimization=0 \
       -Dcpp_args="-g1 -fno-sanitize=null,alignment,pointer-overflow,vptr" \
@@ -61,8 +61,8 @@ sanitize_run() {  # sanitize_run BUILD_STATUS BUILD_LOG
   finish_catalogue "ASan+UBSan"
 }
 
-# Left to the main build: two models' learning runs through the Loop, 93 of the 150 s test_models
-# takes at -O0 under the sanitizers (its convolutions and LSTM steps unoptimised). Their layers
+# Left to the main build: two models' learning runs through the Loop, most of test_models' time
+# at -O0 under the sanitizers (hundreds of unoptimised convolution and LSTM steps). Their layers
 # still run here, in the same suite's shape, gradient and eval == predict cases.
 asan_skip="WideResnet learns to tell*,LSTMSeq2SeqAttn learns to reverse*"
 
