@@ -45,8 +45,8 @@
 #include <map>
 #include <vector>
 
-#include "core/decode/beam_search.hpp"
 #include "core/data/masked_lm.hpp"
+#include "core/decode/beam_search.hpp"
 #include "core/decode/sampling.hpp"
 #include "core/dist/communicator.hpp"
 #include "core/layer/serial.hpp"

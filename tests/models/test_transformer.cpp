@@ -410,7 +410,7 @@ TEST_CASE("LayerwiseRateFactors: decay^(n_layers + 1 − depth) — embedding 0,
     // then two layers (attention, feed-forward) per block; Select, LayerNorm, Mean, Dense.
     const int first_block = scaled ? 5 : 4;
     std::map<std::string, double> expected{
-        {fmt::format("Serial/Embedding_10_8[1]/table"), 0.125},
+        {"Serial/Embedding_10_8[1]/table", 0.125},
         {fmt::format("Serial/PositionalEncoding[{}]/pe", first_block - 1), 0.125},
         {fmt::format("Serial/LayerNorm[{}]/scale", first_block + 5), 1.0},
         {fmt::format("Serial/Dense_2[{}]/w", first_block + 7), 1.0}};
