@@ -183,8 +183,8 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
     fmt::print("from {}: {}\n", pretrained->weights, report.describe());
   }
   if (layer_decay < 1)
-    fmt::print("layer-wise rates: the head at --lr, each block below it at {} times the rate above ({} blocks), the "
-               "embedding at {:.3g} times --lr\n", layer_decay, m.arch.n_layers, std::pow(layer_decay, m.arch.n_layers + 1));
+    fmt::print("layer-wise rates: the head at --lr, each block below it at {} times the rate above ({} block{}), the "
+               "embedding at {:.3g} times --lr\n", layer_decay, m.arch.n_layers, m.arch.n_layers == 1 ? "" : "s", std::pow(layer_decay, m.arch.n_layers + 1));
   train::Loop loop = examples::make_loop(
       model, m, t,
       {.train = train_stream,

@@ -211,7 +211,7 @@ sentiment)
     # the run's decay (and recomputes the same rates), and the weights differ from the same run's
     # at one rate.
     "$exe" train --out "$tmp/decay4" "${noised[@]}" --layer-decay 0.5 --steps 4 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "--layer-decay"; }
-    expect "layer-wise rates: the head at --lr, each block below it at 0.5 times the rate above (1 blocks), the embedding at 0.25 times --lr" "$tmp/log"
+    expect "layer-wise rates: the head at --lr, each block below it at 0.5 times the rate above (1 block), the embedding at 0.25 times --lr" "$tmp/log"
     "$exe" train --out "$tmp/decay2" "${noised[@]}" --layer-decay 0.5 --steps 2 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "--layer-decay, 2 steps"; }
     "$exe" train --out "$tmp/decay2" --data "$data/imdb" --steps 4 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "--layer-decay, resumed"; }
     expect "layer-wise rates" "$tmp/log"

@@ -79,19 +79,41 @@ std::vector<std::vector<Hypothesis>> beam_search(Layer& model, const Tensor& inp
                           return x.log_prob > y.log_prob ||
                                  (x.log_prob == y.log_prob && (x.row < y.row || (x.row == y.row && x.token < y.token)));
                         });
-      std::int64_t live = 0;
-      for (std::size_t c = 0; c < n_keep && live < K; ++c) {
+      std::vector<const Candidate*> survivors;   // best first
+      for (std::size_t c = 0; c < n_keep && static_cast<std::int64_t>(survivors.size()) < K; ++c) {
         const Candidate& cand = candidates[c];
-        std::vector<std::int32_t> seq = beams[cand.row].tokens;
-        seq.push_back(cand.token);
         if (o.eos_id >= 0 && cand.token == o.eos_id) {
-          if (static_cast<std::int64_t>(c) < K)
+          if (static_cast<std::int64_t>(c) < K) {
+            std::vector<std::int32_t> seq = beams[cand.row].tokens;
+            seq.push_back(cand.token);
             finished[b].push_back({seq, cand.log_prob, normalised(cand.log_prob, seq.size(), o.length_penalty)});
+          }
           continue;
         }
-        next[b * K + live] = {std::move(seq), cand.log_prob};
-        parent[b * K + live] = cand.row;
-        ++live;
+        survivors.push_back(&cand);
+      }
+      // Which row a survivor takes: its parent's own, if it is that parent's first survivor, so
+      // its KV caches need not move; the rest fill the rows whose parents died. A step whose
+      // parents are 0 0 1 2 then copies one row's caches instead of three (and saves none).
+      std::vector<bool> taken(static_cast<std::size_t>(K), false);
+      std::vector<std::int64_t> slot(survivors.size(), -1);
+      for (std::size_t s = 0; s < survivors.size(); ++s) {
+        const std::int64_t own = survivors[s]->row - b * K;
+        if (!taken[own]) taken[own] = true, slot[s] = own;
+      }
+      std::int64_t free_slot = 0;
+      for (std::size_t s = 0; s < survivors.size(); ++s) {
+        if (slot[s] >= 0) continue;
+        while (taken[free_slot]) ++free_slot;
+        taken[free_slot] = true, slot[s] = free_slot;
+      }
+      for (std::size_t s = 0; s < survivors.size(); ++s) {
+        const Candidate& cand = *survivors[s];
+        const std::int64_t r = b * K + slot[s];
+        std::vector<std::int32_t> seq = beams[cand.row].tokens;
+        seq.push_back(cand.token);
+        next[r] = {std::move(seq), cand.log_prob};
+        parent[r] = cand.row;
       }
       // Done when K hypotheses are finished and no live one can still beat the worst of them
       // (exact for length_penalty 0, where extending only lowers a log-probability).
@@ -99,13 +121,13 @@ std::vector<std::vector<Hypothesis>> beam_search(Layer& model, const Tensor& inp
         double worst = std::numeric_limits<double>::infinity();
         for (const auto& h : finished[b]) worst = std::min(worst, h.score);
         const double best_live =
-            live == 0 ? minus_infinity
-                      : normalised(next[b * K].log_prob, next[b * K].tokens.size(), o.length_penalty);
+            survivors.empty() ? minus_infinity
+                              : normalised(survivors[0]->log_prob, next[b * K + slot[0]].tokens.size(), o.length_penalty);
         if (worst >= best_live) done[b] = true;
       }
     }
     beams = std::move(next);
-    if (std::all_of(done.begin(), done.end(), [](bool d) { return d; })) break;
+    if (t + 1 == o.max_length || std::all_of(done.begin(), done.end(), [](bool d) { return d; })) break;
     model.reorder_rows(parent);
     std::vector<std::int32_t> last(static_cast<std::size_t>(rows), o.start_id);
     for (std::int64_t r = 0; r < rows; ++r)

@@ -15,7 +15,8 @@
 // All n_beams hypotheses of all B inputs run as one batch of B · n_beams rows in predict mode.
 // When survivors are chosen, the model's state (KV caches, cached encoder outputs) is reordered
 // to follow them: every state tensor's leading axis holds rows (times a factor, e.g. heads), and
-// row r takes its parent's slice. Scalar state (positions) is shared.
+// row r takes its parent's slice. A survivor keeps its parent's row when it is that parent's
+// first, so only the others' caches move. Scalar state (positions) is shared.
 //
 // Differences from Trax, whose beam_search takes batch_size 1, ignores eos_id and length_penalty
 // and always runs max_length steps: here batches, eos and length penalty all work.

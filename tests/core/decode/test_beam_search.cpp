@@ -24,6 +24,20 @@ double eval_log_prob(Layer& eval, const Tensor& prompt_row, const std::vector<st
   return total;
 }
 
+// Passes its input on and records every `parent` that beam search reorders the state by.
+class ParentRecorder final : public Layer {
+ public:
+  explicit ParentRecorder(std::vector<std::vector<std::int64_t>>* seen)
+      : Layer("ParentRecorder", 1, 1, std::source_location::current()), seen_(seen) {}
+
+ protected:
+  Stack forward(const Stack& in) override { return {in[0]}; }
+  void reorder_own_rows(const std::vector<std::int64_t>& parent) override { seen_->push_back(parent); }
+
+ private:
+  std::vector<std::vector<std::int64_t>>* seen_;
+};
+
 }  // namespace
 
 TEST_CASE("beam width 1 is greedy decoding") {
@@ -56,6 +70,33 @@ TEST_CASE("every hypothesis' log_prob is the eval model's, so beams carried the 
     }
     CHECK(beams[b][0].tokens != beams[b][1].tokens);
   }
+}
+
+TEST_CASE("a survivor keeps its parent's row when it is that parent's first: only the others' caches move") {
+  auto [eval, predict] = lm_pair();
+  std::vector<std::vector<std::int64_t>> parents;
+  auto model = layers::Serial(std::make_shared<ParentRecorder>(&parents), predict);
+  model->set_mode(Mode::predict);
+  model->init(ShapeDtype{{1, 1}, DType::int32});
+  model->set_all_weights(eval->all_weights());
+  const Tensor prompt = tensor({3, 7, 9, 2, 2, 5}, {2, 3});
+  const auto beams = beam_search(*model, prompt, 1, {.n_beams = 4, .eos_id = -1, .max_length = 8});
+  REQUIRE(parents.size() == 7);   // after every step but the last
+  // Step 1: each input's one live beam feeds all four rows, from its own row.
+  CHECK(parents[0] == std::vector<std::int64_t>{0, 0, 0, 0, 4, 4, 4, 4});
+  std::int64_t kept_moves = 0;
+  for (const auto& parent : parents)
+    for (std::size_t r = 0; r < parent.size(); ++r) {
+      const auto p = static_cast<std::size_t>(parent[r]);
+      CHECK(parent[r] / 4 == static_cast<std::int64_t>(r) / 4);   // within its own input's rows
+      CHECK(parent[p] == parent[r]);   // a parent that has a survivor kept its own row: nothing to save first
+      kept_moves += p != r;
+    }
+  CHECK(kept_moves < 7 * 8);
+  // And the caches followed: the same hypotheses' log-probabilities as the eval model gives.
+  for (std::int64_t b = 0; b < 2; ++b)
+    for (const Hypothesis& h : beams[b])
+      CHECK(h.log_prob == doctest::Approx(eval_log_prob(*eval, slice(prompt, 0, b, b + 1), h.tokens)).epsilon(1e-5));
 }
 
 TEST_CASE("a wider beam never finds a less likely best sequence than a narrow one, here") {
