@@ -79,14 +79,19 @@ std::vector<std::vector<Hypothesis>> beam_search(Layer& model, const Tensor& inp
                           return x.log_prob > y.log_prob ||
                                  (x.log_prob == y.log_prob && (x.row < y.row || (x.row == y.row && x.token < y.token)));
                         });
+      const auto extended = [&](const Candidate& cand) {
+        std::vector<std::int32_t> seq = beams[cand.row].tokens;
+        seq.push_back(cand.token);
+        return seq;
+      };
       std::vector<const Candidate*> survivors;   // best first
       for (std::size_t c = 0; c < n_keep && static_cast<std::int64_t>(survivors.size()) < K; ++c) {
         const Candidate& cand = candidates[c];
         if (o.eos_id >= 0 && cand.token == o.eos_id) {
           if (static_cast<std::int64_t>(c) < K) {
-            std::vector<std::int32_t> seq = beams[cand.row].tokens;
-            seq.push_back(cand.token);
-            finished[b].push_back({seq, cand.log_prob, normalised(cand.log_prob, seq.size(), o.length_penalty)});
+            std::vector<std::int32_t> seq = extended(cand);
+            const double score = normalised(cand.log_prob, seq.size(), o.length_penalty);
+            finished[b].push_back({std::move(seq), cand.log_prob, score});
           }
           continue;
         }
@@ -110,9 +115,7 @@ std::vector<std::vector<Hypothesis>> beam_search(Layer& model, const Tensor& inp
       for (std::size_t s = 0; s < survivors.size(); ++s) {
         const Candidate& cand = *survivors[s];
         const std::int64_t r = b * K + slot[s];
-        std::vector<std::int32_t> seq = beams[cand.row].tokens;
-        seq.push_back(cand.token);
-        next[r] = {std::move(seq), cand.log_prob};
+        next[r] = {extended(cand), cand.log_prob};
         parent[r] = cand.row;
       }
       // Done when K hypotheses are finished and no live one can still beat the worst of them
