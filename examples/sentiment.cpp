@@ -184,7 +184,8 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
   }
   if (layer_decay < 1)
     fmt::print("layer-wise rates: the head at --lr, each block below it at {} times the rate above ({} block{}), the "
-               "embedding at {:.3g} times --lr\n", layer_decay, m.arch.n_layers, m.arch.n_layers == 1 ? "" : "s", std::pow(layer_decay, m.arch.n_layers + 1));
+               "embedding at {:.3g} times --lr\n", layer_decay, m.arch.n_layers, m.arch.n_layers == 1 ? "" : "s",
+               std::pow(layer_decay, m.arch.n_layers + 1));
   train::Loop loop = examples::make_loop(
       model, m, t,
       {.train = train_stream,

@@ -84,15 +84,12 @@ TEST_CASE("a survivor keeps its parent's row when it is that parent's first: onl
   REQUIRE(parents.size() == 7);   // after every step but the last
   // Step 1: each input's one live beam feeds all four rows, from its own row.
   CHECK(parents[0] == std::vector<std::int64_t>{0, 0, 0, 0, 4, 4, 4, 4});
-  std::int64_t kept_moves = 0;
   for (const auto& parent : parents)
     for (std::size_t r = 0; r < parent.size(); ++r) {
       const auto p = static_cast<std::size_t>(parent[r]);
       CHECK(parent[r] / 4 == static_cast<std::int64_t>(r) / 4);   // within its own input's rows
       CHECK(parent[p] == parent[r]);   // a parent that has a survivor kept its own row: nothing to save first
-      kept_moves += p != r;
     }
-  CHECK(kept_moves < 7 * 8);
   // And the caches followed: the same hypotheses' log-probabilities as the eval model gives.
   for (std::int64_t b = 0; b < 2; ++b)
     for (const Hypothesis& h : beams[b])
