@@ -123,9 +123,11 @@ std::vector<std::vector<Hypothesis>> beam_search(Layer& model, const Tensor& inp
       if (static_cast<std::int64_t>(finished[b].size()) >= K) {
         double worst = std::numeric_limits<double>::infinity();
         for (const auto& h : finished[b]) worst = std::min(worst, h.score);
-        const double best_live = survivors.empty() ? minus_infinity
-                                                   : normalised(survivors[0]->log_prob, next[b * K + slot[0]].tokens.size(),
-                                                                o.length_penalty);
+        double best_live = minus_infinity;
+        if (!survivors.empty()) {
+          const Beam& best = next[b * K + slot[0]];
+          best_live = normalised(best.log_prob, best.tokens.size(), o.length_penalty);
+        }
         if (worst >= best_live) done[b] = true;
       }
     }
