@@ -25,8 +25,9 @@ sanitize_build() {
     # which do not ship, build 8 to a file too — tests/meson.build.)
     # UndefinedBehaviorSanitizer without its null, alignment, pointer-overflow and vptr checks: they
     # instrument every member access and pointer step, and were nearly all of UBSan's compile time
-    # (docs/11 has the measurement); a null access still stops the run, as ASan's SEGV report. What stays is what turns into silent
-    # wrong answers: signed overflow, shifts, bounds, division by zero, bool and enum values.
+    # (docs/11 has the measurement); a null access still stops the run, as ASan's SEGV report.
+    # What stays is what turns into silent wrong answers: signed overflow, shifts, bounds, division
+    # by zero, bool and enum values.
     meson setup "$asan_build" --buildtype=plain -Doptimization=0 \
       -Dcpp_args="-g1 -fno-sanitize=null,alignment,pointer-overflow,vptr" \
       -Db_sanitize=address,undefined -Db_lundef=false -Dmpi=disabled -Dunity=on -Dunity_size=8 || return 1
