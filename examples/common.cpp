@@ -245,10 +245,11 @@ int run_main(const char* program, const std::function<int()>& body) {
   }
 }
 
-void refuse_body_flags(const CLI::App& cmd, const ModelFlags& m, const std::string& init_from) {
-  if (m.model != "transformer")
+void refuse_body_flags(const CLI::App& cmd, const ModelFlags& m, const std::string& init_from,
+                       const std::vector<std::string>& fine_tunes) {
+  if (std::find(fine_tunes.begin(), fine_tunes.end(), m.model) == fine_tunes.end())
     throw std::invalid_argument(fmt::format("--init-from: a pretrained Transformer encoder fine-tunes a --model "
-                                            "transformer, not {}", m.model));
+                                            "{}, not {}", fmt::join(fine_tunes, " or "), m.model));
   for (const char* flag : {"--d-model", "--d-ff", "--n-layers", "--n-heads", "--max-len", "--positions", "--norm",
                            "--scale-embeddings", "--vocab-size"})
     if (cmd.count(flag) > 0)
@@ -270,6 +271,7 @@ std::optional<Pretrained> settle_pretrained(const std::string& init_from, bool r
   };
   const std::string model = m.model;
   const double dropout = m.arch.dropout;
+  const std::int64_t n_filters = m.n_filters;   // a CNN's own, not the body's
   if (resumed) {   // a resume keeps the record of where the body came from
     const train::StoredConfig own = train::StoredConfig::of_run(t.out);
     m = model_flags_from(own);
@@ -280,6 +282,7 @@ std::optional<Pretrained> settle_pretrained(const std::string& init_from, bool r
   m = model_flags_from(pre);
   m.model = model;
   m.arch.dropout = dropout;
+  m.n_filters = n_filters;
   if (t.comm->rank() == 0)   // its vocabulary is this run's: the body's embeddings are indexed by its ids
     io::write_atomically(train::vocabulary_file(t.out), data::read_file(train::vocabulary_file(init_from)));
   t.comm->barrier();

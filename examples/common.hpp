@@ -181,7 +181,9 @@ struct Pretrained {
   // The maps that load RUN's body where `masked_lm` would load a masked LM's (none: by its names).
   std::vector<train::WeightMap> body_maps(std::vector<train::WeightMap> masked_lm = {train::WeightMap{}}) const;
 };
-void refuse_body_flags(const CLI::App& cmd, const ModelFlags& m, const std::string& init_from);
+// `fine_tunes`: the --model values that take RUN's weights (sentiment's cnn takes its embedding).
+void refuse_body_flags(const CLI::App& cmd, const ModelFlags& m, const std::string& init_from,
+                       const std::vector<std::string>& fine_tunes = {"transformer"});
 std::optional<Pretrained> settle_pretrained(const std::string& init_from, bool resumed, ModelFlags& m,
                                             const TrainFlags& t);
 

@@ -20,10 +20,11 @@
 // Batches are bucketed by length so little compute is padding.
 //
 // FEW LABELS. --sample N trains on N reviews drawn at random; --init-from RUN fine-tunes a
-// `pretrain` run's body; --teacher RUN adds the texts the sample left out, labelled by a trained
-// classifier where it is sure (self-training); --mask-tokens P noises the training reviews as
-// pretraining hid them; --layer-decay D lets each block of the pretrained body learn at D times the
-// rate of the block above it (docs/10_real_data.md measures all five).
+// `pretrain` run's body (--model cnn: its embedding table alone, Kim's CNN-non-static); --teacher
+// RUN adds the texts the sample left out, labelled by a trained classifier where it is sure
+// (self-training); --mask-tokens P noises the training reviews as pretraining hid them;
+// --layer-decay D lets each block of the pretrained body learn at D times the rate of the block
+// above it (docs/10_real_data.md measures all five).
 //
 // ANY LABELLED TEXT. The classes are read from the data: K = the largest label + 1 (stored in the
 // checkpoint), so a `label<TAB>text` dataset of K classes trains a K-way classifier. --data may
@@ -52,6 +53,7 @@
 #include "core/train/checkpoint.hpp"
 #include "examples/common.hpp"
 #include "examples/sentiment.hpp"
+#include "models/sentence_cnn.hpp"
 
 namespace ctrax::examples::sentiment {
 
@@ -179,7 +181,12 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
   if ((pretrained && !resumed) || layer_decay < 1)
     model->init(ShapeDtype{{t.batch_size, m.arch.max_len}, DType::int32}, Rng(t.seed).fold_in(7));
   if (pretrained && !resumed) {
-    const train::LoadReport report = train::load_matching_weights(pretrained->weights, *model, pretrained->body_maps());
+    // A CNN takes the body's embedding table alone (Kim's CNN-non-static), the encoder all of the body.
+    const train::LoadReport report = train::load_matching_weights(
+        pretrained->weights, *model,
+        m.model == "cnn" ? pretrained->body_maps(models::MaskedLMEmbeddingInSentenceCNN(tok->vocab_size(),
+                                                                                       m.config(Mode::train)))
+                         : pretrained->body_maps());
     fmt::print("from {}: {}\n", pretrained->weights, report.describe());
   }
   if (layer_decay < 1)
@@ -293,7 +300,7 @@ int main(int argc, char** argv) {
   return examples::run_main("sentiment", [&] {
     if (*train) {
       t.task = "sentiment";
-      if (init_flag->count() > 0) examples::refuse_body_flags(*train, m, init_from);
+      if (init_flag->count() > 0) examples::refuse_body_flags(*train, m, init_from, {"transformer", "cnn"});
       auto lock = examples::settle_run(*train, t);   // a resume's --teacher is the run's
       if (confidence_flag->count() > 0 && teacher.run.empty())
         throw std::invalid_argument("--teacher-confidence: applies with --teacher only");
@@ -303,6 +310,9 @@ int main(int argc, char** argv) {
         throw std::invalid_argument("--mask-tokens hides tokens behind the pretraining's <mask> piece: give --init-from RUN");
       if (layer_decay < 1 && init_from.empty())
         throw std::invalid_argument("--layer-decay slows a pretrained body's blocks under a new head: give --init-from RUN");
+      if (layer_decay < 1 && m.model == "cnn")
+        throw std::invalid_argument("--layer-decay slows a pretrained body's blocks under a new head; --model cnn "
+                                    "takes the body's embedding alone: give --model transformer");
       return train_command(std::move(lock), m, t, vocab_size, head, limit, sample, init_from, teacher, mask_rate,
                            layer_decay);
     }

@@ -11,6 +11,10 @@
 // stands. Max over time keeps whether (and how strongly) it fired, not where — a bag of learned
 // phrases, where the Transformer encoder (TransformerEncoder) relates every token to every other.
 // Kim's CNN-rand: embeddings learned from scratch; dropout 0.5 on the penultimate layer only.
+// Kim's CNN-non-static: the embeddings start from word vectors learned on unlabelled text (Kim used
+// word2vec's) and go on learning with the classifier — here a masked LM's embedding table
+// (MaskedLMEmbeddingInSentenceCNN). Its scale needs no change: Trax's Embedding starts at variance
+// 1/d, and a body trained with --scale-embeddings (× √d after the table) keeps its table near that.
 // Padding (id 0) is read like any token: sequences are padded past the widest filter.
 #pragma once
 
@@ -18,6 +22,8 @@
 
 #include "core/layer/layer.hpp"
 #include "core/layer/mode.hpp"
+#include "core/train/checkpoint.hpp"
+#include "models/transformer.hpp"
 
 namespace ctrax::models {
 
@@ -30,5 +36,10 @@ struct SentenceCNNConfig {
 };
 
 LayerPtr SentenceCNN(std::int64_t vocab_size, std::int64_t n_classes, const SentenceCNNConfig& c = {});
+
+// A masked LM's (MaskedLM(vocab_size, c)) embedding table as SentenceCNN's (d_model = c.d_model):
+// the one WeightMap, the masked LM's name → the CNN's, for train::load_matching_weights; the rest
+// of the body stays in the file, unused. Builds and initialises both to read their names.
+std::vector<train::WeightMap> MaskedLMEmbeddingInSentenceCNN(std::int64_t vocab_size, const TransformerConfig& c);
 
 }  // namespace ctrax::models

@@ -265,7 +265,7 @@ SI=("$sentiment" train --out sinit --data imdb --steps 1 --batch-size 4 --thread
 bad init-from-missing     "nowhere: no model.safetensors here" "${SI[@]}" --init-from nowhere
 bad init-from-lm-run      "lmrun/model.safetensors was trained by \`lm\`; this is \`pretrain\`" "${SI[@]}" --init-from lmrun
 bad init-from-vocab       "--vocab-size: with --init-from the body's settings and vocabulary are the pretrained run's" "${SI[@]}" --vocab-size 60 --init-from srun
-bad init-from-cnn         "--init-from: a pretrained Transformer encoder fine-tunes a --model transformer, not cnn" "$sentiment" train --out snew2 --data imdb --model cnn --init-from srun
+bad init-from-cnn-decay   "--model cnn takes the body's embedding alone: give --model transformer" "$sentiment" train --out snew2 --data imdb --model cnn --init-from srun --layer-decay 0.8
 bad init-from-d-model     "--d-model: with --init-from" "$sentiment" train --out snew3 --data imdb --d-model 32 --init-from srun
 bad chatbot-init-lm-run   "lmrun/model.safetensors was trained by \`lm\`; this is \`pretrain\`" "$chatbot" train --data qa.csv --out cinit --steps 1 --threads 1 --init-from lmrun
 bad chatbot-init-d-model  "--d-model: with --init-from the body's settings and vocabulary are the pretrained run's" "$chatbot" train --data qa.csv --out cinit2 --d-model 32 --init-from lmrun

@@ -193,6 +193,19 @@ sentiment)
     expect '"train_sample": 200' "$tmp/ft.json"
     expect "\"init_from\": \"$tmp/mlm/" "$tmp/ft.json"
     expect '"n": 20' "$tmp/ft.json"
+    # Kim's CNN-non-static: a CNN takes the body's embedding table alone (its width and vocabulary),
+    # its own --n-filters; a resume and an eval read its settings from the run.
+    "$exe" train --data "$data/imdb" --out "$tmp/ft_cnn" --model cnn --init-from "$tmp/mlm" --n-filters 6 --sample 200 \
+      --steps 3 --eval-every 3 --batch-size 4 --threads 1 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "fine-tune a CNN"; }
+    expect "loaded 1 weights:" "$tmp/log"
+    expect "Serial/Embedding_300_16\[0\]/table" "$tmp/log"
+    expect "newly initialised 8:" "$tmp/log"   # three filters' w and b, the Dense's
+    expect "unused in the file 21:" "$tmp/log"
+    expect "trainable weights: 6008$" "$tmp/log"   # 300·16 + (3 + 4 + 5)·16·6 + 6·3 + (18·2 + 2)
+    "$exe" train --data "$data/imdb" --out "$tmp/ft_cnn" --steps 4 --eval-every 1 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "CNN fine-tune resume"; }
+    expect "Ran 1 train steps" "$tmp/log"
+    "$exe" eval --data "$data/imdb" --out "$tmp/ft_cnn" --limit 20 --threads 1 >"$tmp/log" 2>&1 || fail "eval of the fine-tuned CNN"
+    expect "test accuracy .* of 20 texts" "$tmp/log"
     # --mask-tokens: the training reviews hidden as pretraining hid them, drawn afresh for each batch
     # from the seed and the batch's index: 4 steps straight give the weights of 2, a resume and 2,
     # and other weights than the same run without the noise.

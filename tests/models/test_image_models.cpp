@@ -5,12 +5,15 @@
 #include <sstream>
 
 #include "core/train/adam.hpp"
+#include "core/train/checkpoint.hpp"
 #include "core/train/loop.hpp"
 #include "layers/metrics.hpp"
 #include "models/conv_net.hpp"
 #include "models/mlp.hpp"
 #include "models/resnet.hpp"
 #include "models/sentence_cnn.hpp"
+#include "models/transformer.hpp"
+#include "tests/core/train/temp_dir.hpp"
 #include "tests/helpers.hpp"
 
 using namespace ctrax;
@@ -156,4 +159,30 @@ TEST_CASE("SentenceCNN (Kim 2014): filters of widths 3, 4, 5 over the embeddings
   const Tensor c = tensor({3, 5, 3, 5, 3, 5, 3, 5}, {1, 8}), d = tensor({5, 3, 5, 3, 5, 3, 5, 3}, {1, 8});
   // ... but a text made of one repeated pair reads the same windows wherever it starts.
   testing::expect_close((*shift)(Stack{c})[0], (*shift)(Stack{d})[0], 1e-6);
+}
+
+TEST_CASE("MaskedLMEmbeddingInSentenceCNN: a masked LM's embedding table becomes the CNN's (Kim's CNN-non-static)") {
+  TempDir dir;
+  const TransformerConfig c{.d_model = 8, .d_ff = 16, .n_layers = 1, .n_heads = 2, .max_len = 16,
+                            .scale_embeddings = true};
+  auto mlm = MaskedLM(11, c);
+  mlm->init(Signature{ShapeDtype{{2, 6}, DType::int32}, ShapeDtype{{2, 1}, DType::int32}}, Rng(1));
+  train::save_checkpoint(dir / "mlm.safetensors", *mlm, {}, {});
+  auto cnn = SentenceCNN(11, 2, {.d_model = 8, .n_filters = 3});
+  cnn->init(ShapeDtype{{2, 6}, DType::int32}, Rng(2));
+  const auto before = cnn->named_weights();
+  const train::LoadReport report =
+      train::load_matching_weights(dir / "mlm.safetensors", *cnn, MaskedLMEmbeddingInSentenceCNN(11, c));
+  REQUIRE(report.loaded == std::vector<std::string>{"Serial/Embedding_11_8[0]/table"});
+  CHECK(report.unused.size() == mlm->named_weights().size() - 1);   // the rest of the body and its guess
+  CHECK(report.initialised.size() == before.size() - 1);            // the filters and the Dense
+  const auto after = cnn->named_weights();
+  CHECK(after[0].second.to_doubles() == mlm->named_weights()[0].second.to_doubles());
+  for (std::size_t i = 1; i < after.size(); ++i) CHECK(after[i].second.to_doubles() == before[i].second.to_doubles());
+  // A CNN of another width cannot take the table: the load names the weight and both shapes.
+  auto wide = SentenceCNN(11, 2, {.d_model = 16, .n_filters = 3});
+  wide->init(ShapeDtype{{2, 6}, DType::int32}, Rng(2));
+  CHECK_THROWS_WITH_AS(
+      train::load_matching_weights(dir / "mlm.safetensors", *wide, MaskedLMEmbeddingInSentenceCNN(11, c)),
+      doctest::Contains("Serial/Embedding_11_8[0]/table"), std::runtime_error);
 }
