@@ -72,6 +72,12 @@ for f in "$images"/imdb_labels_zen5_4blocks/*.json; do other_bodies+=("$f=fine-t
 for f in "$images"/imdb_labels_zen5_16k/*.json; do other_bodies+=("$f=fine-tuned from 16,000 pieces (bfloat16)"); done
 $py scripts/plot_label_curve.py "$images"/imdb_labels_zen5/*.json "${other_bodies[@]}" \
   --out "$images/imdb_labels_zen5.png" --title "IMDB: test accuracy against labelled reviews (AMD Zen 5 VM)"
+cnn=()   # Kim's CNN from scratch and from the 16,000-piece body's embedding, beside that body's Transformer
+for f in "$images"/imdb_labels_zen5_cnn/scratch_*.json; do cnn+=("$f=Kim's CNN from scratch"); done
+for f in "$images"/imdb_labels_zen5_cnn/finetuned_*.json; do cnn+=("$f=Kim's CNN, embedding from the masked LM"); done
+for f in "$images"/imdb_labels_zen5_16k/*.json; do cnn+=("$f=Transformer fine-tuned from the masked LM"); done
+$py scripts/plot_label_curve.py "${cnn[@]}" --out "$images/imdb_labels_cnn.png" \
+  --title "IMDB: Kim's CNN and the Transformer, 16,000 pieces (AMD Zen 5 VM)"
 $py scripts/plot_metrics.py "$images/bf16_shakespeare/float32.jsonl=float32" \
   "$images/bf16_shakespeare/bfloat16.jsonl=bfloat16 products" --metrics loss,accuracy --from-step 250 --out "$images/bf16_shakespeare.png"
 echo "figures: drawn into $images from $runs and the stored IMDB eval files and Shakespeare metrics"

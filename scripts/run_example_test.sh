@@ -267,6 +267,11 @@ sentiment)
     expect "loaded 20 weights" "$tmp/log"
     expect "newly initialised 2:" "$tmp/log"
     expect "unused in the file 24:" "$tmp/log"   # the generator (a masked LM: 22) and the detector's Dense(1)
+    # A CNN takes the embedding from under the discriminator's prefix too.
+    "$exe" train --data "$data/imdb" --out "$tmp/ft_electra_cnn" --init-from "$tmp/electra" --model cnn --n-filters 6 \
+      --limit 200 --steps 1 --batch-size 4 --threads 1 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "a CNN from ELECTRA"; }
+    expect "loaded 1 weights:" "$tmp/log"
+    expect "unused in the file 43:" "$tmp/log"   # all the file's 44 weights but the embedding table
   fi
   ;;
 translate)
