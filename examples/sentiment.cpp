@@ -250,8 +250,8 @@ int main(int argc, char** argv) {
                     "(-1: a quarter of --max-len; 0: the first max-len only)")->capture_default_str()->check(examples::number_in(-1, 1 << 20));
   std::string init_from;
   auto* init_flag = train->add_option("--init-from", init_from,
-                                      "fine-tune: the body (sizes, vocabulary, weights) from this `pretrain` run, a new "
-                                      "head (--model cnn: the body's embedding table, new filters)");
+                                      "fine-tune: the body (sizes, vocabulary, weights) from this `pretrain` run, a "
+                                      "new head (--model cnn: the body's embedding table, new filters)");
   std::int64_t limit = 0;
   auto* limit_flag = train->add_option("--limit", limit, "use only the first N training reviews (0: all; quick trials)")
       ->capture_default_str()->check(examples::number_in(0, 1e12));
