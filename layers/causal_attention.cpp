@@ -46,9 +46,16 @@ class DotProductCausalAttentionLayer final : public Layer {
     if (k.shape.size() != 3 || v.shape.size() != 3)
       throw std::invalid_argument(fmt::format(
           "DotProductCausalAttention expects (B·H, L, d_head) q, k, v, got {}", ctrax::to_string(input)));
-    state() = {Tensor::zeros({k.shape[0], max_len_, k.shape[2]}, k.dtype),
-               Tensor::zeros({v.shape[0], max_len_, v.shape[2]}, v.dtype),
-               Tensor::scalar(0, DType::int32)};
+    // A reset keeps the buffers of the same size: only the count says what is filled, and
+    // attention reads no position past it. Fresh zeros would be fresh pages, each first touched
+    // under a page fault, at every decoded sequence (docs/11_performance.md).
+    const Shape k_shape{k.shape[0], max_len_, k.shape[2]}, v_shape{v.shape[0], max_len_, v.shape[2]};
+    const std::vector<Tensor>& kept = kept_state();
+    if (kept.size() == 3 && kept[0].shape() == k_shape && kept[0].dtype() == k.dtype && kept[1].shape() == v_shape &&
+        kept[1].dtype() == v.dtype)
+      state() = {kept[0], kept[1], Tensor::scalar(0, DType::int32)};
+    else
+      state() = {Tensor::zeros(k_shape, k.dtype), Tensor::zeros(v_shape, v.dtype), Tensor::scalar(0, DType::int32)};
   }
 
   // Beam search moves only the filled positions of each reordered row, in place.

@@ -306,6 +306,7 @@ void Layer::init_keeping_weights(const Signature& input_signature) {
   std::vector<std::string> names = std::move(weight_names_);
   weights_.clear();
   weight_names_.clear();
+  kept_state_ = std::move(state_);
   state_.clear();
   keeping_weights_ = true;
   try {
@@ -318,10 +319,13 @@ void Layer::init_keeping_weights(const Signature& input_signature) {
     keeping_weights_ = false;
     weights_ = std::move(kept_weights_);
     weight_names_ = std::move(names);
+    state_ = std::move(kept_state_);
+    kept_state_.clear();
     throw;
   }
   keeping_weights_ = false;
   kept_weights_.clear();
+  kept_state_.clear();
 }
 
 std::optional<Stack> Layer::scan_all(const Stack&, int) { return std::nullopt; }

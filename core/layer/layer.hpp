@@ -202,6 +202,9 @@ class Layer {
   // require a gradient.
   void add_weight(std::string name, const Shape& shape, DType dtype, const Initializer& initializer,
                   const Rng& rng);
+  // In init_weights_and_state under reset_state (or init with use_cache): the state this layer
+  // had, so that it may reuse the buffers (a KV cache's) instead of allocating them; else empty.
+  const std::vector<Tensor>& kept_state() const { return kept_state_; }
   // Applies sublayer i to a stack, so that an error in it carries the index in its path.
   Stack call_sublayer(std::size_t i, const Stack& stack);
 
@@ -228,6 +231,7 @@ class Layer {
   bool keeping_weights_ = false;
   std::vector<std::string> weight_names_;
   std::vector<Tensor> state_;
+  std::vector<Tensor> kept_state_;  // while keeping weights: the state the layer had
   Rng rng_;
   bool plan_;
   Mode mode_ = Mode::train;

@@ -249,8 +249,21 @@ TEST_CASE("reset_state empties the KV caches and keeps every weight (the same te
   const auto values = before[0].to_doubles();
   const Tensor first = tensor({0, 0}, {2, 1});
   const Tensor logits = (*predict)(first).to(DType::float64);
-  (*predict)(tensor({3, 5}, {2, 1}));  // fills a second cache position
+  const Tensor second = (*predict)(tensor({3, 5}, {2, 1}));  // fills a second cache position
+  const auto caches = predict->named_state();
   predict->reset_state({ShapeDtype{{2, 1}, DType::int32}});
+  // The caches keep their buffers (no fresh pages to fault in per sequence), the counts go to 0.
+  const auto reset = predict->named_state();
+  REQUIRE(reset.size() == caches.size());
+  int kept = 0;
+  for (std::size_t i = 0; i < reset.size(); ++i)
+    if (reset[i].second.rank() == 3) {
+      CHECK(reset[i].second.raw_data() == caches[i].second.raw_data());
+      ++kept;
+    } else {
+      CHECK(reset[i].second.to_doubles() == std::vector<double>{0.0});
+    }
+  CHECK(kept == 2 * 2);   // tiny(): two decoder blocks, K and V each
   const auto after = predict->all_weights();
   REQUIRE(after.size() == before.size());
   for (std::size_t i = 0; i < after.size(); ++i) {
@@ -260,6 +273,12 @@ TEST_CASE("reset_state empties the KV caches and keeps every weight (the same te
   const auto now = after[0].to_doubles();
   CHECK(std::equal(now.begin(), now.end(), values.begin(), values.end()));
   expect_close((*predict)(first).to(DType::float64), logits, 0.0);  // position 0 again
+  expect_close((*predict)(tensor({3, 5}, {2, 1})), second, 0.0);       // then position 1
+  // Another batch size cannot keep them: new caches of its shape.
+  predict->reset_state({ShapeDtype{{3, 1}, DType::int32}});
+  for (const auto& [name, s] : predict->named_state())
+    if (s.rank() == 3) CHECK_MESSAGE(s.dim(0) % 3 == 0, name);
+  CHECK((*predict)(tensor({0, 0, 0}, {3, 1})).dim(0) == 3);
 }
 
 TEST_CASE("eval == predict: Transformer's decoder one token at a time reproduces eval logits") {
