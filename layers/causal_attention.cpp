@@ -71,10 +71,13 @@ class DotProductCausalAttentionLayer final : public Layer {
   //   Branch([…, SplitIntoHeads], [… SplitIntoHeads], [… SplitIntoHeads]), this, MergeHeads
   // runs as each branch's projection, then attention_heads (core/tensor/attention.hpp) over the
   // unsplit (B, L, H·d) q, k, v, whose result is MergeHeads' (B, L, H·d_v). The three splits and
-  // the merge — four copies of an activation forward and four backward — are not made. Outside
-  // predict mode (decoding has its KV cache); the dropout mask is this layer's own draw.
+  // the merge — four copies of an activation forward and four backward — are not made; the
+  // dropout mask is this layer's own draw. In predict mode the new keys and values go into the
+  // KV cache from where the projections put them (write_heads_to_cache) and q attends over the
+  // cache in place (attention_heads_over_prefix): per decoded token and layer, the four copies
+  // and the layers that made them are left out.
   std::optional<FusedRun> fuses_with(const Layer* previous, std::span<const LayerPtr> after) const override {
-    if (!previous || after.empty() || mode() == Mode::predict) return std::nullopt;
+    if (!previous || after.empty()) return std::nullopt;
     const int H = heads_merged_by(*after[0]);
     if (H == 0 || projections(*previous, H).empty()) return std::nullopt;
     return FusedRun{.with_previous = true, .n_after = 1};
@@ -98,6 +101,7 @@ class DotProductCausalAttentionLayer final : public Layer {
     if (q.rank() != 3 || k.shape() != q.shape() || v.rank() != 3 || v.dim(0) != q.dim(0) || v.dim(1) != q.dim(1) ||
         q.dim(2) % H != 0 || v.dim(2) % H != 0)
       return std::nullopt;
+    if (mode() == Mode::predict) return predict_step_heads(q, k, v, H);
     const std::int64_t B = q.dim(0), L = q.dim(1);
     // This layer's draw over its (B·H, L, L) probabilities: the same elements as (B, H, L, L).
     Tensor keep = attention_dropout_keep({B * H, L, L}, dropout_, mode(), rng());
@@ -117,6 +121,26 @@ class DotProductCausalAttentionLayer final : public Layer {
   }
 
  private:
+  // predict_step for q, k, v of (B, L, H·d), the heads side by side: the same cache, the same
+  // numbers. Declines (nullopt) what predict_step would refuse, so the tree gives its error.
+  std::optional<Stack> predict_step_heads(const Tensor& q, const Tensor& k, const Tensor& v, int H) {
+    if (state().size() != 3) return std::nullopt;
+    Tensor& K = state()[0];
+    Tensor& V = state()[1];
+    const auto filled = static_cast<std::int64_t>(state()[2].item());
+    const std::int64_t L_q = q.dim(1);
+    if (K.dim(0) != q.dim(0) * H || K.dim(2) * H != k.dim(2) || V.dim(2) * H != v.dim(2) || K.dtype() != k.dtype() ||
+        V.dtype() != v.dtype() || filled + L_q > max_len_)
+      return std::nullopt;
+    write_heads_to_cache(K, k, H, filled);
+    write_heads_to_cache(V, v, H, filled);
+    const std::int64_t n = filled + L_q;
+    state()[2] = Tensor::scalar(static_cast<double>(n), DType::int32);
+    LinearBias bias = bias_;
+    bias.q_offset = filled;
+    return Stack{attention_heads_over_prefix(q, K, V, n, H, L_q == 1 ? Tensor() : causal_mask(L_q, n), bias)};
+  }
+
   Tensor predict_step(const Tensor& q, const Tensor& k, const Tensor& v) {
     if (state().size() != 3)
       throw std::logic_error(

@@ -158,7 +158,12 @@ std::optional<Stack> Layer::call_fused(Layer* previous, std::span<const LayerPtr
   run.push_back(this);
   for (const LayerPtr& l : after) run.push_back(l.get());
   const Layer& first = *run.front();
-  const auto ready = [&](const Layer* l) { return l->initialized_ && l->mode_ == mode_; };
+  // The run takes its mode from this layer, the rule's owner: the layer whose behaviour depends
+  // on it; the others are mode-free (Relu, MergeHeads) or run as themselves (a Branch's
+  // projections). A model built for eval or decoding sets the mode of those layers alone and
+  // leaves its plumbing at the default, so outside training a neighbour of another mode is taken
+  // (the tree runs the owner without gradients too); in training every layer must be in train.
+  const auto ready = [&](const Layer* l) { return l->initialized_ && (l->mode_ == mode_ || mode_ != Mode::train); };
   if (!plan_ || t_init || Trace::active() || static_cast<int>(stack.size()) < first.n_in_ ||
       !std::all_of(run.begin(), run.end(), ready))
     return std::nullopt;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <stdexcept>
@@ -97,14 +98,24 @@ struct Dims {
   // each row, (B, L, H·d) — slice n = (b, h) is columns h·d … of batch b's rows, at a row stride
   // of H·d (attention_heads).
   std::int64_t heads = 1;
+  // k and v a KV cache's heads folded into the batch, (B·H, max_len, d), while q and out keep the
+  // heads side by side (attention_heads_over_prefix): slice n's keys are rows n · kv_rows … .
+  bool kv_split = false;
 
   // Where slice n starts in q (and dq), k (dk), v (dv), out (dout), and each one's row stride.
+  std::int64_t kv_heads() const { return kv_split ? 1 : heads; }
   std::int64_t q_at(std::int64_t n) const { return (n / heads) * Lq * heads * d + (n % heads) * d; }
-  std::int64_t k_at(std::int64_t n) const { return (n / heads) * kv_rows * heads * d + (n % heads) * d; }
-  std::int64_t v_at(std::int64_t n) const { return (n / heads) * kv_rows * heads * dv + (n % heads) * dv; }
+  std::int64_t k_at(std::int64_t n) const {
+    return (n / kv_heads()) * kv_rows * kv_heads() * d + (n % kv_heads()) * d;
+  }
+  std::int64_t v_at(std::int64_t n) const {
+    return (n / kv_heads()) * kv_rows * kv_heads() * dv + (n % kv_heads()) * dv;
+  }
   std::int64_t out_at(std::int64_t n) const { return (n / heads) * Lq * heads * dv + (n % heads) * dv; }
-  std::int64_t ld() const { return heads * d; }      // q's and k's row stride
-  std::int64_t ld_v() const { return heads * dv; }   // v's and out's
+  std::int64_t ld_q() const { return heads * d; }          // q's and dq's row stride
+  std::int64_t ld_k() const { return kv_heads() * d; }     // k's and dk's
+  std::int64_t ld_v() const { return kv_heads() * dv; }    // v's and dv's
+  std::int64_t ld_out() const { return heads * dv; }       // out's and dout's
 };
 
 // Zeroes rows × cols elements of a slice whose rows lie `ld` apart.
@@ -195,12 +206,12 @@ void forward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex&
     const T sc = scale, ks = keep_scale;   // locals, not captures: see backward
     T* Pn = P + n * LL;
     const T *qn = q + D.q_at(n), *kn = k + D.k_at(n), *vn = v + D.v_at(n);
-    const std::int64_t ld = D.ld(), ld_v = D.ld_v();
+    const std::int64_t ld_q = D.ld_q(), ld_k = D.ld_k(), ld_v = D.ld_v(), ld_out = D.ld_out();
     const std::uint8_t* m = mask.data ? mask.slice(n) : nullptr;
     for (std::int64_t b = 0; b * kQueryBlock < D.Lq;) {
       const auto [i0, rows, Le, next_block] = extents.run(n, b, D.Lq);
       b = next_block;
-      blas::gemm(false, true, rows, Le, D.d, sc, qn + i0 * ld, ld, kn, ld, T(0), Pn + i0 * D.Lk, D.Lk, bf16);
+      blas::gemm(false, true, rows, Le, D.d, sc, qn + i0 * ld_q, ld_q, kn, ld_k, T(0), Pn + i0 * D.Lk, D.Lk, bf16);
       for (std::int64_t i = i0; i < i0 + rows; ++i) {
         T* row = Pn + i * D.Lk;
         if (n_slopes > 0) {
@@ -247,7 +258,8 @@ void forward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex&
         std::fill(row + Le, row + D.Lk, T(0));
       }
       const T* Pd = keep ? scratch : Pn + i0 * D.Lk;
-      blas::gemm(false, false, rows, D.dv, Le, T(1), Pd, D.Lk, vn, ld_v, T(0), out + D.out_at(n) + i0 * ld_v, ld_v, bf16);
+      blas::gemm(false, false, rows, D.dv, Le, T(1), Pd, D.Lk, vn, ld_v, T(0), out + D.out_at(n) + i0 * ld_out, ld_out,
+                 bf16);
     }
   });
 }
@@ -265,25 +277,25 @@ void backward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex
     // below ran several times slower so: docs/11_performance.md).
     const T sc = scale, ks = keep_scale;
     const T* Pn = P + n * LL;
-    const std::int64_t ld = D.ld(), ld_v = D.ld_v();
+    const std::int64_t ld_q = D.ld_q(), ld_k = D.ld_k(), ld_v = D.ld_v(), ld_out = D.ld_out();
     const T* dOn = dout + D.out_at(n);
     const T *qn = q + D.q_at(n), *kn = k + D.k_at(n), *vn = v + D.v_at(n);
     T *dqn = dq + D.q_at(n), *dkn = dk + D.k_at(n), *dvn = dv + D.v_at(n);
     T* Pd = scratch;        // P̃ (each block's rows up to its key extent; P itself without dropout)
     T* dS = scratch + LL;   // dP̃, then dP, then dS
-    zero_rows(dkn, D.Lk, D.d, ld);   // blocks add their share of dK and dV
+    zero_rows(dkn, D.Lk, D.d, ld_k);   // blocks add their share of dK and dV
     zero_rows(dvn, D.Lk, D.dv, ld_v);
     const std::uint8_t* m = mask.data ? mask.slice(n) : nullptr;
     for (std::int64_t b = 0; b * kQueryBlock < D.Lq;) {
       const auto [i0, rows, Le, next_block] = extents.run(n, b, D.Lq);
       b = next_block;
-      const T* dOb = dOn + i0 * ld_v;
+      const T* dOb = dOn + i0 * ld_out;
       T* dSb = dS + i0 * D.Lk;
       if (keep)
         for (std::int64_t i = i0; i < i0 + rows; ++i)
           apply_keep(Pn + i * D.Lk, keep + n * LL + i * D.Lk, ks, Le, Pd + i * D.Lk);
-      blas::gemm(true, false, Le, D.dv, rows, T(1), (keep ? Pd : Pn) + i0 * D.Lk, D.Lk, dOb, ld_v, T(1), dvn, ld_v, bf16);
-      blas::gemm(false, true, rows, Le, D.dv, T(1), dOb, ld_v, vn, ld_v, T(0), dSb, D.Lk, bf16);
+      blas::gemm(true, false, Le, D.dv, rows, T(1), (keep ? Pd : Pn) + i0 * D.Lk, D.Lk, dOb, ld_out, T(1), dvn, ld_v, bf16);
+      blas::gemm(false, true, rows, Le, D.dv, T(1), dOb, ld_out, vn, ld_v, T(0), dSb, D.Lk, bf16);
       for (std::int64_t i = i0; i < i0 + rows; ++i) {
         T* row = dS + i * D.Lk;
         const T* p = Pn + i * D.Lk;
@@ -309,13 +321,14 @@ void backward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex
           if (m) mask.fill_masked(m, i, row, Le, T(0));
         }
       }
-      blas::gemm(false, false, rows, D.d, Le, T(1), dSb, D.Lk, kn, ld, T(0), dqn + i0 * ld, ld, bf16);
-      blas::gemm(true, false, Le, D.d, rows, T(1), dSb, D.Lk, qn + i0 * ld, ld, T(1), dkn, ld, bf16);
+      blas::gemm(false, false, rows, D.d, Le, T(1), dSb, D.Lk, kn, ld_k, T(0), dqn + i0 * ld_q, ld_q, bf16);
+      blas::gemm(true, false, Le, D.d, rows, T(1), dSb, D.Lk, qn + i0 * ld_q, ld_q, T(1), dkn, ld_k, bf16);
     }
   });
 }
 
 constexpr OpDef kAttention{"attention", profile::Family::attention};
+constexpr OpDef kWriteHeads{"write_heads_to_cache", profile::Family::shape, Accepts::any};
 
 // The shapes of one attention call over the first L_k rows of k and v, after checking them.
 struct Shapes {
@@ -463,6 +476,52 @@ Tensor attention_over_prefix(const Tensor& q, const Tensor& k_cache, const Tenso
   return define_op(kAttention, {q, k_cache, v_cache}, s.out, q.dtype(), [&] {
     Tensor P;
     return forward_over(q, k_cache, v_cache, D, mask, bias, Tensor(), 0.0, s, P);
+  });
+}
+
+Tensor attention_heads_over_prefix(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::int64_t L_k,
+                                   int n_heads, const Tensor& mask, const LinearBias& bias) {
+  constexpr const char* expected = "q (B, L_q, H·d), KV caches (B·H, max_len, d) and (B·H, max_len, d_v)";
+  if (n_heads < 1)
+    throw std::invalid_argument(fmt::format("attention_heads_over_prefix: n_heads must be >= 1, got {}", n_heads));
+  const std::int64_t H = n_heads;
+  if (q.rank() != 3 || k_cache.rank() != 3 || v_cache.rank() != 3 || k_cache.dim(0) != q.dim(0) * H ||
+      v_cache.dim(0) != k_cache.dim(0) || k_cache.dim(1) != v_cache.dim(1) || q.dim(2) != H * k_cache.dim(2))
+    throw std::invalid_argument(fmt::format("attention_heads_over_prefix expects {} with {} heads, got q {}, k {}, v {}",
+                                            expected, n_heads, q.signature(), k_cache.signature(), v_cache.signature()));
+  check_float_dtypes(q, k_cache, v_cache, expected);
+  if (L_k < 0 || L_k > k_cache.dim(1))
+    throw std::invalid_argument(fmt::format("attention: {} key positions asked of k {}", L_k, k_cache.signature()));
+  const std::int64_t B = q.dim(0), Lq = q.dim(1);
+  const Shapes s{{B, H, Lq, L_k}, {B, Lq, H * v_cache.dim(2)}};
+  check_mask_keep_bias(mask, Tensor(), bias, s.scores, q);
+  Dims D{B * H, Lq, L_k, k_cache.dim(2), v_cache.dim(2), k_cache.dim(1), H};
+  D.kv_split = true;
+  return define_op(kAttention, {q, k_cache, v_cache}, s.out, q.dtype(), [&] {
+    Tensor P;
+    return forward_over(q, k_cache, v_cache, D, mask, bias, Tensor(), 0.0, s, P);
+  });
+}
+
+void write_heads_to_cache(Tensor& cache, const Tensor& x, int n_heads, std::int64_t start) {
+  const std::int64_t H = n_heads;
+  if (H < 1 || cache.rank() != 3 || x.rank() != 3 || cache.dim(0) != x.dim(0) * H || x.dim(2) != H * cache.dim(2) ||
+      cache.dtype() != x.dtype() || start < 0 || start + x.dim(1) > cache.dim(1))
+    throw std::invalid_argument(fmt::format(
+        "write_heads_to_cache: expected x (B, L, H·d) with {} heads into a cache (B·H, max_len, d) of its dtype at "
+        "positions {} … {} < max_len, got x {}, cache {}", n_heads, start, start + (x.rank() == 3 ? x.dim(1) : 0) - 1,
+        x.signature(), cache.signature()));
+  define_op(kWriteHeads, {cache, x}, {}, cache.dtype(), [&] {
+    const std::int64_t B = x.dim(0), L = x.dim(1), d = cache.dim(2), max_len = cache.dim(1);
+    const std::size_t size = itemsize(x.dtype()), row = static_cast<std::size_t>(d) * size;
+    const auto* from = static_cast<const std::byte*>(x.raw_data());
+    auto* to = static_cast<std::byte*>(cache.raw_data());
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t h = 0; h < H; ++h)
+        for (std::int64_t l = 0; l < L; ++l)
+          std::memcpy(to + static_cast<std::size_t>(((b * H + h) * max_len + start + l) * d) * size,
+                      from + static_cast<std::size_t>((b * L + l) * H * d + h * d) * size, row);
+    return cache;
   });
 }
 

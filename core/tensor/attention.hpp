@@ -73,5 +73,15 @@ Tensor attention_heads(const Tensor& q, const Tensor& k, const Tensor& v, int n_
 // decoding state, never trained through); no dropout (predict mode has none).
 Tensor attention_over_prefix(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::int64_t L_k,
                              const Tensor& mask, const LinearBias& bias = {});
+// The same with q where the projection put it, (B, L_q, H·d), and the heads folded into the
+// caches' batch, (B·H, max_len, d): the result is (B, L_q, H·d_v), and equals
+//   merge_heads(attention_over_prefix(split q, k_cache, v_cache, L_k, mask, bias))
+// bit for bit, without the split of q or the merge (decoding's execution plan:
+// layers/causal_attention.cpp). mask broadcasts to (B, H, L_q, L_k).
+Tensor attention_heads_over_prefix(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::int64_t L_k,
+                                   int n_heads, const Tensor& mask, const LinearBias& bias = {});
+// x (B, L, H·d) into a KV cache's buffer (B·H, max_len, d) at positions start … start + L − 1, in
+// place: the cache's write of split_heads(x) without the split's copy. Not differentiable.
+void write_heads_to_cache(Tensor& cache, const Tensor& x, int n_heads, std::int64_t start);
 
 }  // namespace ctrax

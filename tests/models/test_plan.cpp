@@ -253,3 +253,49 @@ TEST_CASE("plan: CausalAttention's projections, attention and MergeHeads are one
   CHECK(errors[0] == errors[1]);
   CHECK(errors[0].find("layer Serial/Branch[0]/Parallel[1]/Serial[0]/Dense_8[0] (in forward)") != std::string::npos);
 }
+
+TEST_CASE("plan: decoding with the KV cache, plan on and off, gives the same bits, the prompt and each token") {
+  // The predict-mode step (layers/causal_attention.cpp) writes the new keys and values into the
+  // cache from where the projections put them and attends in place.
+  const Tensor x = testing::randn({2, 3, 8}, 4);
+  auto attention = layers::CausalAttention(8, {.n_heads = 2, .max_inference_length = 6, .mode = Mode::predict});
+  attention->init(signature_of(Stack{x}));
+  const auto& parts = attention->sublayers();   // Branch, DotProductCausalAttention, MergeHeads, Dense
+  const std::optional<Stack> fused =
+      parts[1]->call_fused(parts[0].get(), std::span<const LayerPtr>(parts).subspan(2, 1), Stack{x});
+  REQUIRE(fused.has_value());   // the step runs: it does not decline
+  CHECK((*fused)[0].shape() == Shape{2, 3, 8});
+  // A cache too short for the next chunk: the step declines, and the tree gives its error.
+  CHECK_THROWS_WITH_AS((*attention)(testing::randn({2, 4, 8}, 5)), doctest::Contains("max_inference_length = 6"),
+                       LayerError);
+
+  const models::TransformerConfig small{.d_model = 8, .d_ff = 16, .n_layers = 2, .n_encoder_layers = 2,
+                                        .n_decoder_layers = 2, .n_heads = 2, .max_len = 12, .dropout = 0.1};
+  models::TransformerConfig alibi = small;
+  alibi.positions = models::Positions::linear_bias;
+  const Tensor prompt = Tensor::from_doubles({1, 2, 3, 4, 5, 6, 7, 8}, {2, 4}, DType::int32);
+  const Tensor source = Tensor::from_doubles({4, 7, 2, 9, 0, 5, 3, 8, 1, 6}, {2, 5}, DType::int32);
+  const std::vector<models::ModelSpec> specs{
+      {.name = "TransformerLM", .vocab_size = 11, .config = small},
+      {.name = "TransformerLM", .vocab_size = 11, .config = alibi},
+      {.name = "Transformer", .vocab_size = 11, .output_vocab_size = 11, .config = small},
+  };
+  for (const models::ModelSpec& spec : specs) {
+    CAPTURE(spec.name);
+    const bool lm = spec.name == "TransformerLM";
+    auto plan = models::build(spec, Mode::predict), tree = models::build(spec, Mode::predict);
+    const auto inputs = [&](const Tensor& tokens) { return lm ? Stack{tokens} : Stack{source, tokens}; };
+    plan->init(signature_of(inputs(prompt)), Rng(5));
+    tree->init(signature_of(inputs(prompt)), Rng(5));
+    tree->set_execution_plan(false);
+    // The prompt as one chunk (a causal mask over it), then a token at a time.
+    CHECK((*plan)(inputs(prompt))[0].to_doubles() == (*tree)(inputs(prompt))[0].to_doubles());
+    for (int t = 0; t < 4; ++t) {
+      const Tensor token = Tensor::from_doubles({double(t + 1), double(9 - t)}, {2, 1}, DType::int32);
+      CHECK((*plan)(inputs(token))[0].to_doubles() == (*tree)(inputs(token))[0].to_doubles());
+    }
+    const auto a = plan->named_state(), b = tree->named_state();
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) CHECK(a[i].second.to_doubles() == b[i].second.to_doubles());
+  }
+}

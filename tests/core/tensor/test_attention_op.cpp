@@ -123,6 +123,60 @@ TEST_CASE("attention over a KV cache's prefix == attention over the copied prefi
                        "attention: 10 key positions asked of k f64[4,9,8]", std::invalid_argument);
 }
 
+namespace {
+// (B, L, H·d) → (B·H, L, d) and back: the heads folded into the batch, as SplitIntoHeads does.
+Tensor fold_heads(const Tensor& x, std::int64_t H) {
+  const std::int64_t B = x.dim(0), L = x.dim(1), d = x.dim(2) / H;
+  return reshape(transpose(reshape(x, {B, L, H, d}), {0, 2, 1, 3}), {B * H, L, d});
+}
+Tensor unfold_heads(const Tensor& x, std::int64_t H) {
+  const std::int64_t B = x.dim(0) / H, L = x.dim(1), d = x.dim(2);
+  return reshape(transpose(reshape(x, {B, H, L, d}), {0, 2, 1, 3}), {B, L, H * d});
+}
+}  // namespace
+
+TEST_CASE("decoding with the heads side by side: the cache written and read in place, the same bits") {
+  // B 2, H 3 heads of d 4 (values d_v 2), a cache of max_len 9 holding 5 positions; then 2 new.
+  const std::int64_t B = 2, H = 3, max_len = 9;
+  for (DType dtype : {DType::float64, DType::float32}) {
+    Tensor K = randn({B * H, max_len, 4}, 1).to(dtype), V = randn({B * H, max_len, 2}, 2).to(dtype);
+    Tensor K2 = K.to(dtype) + 0.0, V2 = V.to(dtype) + 0.0;   // copies for the split path
+    const Tensor q = randn({B, 2, H * 4}, 3).to(dtype), k = randn({B, 2, H * 4}, 4).to(dtype),
+                 v = randn({B, 2, H * 2}, 5).to(dtype);
+    write_heads_to_cache(K, k, 3, 5);
+    write_heads_to_cache(V, v, 3, 5);
+    write_slice(K2, fold_heads(k, H), 1, 5);
+    write_slice(V2, fold_heads(v, H), 1, 5);
+    CHECK(K.to_doubles() == K2.to_doubles());
+    CHECK(V.to_doubles() == V2.to_doubles());
+    const Tensor mask = Tensor::from_doubles({1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1}, {2, 7}).to(DType::bool_);
+    const LinearBias bias{.slopes = {0.5, 0.25, 0.125}, .q_offset = 5};
+    for (const Tensor& m : {mask, Tensor()}) {
+      const Tensor in_place = attention_heads_over_prefix(q, K, V, 7, 3, m, bias);
+      const Tensor split = unfold_heads(attention_over_prefix(fold_heads(q, H), K2, V2, 7, m, bias), H);
+      CHECK(in_place.shape() == Shape{B, 2, H * 2});
+      CHECK(in_place.to_doubles() == split.to_doubles());
+      // One query (a decoded token), no mask: the same again.
+      const Tensor q1 = slice(q, 1, 1, 2);
+      CHECK(attention_heads_over_prefix(q1, K, V, 7, 3, Tensor(), bias).to_doubles() ==
+            unfold_heads(attention_over_prefix(fold_heads(q1, H), K2, V2, 7, Tensor(), bias), H).to_doubles());
+    }
+  }
+  Tensor K = randn({6, 9, 4}), V = randn({6, 9, 2});
+  const Tensor q = randn({2, 1, 12});
+  CHECK_THROWS_WITH_AS(attention_heads_over_prefix(q, K, V, 4, 2, Tensor()),
+                       doctest::Contains("attention_heads_over_prefix expects q (B, L_q, H·d), KV caches (B·H, "
+                                         "max_len, d) and (B·H, max_len, d_v) with 2 heads, got q f64[2,1,12]"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(attention_heads_over_prefix(q, K, V, 10, 3, Tensor()),
+                       "attention: 10 key positions asked of k f64[6,9,4]", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(write_heads_to_cache(K, randn({2, 2, 12}), 3, 8),
+                       doctest::Contains("write_heads_to_cache: expected x (B, L, H·d) with 3 heads into a cache "
+                                         "(B·H, max_len, d) of its dtype at positions 8 … 9 < max_len, got x "
+                                         "f64[2,2,12], cache f64[6,9,4]"),
+                       std::invalid_argument);
+}
+
 TEST_CASE("attention op: shapes are checked with a clear message") {
   const Tensor q = randn({2, 3, 4}), k = randn({2, 5, 4}), v = randn({2, 5, 4});
   CHECK_THROWS_WITH_AS(attention(q, randn({2, 5, 3}), v, Tensor()),
