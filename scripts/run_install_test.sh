@@ -35,14 +35,16 @@ internal=$(cd "$include" && find . -path '*/internal/*' -type f | sed 's|^\./||'
 [ -z "$internal" ] || fail "internal headers were installed: $(echo $internal)"
 n_internal=$(cd "$root" && find core layers models -path '*/internal/*' -name '*.hpp' | wc -l)
 [ "$n_internal" -gt 0 ] || fail "no internal/ headers in the source tree: is this test still checking the split?"
-# Each header compiles alone, with the installed include path only.
-(cd "$include" && find . -name '*.hpp' | sort | sed 's|^\./|#include "|; s|$|"|') >"$tmp/headers.txt"
-n=0
-while read -r line; do
-  printf '%s\nint main() {}\n' "$line" >"$tmp/one.cpp"
-  c++ -std=c++20 -fsyntax-only $(pkg-config --cflags ctrax) "$tmp/one.cpp" 2>"$tmp/log" || { cat "$tmp/log"; fail "$line does not compile on its own"; }
-  n=$((n + 1))
-done <"$tmp/headers.txt"
+# Each header compiles alone, with the installed include path only — one compiler run per header,
+# as many at a time as there are cores (xargs stops at the first that fails: exit 255).
+(cd "$include" && find . -name '*.hpp' | sort | sed 's|^\./||') >"$tmp/headers.txt"
+n=$(wc -l <"$tmp/headers.txt")
+export tmp cflags="$(pkg-config --cflags ctrax)"
+# shellcheck disable=SC2016   # expanded by the inner bash, once per header
+xargs -P "$(nproc)" -n 1 bash -c 'f=$(mktemp -p "$tmp" --suffix=.cpp one.XXXXXX)
+  printf "#include \"%s\"\nint main() {}\n" "$1" >"$f"
+  c++ -std=c++20 -fsyntax-only $cflags "$f" 2>"$f.log" || { cat "$f.log"; echo "$1 does not compile on its own" >&2; exit 255; }' _ \
+  <"$tmp/headers.txt" || fail "a public header does not compile on its own (above)"
 
 # The out-of-tree project: its own meson.build, dependency('ctrax').
 meson setup "$tmp/project" "$root/examples/out_of_tree" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "meson setup of examples/out_of_tree failed"; }
