@@ -211,6 +211,13 @@ TEST_CASE("plan: every model of the registry, plan on and off, computes the same
   for (const auto& [spec, inputs] : cases) {
     CAPTURE(spec.name);
     expect_plan_equals_tree([&] { return models::build(spec, Mode::train); }, inputs);
+    // Built for eval, as `eval` commands build them: the mode on the layers that use it alone,
+    // the plumbing at the default — the plan takes such runs outside training (core/layer/layer.cpp).
+    auto plan = models::build(spec, Mode::eval), tree = models::build(spec, Mode::eval);
+    plan->init(signature_of(inputs), Rng(5));
+    tree->init(signature_of(inputs), Rng(5));
+    tree->set_execution_plan(false);
+    CHECK((*plan)(inputs)[0].to_doubles() == (*tree)(inputs)[0].to_doubles());
   }
 }
 
@@ -257,14 +264,20 @@ TEST_CASE("plan: CausalAttention's projections, attention and MergeHeads are one
 TEST_CASE("plan: decoding with the KV cache, plan on and off, gives the same bits, the prompt and each token") {
   // The predict-mode step (layers/causal_attention.cpp) writes the new keys and values into the
   // cache from where the projections put them and attends in place.
+  // Built for eval or decoding, CausalAttention gives its mode to DotProductCausalAttention alone
+  // (the Branch, its Dense layers and MergeHeads stay at the default): the step still runs.
   const Tensor x = testing::randn({2, 3, 8}, 4);
-  auto attention = layers::CausalAttention(8, {.n_heads = 2, .max_inference_length = 6, .mode = Mode::predict});
-  attention->init(signature_of(Stack{x}));
-  const auto& parts = attention->sublayers();   // Branch, DotProductCausalAttention, MergeHeads, Dense
-  const std::optional<Stack> fused =
-      parts[1]->call_fused(parts[0].get(), std::span<const LayerPtr>(parts).subspan(2, 1), Stack{x});
-  REQUIRE(fused.has_value());   // the step runs: it does not decline
-  CHECK((*fused)[0].shape() == Shape{2, 3, 8});
+  LayerPtr attention;
+  for (const Mode mode : {Mode::eval, Mode::predict}) {
+    attention = layers::CausalAttention(8, {.n_heads = 2, .max_inference_length = 6, .mode = mode});
+    attention->init(signature_of(Stack{x}));
+    const auto& parts = attention->sublayers();   // Branch, DotProductCausalAttention, MergeHeads, Dense
+    CHECK(parts[0]->mode() == Mode::train);
+    const std::optional<Stack> fused =
+        parts[1]->call_fused(parts[0].get(), std::span<const LayerPtr>(parts).subspan(2, 1), Stack{x});
+    REQUIRE(fused.has_value());   // the step runs: it does not decline
+    CHECK((*fused)[0].shape() == Shape{2, 3, 8});
+  }
   // A cache too short for the next chunk: the step declines, and the tree gives its error.
   CHECK_THROWS_WITH_AS((*attention)(testing::randn({2, 4, 8}, 5)), doctest::Contains("max_inference_length = 6"),
                        LayerError);
