@@ -126,7 +126,7 @@ class Layer {
   void reorder_rows(const std::vector<std::int64_t>& parent);
   // Re-creates all state for inputs of this signature and keeps every weight (the same tensors;
   // no initializer runs): how decoding starts new sequences (empty KV caches, position 0) or
-  // changes the batch size.
+  // changes the batch size. A KV cache of the same size keeps its buffers, its count back to 0.
   void reset_state(const Signature& input_signature);
   const Rng& rng() const { return rng_; }
   // Sets this layer's rng and, split one per sublayer, its sublayers' (Trax's rng setter). The
