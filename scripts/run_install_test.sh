@@ -43,7 +43,8 @@ export tmp cflags="$(pkg-config --cflags ctrax)"
 # shellcheck disable=SC2016   # expanded by the inner bash, once per header
 xargs -P "$(nproc)" -n 1 bash -c 'f=$(mktemp -p "$tmp" --suffix=.cpp one.XXXXXX)
   printf "#include \"%s\"\nint main() {}\n" "$1" >"$f"
-  c++ -std=c++20 -fsyntax-only $cflags "$f" 2>"$f.log" || { cat "$f.log"; echo "$1 does not compile on its own" >&2; exit 255; }' _ \
+  c++ -std=c++20 -fsyntax-only $cflags "$f" 2>"$f.log" ||
+    { cat "$f.log"; echo "$1 does not compile on its own" >&2; exit 255; }' _ \
   <"$tmp/headers.txt" || fail "a public header does not compile on its own (above)"
 
 # The out-of-tree project: its own meson.build, dependency('ctrax').

@@ -294,7 +294,8 @@ void backward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex
       if (keep)
         for (std::int64_t i = i0; i < i0 + rows; ++i)
           apply_keep(Pn + i * D.Lk, keep + n * LL + i * D.Lk, ks, Le, Pd + i * D.Lk);
-      blas::gemm(true, false, Le, D.dv, rows, T(1), (keep ? Pd : Pn) + i0 * D.Lk, D.Lk, dOb, ld_out, T(1), dvn, ld_v, bf16);
+      blas::gemm(true, false, Le, D.dv, rows, T(1), (keep ? Pd : Pn) + i0 * D.Lk, D.Lk, dOb, ld_out, T(1), dvn, ld_v,
+                 bf16);
       blas::gemm(false, true, rows, Le, D.dv, T(1), dOb, ld_out, vn, ld_v, T(0), dSb, D.Lk, bf16);
       for (std::int64_t i = i0; i < i0 + rows; ++i) {
         T* row = dS + i * D.Lk;
@@ -487,8 +488,9 @@ Tensor attention_heads_over_prefix(const Tensor& q, const Tensor& k_cache, const
   const std::int64_t H = n_heads;
   if (q.rank() != 3 || k_cache.rank() != 3 || v_cache.rank() != 3 || k_cache.dim(0) != q.dim(0) * H ||
       v_cache.dim(0) != k_cache.dim(0) || k_cache.dim(1) != v_cache.dim(1) || q.dim(2) != H * k_cache.dim(2))
-    throw std::invalid_argument(fmt::format("attention_heads_over_prefix expects {} with {} heads, got q {}, k {}, v {}",
-                                            expected, n_heads, q.signature(), k_cache.signature(), v_cache.signature()));
+    throw std::invalid_argument(fmt::format("attention_heads_over_prefix expects {} with {} heads, got q {}, k {}, "
+                                            "v {}", expected, n_heads, q.signature(), k_cache.signature(),
+                                            v_cache.signature()));
   check_float_dtypes(q, k_cache, v_cache, expected);
   if (L_k < 0 || L_k > k_cache.dim(1))
     throw std::invalid_argument(fmt::format("attention: {} key positions asked of k {}", L_k, k_cache.signature()));
