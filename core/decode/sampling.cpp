@@ -106,25 +106,30 @@ Tensor autoregressive_sample(Layer& model, const Tensor& inputs, std::int64_t ba
   std::vector<bool> done(static_cast<std::size_t>(B), false);
   const Rng rng(o.seed);
   std::int64_t T = 0;
-  for (; T < o.max_length; ++T) {
-    const Tensor logp = next_token_log_probs(model, inputs, tokens);
-    const std::int64_t V = logp.dim(1);
-    const Rng step_rng = rng.fold_in(static_cast<std::uint64_t>(T));
-    std::vector<std::int32_t> next(static_cast<std::size_t>(B));
-    for (std::int64_t b = 0; b < B; ++b) {
-      const std::int32_t id =
-          done[b] ? o.pad_id
-                  : pick(logp.data<double>() + b * V, V, o, step_rng.fold_in(static_cast<std::uint64_t>(b)));
-      next[b] = id;
-      out[b].push_back(id);
-      if (id == o.eos_id && o.eos_id >= 0) done[b] = true;
+  // One parallel region for the whole sequence, not one per token (next_token_log_probs runs in
+  // it): between two tokens the other threads wait spinning, where a region closed and opened
+  // again per token cost more than the token's own fixed work (docs/11_performance.md).
+  in_one_region([&] {
+    for (; T < o.max_length; ++T) {
+      const Tensor logp = next_token_log_probs(model, inputs, tokens);
+      const std::int64_t V = logp.dim(1);
+      const Rng step_rng = rng.fold_in(static_cast<std::uint64_t>(T));
+      std::vector<std::int32_t> next(static_cast<std::size_t>(B));
+      for (std::int64_t b = 0; b < B; ++b) {
+        const std::int32_t id =
+            done[b] ? o.pad_id
+                    : pick(logp.data<double>() + b * V, V, o, step_rng.fold_in(static_cast<std::uint64_t>(b)));
+        next[b] = id;
+        out[b].push_back(id);
+        if (id == o.eos_id && o.eos_id >= 0) done[b] = true;
+      }
+      tokens = column(next);
+      if (std::all_of(done.begin(), done.end(), [](bool d) { return d; })) {
+        ++T;
+        break;
+      }
     }
-    tokens = column(next);
-    if (std::all_of(done.begin(), done.end(), [](bool d) { return d; })) {
-      ++T;
-      break;
-    }
-  }
+  });
   Tensor result = Tensor::empty({B, T}, DType::int32);
   for (std::int64_t b = 0; b < B; ++b)
     std::copy(out[b].begin(), out[b].begin() + T, result.data<std::int32_t>() + b * T);

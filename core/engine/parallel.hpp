@@ -28,7 +28,8 @@ namespace ctrax {
 // spin loop, and every parallel_team inside work() hands its body to them through two atomic
 // counters, a fraction of a region's cost. A
 // parallel_team inside a body (nested) runs on its own thread alone, as nested OpenMP regions do.
-// The decoders open one per token (core/decode/sampling.hpp, next_token_log_probs).
+// The decoders open one per sequence (autoregressive_sample, beam_search), inside which each
+// token's next_token_log_probs runs; called alone, next_token_log_probs opens one per token.
 namespace detail {
 using TeamBody = void (*)(void* body, int t, int n);
 // Runs the body on the team of the in_one_region this thread is running, if any: false if none.

@@ -133,3 +133,15 @@ TEST_CASE("Transformer (encoder-decoder): beam search log-probs match the eval m
       CHECK(h.log_prob == doctest::Approx(total).epsilon(1e-5));
     }
 }
+
+TEST_CASE("a search longer than max_len stops with the model's error, and the model searches again") {
+  auto [eval, predict] = lm_pair();   // max_len 32
+  CHECK_THROWS_WITH_AS(beam_search(*predict, Tensor(), 1, {.n_beams = 3, .eos_id = -1, .max_length = 40}),
+                       doctest::Contains("positions 32..32 exceed max_len 32 of PositionalEncoding"), LayerError);
+  const auto a = beam_search(*predict, Tensor(), 1, {.n_beams = 3, .eos_id = -1, .max_length = 6});
+  const auto b = beam_search(*predict, Tensor(), 1, {.n_beams = 3, .eos_id = -1, .max_length = 6});
+  REQUIRE(a.size() == 1);
+  REQUIRE(a[0].size() == 3);
+  CHECK(a[0][0].tokens == b[0][0].tokens);
+  CHECK(a[0][0].log_prob == b[0][0].log_prob);
+}

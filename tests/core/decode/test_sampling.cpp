@@ -86,3 +86,17 @@ TEST_CASE("decoding records no tape: a predict-mode model's weights require grad
   CHECK_FALSE(logp.requires_grad());
   CHECK(grad_enabled());   // the scope ends with the call
 }
+
+TEST_CASE("a sequence longer than max_len stops with the model's error, and the model decodes again") {
+  // The whole sequence runs in one parallel region (sampling.cpp): the error thrown at the 33rd
+  // position (PositionalEncoding's, before the cache's) leaves it, and the next call opens a clean
+  // one. With CTRAX_NUM_THREADS=2 (the test script's) the region has a team.
+  auto [eval, predict] = lm_pair();   // max_len 32
+  const SampleOptions too_long{.temperature = 0, .eos_id = -1, .max_length = 40};
+  CHECK_THROWS_WITH_AS(autoregressive_sample(*predict, Tensor(), 2, too_long),
+                       doctest::Contains("positions 32..32 exceed max_len 32 of PositionalEncoding"), LayerError);
+  const Tensor out = autoregressive_sample(*predict, Tensor(), 2, {.temperature = 0, .eos_id = -1, .max_length = 8});
+  CHECK(out.shape() == Shape{2, 8});
+  const Tensor again = autoregressive_sample(*predict, Tensor(), 2, {.temperature = 0, .eos_id = -1, .max_length = 8});
+  CHECK(out.to_doubles() == again.to_doubles());
+}
