@@ -107,8 +107,9 @@ Tensor autoregressive_sample(Layer& model, const Tensor& inputs, std::int64_t ba
   const Rng rng(o.seed);
   std::int64_t T = 0;
   // One parallel region for the whole sequence, not one per token (next_token_log_probs runs in
-  // it): between two tokens the other threads wait spinning, where a region closed and opened
-  // again per token cost more than the token's own fixed work (docs/11_performance.md).
+  // it): between two tokens the other threads wait spinning, ready for the next token's first
+  // product; a region closed and opened again each token made every token slower
+  // (docs/11_performance.md).
   in_one_region([&] {
     for (; T < o.max_length; ++T) {
       const Tensor logp = next_token_log_probs(model, inputs, tokens);
