@@ -125,20 +125,19 @@ class DotProductCausalAttentionLayer final : public Layer {
   // numbers. Declines (nullopt) what predict_step would refuse, so the tree gives its error.
   std::optional<Stack> predict_step_heads(const Tensor& q, const Tensor& k, const Tensor& v, int H) {
     if (state().size() != 3) return std::nullopt;
-    Tensor& K = state()[0];
-    Tensor& V = state()[1];
-    const auto filled = static_cast<std::int64_t>(state()[2].item());
-    const std::int64_t L_q = q.dim(1);
+    const Tensor &K = state()[0], &V = state()[1];
     if (K.dim(0) != q.dim(0) * H || K.dim(2) * H != k.dim(2) || V.dim(2) * H != v.dim(2) || K.dtype() != k.dtype() ||
-        V.dtype() != v.dtype() || filled + L_q > max_len_)
+        V.dtype() != v.dtype() || filled() + q.dim(1) > max_len_)
       return std::nullopt;
-    write_heads_to_cache(K, k, H, filled);
-    write_heads_to_cache(V, v, H, filled);
-    const std::int64_t n = filled + L_q;
-    state()[2] = Tensor::scalar(static_cast<double>(n), DType::int32);
-    LinearBias bias = bias_;
-    bias.q_offset = filled;
-    return Stack{attention_heads_over_prefix(q, K, V, n, H, L_q == 1 ? Tensor() : causal_mask(L_q, n), bias)};
+    return Stack{append_and_attend(
+        q.dim(1),
+        [&](Tensor& keys, Tensor& values, std::int64_t at) {
+          write_heads_to_cache(keys, k, H, at);
+          write_heads_to_cache(values, v, H, at);
+        },
+        [&](const Tensor& keys, const Tensor& values, std::int64_t n, const Tensor& mask, const LinearBias& bias) {
+          return attention_heads_over_prefix(q, keys, values, n, H, mask, bias);
+        })};
   }
 
   Tensor predict_step(const Tensor& q, const Tensor& k, const Tensor& v) {
@@ -146,27 +145,41 @@ class DotProductCausalAttentionLayer final : public Layer {
       throw std::logic_error(
           "DotProductCausalAttention in predict mode has no KV cache: initialise the model in "
           "predict mode");
-    Tensor& K = state()[0];
-    Tensor& V = state()[1];
-    const auto filled = static_cast<std::int64_t>(state()[2].item());
+    const Tensor& K = state()[0];
     const std::int64_t L_q = q.dim(1);
     if (k.dim(0) != K.dim(0) || k.dim(2) != K.dim(2))
       throw std::invalid_argument(fmt::format(
           "the KV cache was initialised for keys ({}, ·, {}), got {}: re-initialise the model "
           "for this batch size", K.dim(0), K.dim(2), k.signature()));
-    if (filled + L_q > max_len_)
+    if (filled() + L_q > max_len_)
       throw std::invalid_argument(fmt::format(
           "the KV cache holds max_inference_length = {} positions; {} are filled and {} more "
-          "were given", max_len_, filled, L_q));
-    write_slice(K, k, 1, filled);
-    write_slice(V, v, 1, filled);
-    const std::int64_t n = filled + L_q;
+          "were given", max_len_, filled(), L_q));
+    return append_and_attend(
+        L_q,
+        [&](Tensor& keys, Tensor& values, std::int64_t at) {
+          write_slice(keys, k, 1, at);
+          write_slice(values, v, 1, at);
+        },
+        [&](const Tensor& keys, const Tensor& values, std::int64_t n, const Tensor& mask, const LinearBias& bias) {
+          return attention_over_prefix(q, keys, values, n, mask, bias);
+        });
+  }
+
+  std::int64_t filled() { return static_cast<std::int64_t>(state()[2].item()); }
+
+  // The cache takes L_q new positions: write(K, V, at) puts their keys and values at `at` = the
+  // filled count, the count advances, and attend(K, V, n, mask, bias) reads the cache's first n
+  // rows in place (core/tensor/attention.hpp), no copy of the prefix — query i sees rows ≤ at + i.
+  // One new position sees all n: its mask row is all ones, so it needs none.
+  template <class Write, class Attend>
+  Tensor append_and_attend(std::int64_t L_q, Write write, Attend attend) {
+    const std::int64_t at = filled(), n = at + L_q;
+    write(state()[0], state()[1], at);
     state()[2] = Tensor::scalar(static_cast<double>(n), DType::int32);
-    // Over the cache's first n rows in place (core/tensor/attention.hpp), no copy of the prefix.
-    // One new position sees all n: its mask row is all ones, so it needs none.
     LinearBias bias = bias_;
-    bias.q_offset = filled;
-    return attention_over_prefix(q, K, V, n, L_q == 1 ? Tensor() : causal_mask(L_q, n), bias);
+    bias.q_offset = at;
+    return attend(state()[0], state()[1], n, L_q == 1 ? Tensor() : causal_mask(L_q, n), bias);
   }
 
   double dropout_;

@@ -362,6 +362,12 @@ void check_float_dtypes(const Tensor& q, const Tensor& k, const Tensor& v, const
   if (q.dtype() != k.dtype() || q.dtype() != v.dtype() || !is_floating(q.dtype())) bad_qkv(q, k, v, expected);
 }
 
+// L_k keys asked of k (…, rows, d): 0 ≤ L_k ≤ rows.
+void check_key_positions(std::int64_t L_k, const Tensor& k) {
+  if (L_k < 0 || L_k > k.dim(-2))
+    throw std::invalid_argument(fmt::format("attention: {} key positions asked of k {}", L_k, k.signature()));
+}
+
 Shapes checked_shapes(const Tensor& q, const Tensor& k, const Tensor& v, std::int64_t L_k,
                       const Tensor& mask, const Tensor& keep, const LinearBias& bias, Dims& D) {
   constexpr const char* expected = "q (…, L_q, d), k (…, L_k, d), v (…, L_k, d_v)";
@@ -373,8 +379,7 @@ Shapes checked_shapes(const Tensor& q, const Tensor& k, const Tensor& v, std::in
     if (k.dim(a) != q.dim(a) || v.dim(a) != q.dim(a))
       throw std::invalid_argument(fmt::format("attention: q {}, k {}, v {} differ in batch axes",
                                               q.signature(), k.signature(), v.signature()));
-  if (L_k < 0 || L_k > k.dim(-2))
-    throw std::invalid_argument(fmt::format("attention: {} key positions asked of k {}", L_k, k.signature()));
+  check_key_positions(L_k, k);
   Shapes s;
   s.scores.assign(q.shape().begin(), q.shape().end() - 1);
   s.scores.push_back(L_k);
@@ -492,8 +497,7 @@ Tensor attention_heads_over_prefix(const Tensor& q, const Tensor& k_cache, const
                                             "v {}", expected, n_heads, q.signature(), k_cache.signature(),
                                             v_cache.signature()));
   check_float_dtypes(q, k_cache, v_cache, expected);
-  if (L_k < 0 || L_k > k_cache.dim(1))
-    throw std::invalid_argument(fmt::format("attention: {} key positions asked of k {}", L_k, k_cache.signature()));
+  check_key_positions(L_k, k_cache);
   const std::int64_t B = q.dim(0), Lq = q.dim(1);
   const Shapes s{{B, H, Lq, L_k}, {B, Lq, H * v_cache.dim(2)}};
   check_mask_keep_bias(mask, Tensor(), bias, s.scores, q);
