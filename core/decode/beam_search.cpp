@@ -8,6 +8,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "core/decode/internal/packed_weights.hpp"
 #include "core/decode/sampling.hpp"
 #include "core/engine/parallel.hpp"
 #include "core/tensor/ops.hpp"
@@ -55,7 +56,9 @@ std::vector<std::vector<Hypothesis>> beam_search(Layer& model, const Tensor& inp
   std::vector<std::vector<Hypothesis>> finished(static_cast<std::size_t>(B));
   std::vector<bool> done(static_cast<std::size_t>(B), false);
 
-  // One parallel region for the whole search, as autoregressive_sample (sampling.cpp).
+  // One parallel region for the whole search, the weights packed once, as autoregressive_sample
+  // (sampling.cpp).
+  const PackedWeights packed(model);
   in_one_region([&] {
     for (std::int64_t t = 0; t < o.max_length; ++t) {
       const Tensor logp = next_token_log_probs(model, lm ? Tensor() : source, tokens);

@@ -7,8 +7,9 @@
 #include <limits>
 #include <stdexcept>
 
-#include "core/tensor/ops.hpp"
+#include "core/decode/internal/packed_weights.hpp"
 #include "core/engine/parallel.hpp"
+#include "core/tensor/ops.hpp"
 
 namespace ctrax::decode {
 
@@ -109,7 +110,9 @@ Tensor autoregressive_sample(Layer& model, const Tensor& inputs, std::int64_t ba
   // One parallel region for the whole sequence, not one per token (next_token_log_probs runs in
   // it): between two tokens the other threads wait spinning, ready for the next token's first
   // product; a region closed and opened again each token made every token slower
-  // (docs/11_performance.md).
+  // (docs/11_performance.md). And every one-row product reads its weight from panels packed at
+  // the first token (internal/packed_weights.hpp): the same bits, read faster.
+  const PackedWeights packed(model);
   in_one_region([&] {
     for (; T < o.max_length; ++T) {
       const Tensor logp = next_token_log_probs(model, inputs, tokens);

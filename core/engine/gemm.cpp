@@ -8,6 +8,7 @@
 #include "core/engine/full_width.hpp"
 #include "core/engine/gemm_bf16.hpp"
 #include "core/engine/parallel.hpp"
+#include "core/engine/weight_panels.hpp"
 
 namespace ctrax::blas {
 
@@ -105,6 +106,37 @@ CTRAX_FULL_WIDTH_VECTORS void one_row_nn(std::int64_t N, std::int64_t K, T alpha
   }
 }
 
+// The same row from B's panels (weight_panels.hpp): panels p0 … p1 − 1, each a run of K rows of
+// PW values, PW sums held in registers from the first row to the last. Column j's sum is one_row_nn's
+// (beta · c_j, then + a_0 b_0j + a_1 b_1j + … in k order), so the two give the same bits.
+template <class T>
+CTRAX_FULL_WIDTH_VECTORS void one_row_panels(std::int64_t p0, std::int64_t p1, std::int64_t K, T alpha, const T* a,
+                                             std::int64_t inca, const T* panels, T beta, T* c) {
+  constexpr std::int64_t PW = WeightPanels::kPanelBytes / static_cast<std::int64_t>(sizeof(T));
+  for (std::int64_t p = p0; p < p1; ++p) {
+    const T* b = panels + p * K * PW;
+    T* const cp = c + p * PW;
+    T acc[PW];
+#pragma omp simd
+    for (std::int64_t j = 0; j < PW; ++j) acc[j] = beta == T(0) ? T(0) : beta == T(1) ? cp[j] : beta * cp[j];
+    for (std::int64_t k = 0; k < K; ++k, b += PW) {
+      const T ak = alpha * a[k * inca];
+#pragma omp simd
+      for (std::int64_t j = 0; j < PW; ++j) acc[j] = acc[j] + ak * b[j];
+    }
+#pragma omp simd
+    for (std::int64_t j = 0; j < PW; ++j) cp[j] = acc[j];
+  }
+}
+
+// Copies panels p0 … p1 − 1 of the row-major K × N matrix B into `panels`.
+template <class T>
+void pack_panels(std::int64_t p0, std::int64_t p1, std::int64_t K, std::int64_t N, const T* B, T* panels) {
+  constexpr std::int64_t PW = WeightPanels::kPanelBytes / static_cast<std::int64_t>(sizeof(T));
+  for (std::int64_t p = p0; p < p1; ++p)
+    for (std::int64_t k = 0; k < K; ++k) std::copy_n(B + k * N + p * PW, PW, panels + (p * K + k) * PW);
+}
+
 // One row (M = 1) or one column (N = 1) of C is a matrix-vector product. OpenBLAS's sgemm
 // sends those through its small-matrix kernels; its gemv kernels stream the matrix once, about
 // twice as fast (docs/11_performance.md): decoding one token is all such products. A row times
@@ -173,6 +205,23 @@ void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_
   // contiguous half of W, but the partial sums crossed between cores after every product,
   // slower on an AMD Zen 5 VM (docs/11_performance.md).
   if (M == 1 && !tb) {
+    // The decoders' weights, packed once (weight_panels.hpp): each thread its panels, the last
+    // thread the columns after the last whole panel from B itself.
+    if (WeightPanels::Packed* const packed = bf16 ? nullptr : WeightPanels::find(B, K, N, sizeof(T))) {
+      constexpr std::int64_t PW = WeightPanels::kPanelBytes / static_cast<std::int64_t>(sizeof(T));
+      const std::int64_t P = N / PW;
+      T* const panels = reinterpret_cast<T*>(packed->panels.get());
+      const bool ready = packed->ready;
+      parallel_team([&](int t, int threads) {
+        const std::int64_t p0 = P * t / threads, p1 = P * (t + 1) / threads;
+        if (!ready) pack_panels(p0, p1, K, N, B, panels);
+        one_row_panels(p0, p1, K, alpha, A, ta ? lda : 1, panels, beta, C);
+        if (t + 1 == threads && P * PW < N)
+          one_row_nn(N - P * PW, K, alpha, A, ta ? lda : 1, B + P * PW, ldb, beta, C + P * PW);
+      });
+      packed->ready = true;
+      return;
+    }
     parallel_team([&](int t, int threads) {
       const std::int64_t c0 = N * t / threads / 16 * 16, c1 = t + 1 == threads ? N : N * (t + 1) / threads / 16 * 16;
       if (c1 > c0) gemm(ta, false, 1, c1 - c0, K, alpha, A, lda, B + c0, ldb, beta, C + c0, ldc, bf16);

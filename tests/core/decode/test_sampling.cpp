@@ -1,6 +1,10 @@
 #include <doctest/doctest.h>
 
+#include <optional>
+
+#include "core/decode/internal/packed_weights.hpp"
 #include "core/decode/sampling.hpp"
+#include "core/tensor/runtime.hpp"
 #include "tests/core/decode/decode_helpers.hpp"
 #include "tests/helpers.hpp"
 
@@ -99,4 +103,45 @@ TEST_CASE("a sequence longer than max_len stops with the model's error, and the 
   CHECK(out.shape() == Shape{2, 8});
   const Tensor again = autoregressive_sample(*predict, Tensor(), 2, {.temperature = 0, .eos_id = -1, .max_length = 8});
   CHECK(out.to_doubles() == again.to_doubles());
+}
+
+TEST_CASE("the decoders' packed weights give the unpacked model's log-probabilities, bit for bit") {
+  // autoregressive_sample and beam_search read every one-row product's weight from panels packed
+  // at the first token (core/decode/internal/packed_weights.hpp). A model wide enough that its
+  // products are cut across the team (d_model 128: matrices of 49k elements and more) gives the
+  // same numbers token by token with and without them, on any team; and greedy decoding still
+  // picks the eval model's argmax.
+  models::TransformerConfig c{.d_model = 128, .d_ff = 512, .n_layers = 2, .n_heads = 4, .max_len = 24};
+  c.mode = Mode::eval;
+  auto eval = models::TransformerLM(300, c);
+  c.mode = Mode::predict;
+  auto predict = models::TransformerLM(300, c);
+  eval->init(ShapeDtype{{1, 4}, DType::int32}, Rng(5));
+  predict->init(ShapeDtype{{1, 1}, DType::int32});
+  predict->set_all_weights(eval->all_weights());
+  const auto log_probs = [&](bool packed) {
+    std::vector<double> out;
+    start_decoding(*predict, Tensor(), 1);
+    std::optional<PackedWeights> scope;
+    if (packed) scope.emplace(*predict);
+    Tensor tokens = tensor({0, 5, 9}, {1, 3});   // the start token and a prompt of two: one chunk
+    for (int t = 0; t < 5; ++t) {
+      const std::vector<double> logp = next_token_log_probs(*predict, Tensor(), tokens).to_doubles();
+      out.insert(out.end(), logp.begin(), logp.end());
+      tokens = tensor({(37 * t + 11) % 300}, {1, 1});
+    }
+    return out;
+  };
+  const int threads_before = num_threads();
+  for (int threads : {1, 2, 3}) {
+    set_num_threads(threads);
+    CAPTURE(threads);
+    CHECK(log_probs(true) == log_probs(false));
+  }
+  set_num_threads(threads_before);
+  const Tensor prompt = tensor({5, 9}, {1, 2});
+  const Tensor out = autoregressive_sample(*predict, prompt, 1, {.temperature = 0, .eos_id = -1, .max_length = 6});
+  const Tensor chosen = argmax((*eval)(joined(prompt, out)), -1);   // position i predicts token i
+  for (std::int64_t t = 0; t < 6; ++t)
+    CHECK(out.data<std::int32_t>()[t] == chosen.data<std::int32_t>()[2 + t]);
 }

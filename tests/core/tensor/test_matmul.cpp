@@ -2,7 +2,10 @@
 
 #include <array>
 #include <cmath>
+#include <optional>
 
+#include "core/engine/gemm.hpp"
+#include "core/engine/weight_panels.hpp"
 #include "core/tensor/runtime.hpp"
 #include "tests/helpers.hpp"
 
@@ -98,6 +101,59 @@ TEST_CASE("one row times a tall matrix, its columns cut across threads, equals t
                      tol * std::sqrt(double(K)));
         expect_close(linear(a.to(dtype), b.to(dtype), bias.to(dtype)), expected + bias, tol * std::sqrt(double(K)));
       }
+    }
+  }
+  set_num_threads(threads_before);
+}
+
+TEST_CASE("one-row products read from packed weight panels give the unpacked product's bits") {
+  // Inside a WeightPanels scope (core/engine/weight_panels.hpp, the decoders' packed weights) a
+  // one-row product x·W whose W the scope holds reads W's panels of 256 bytes (64 floats, 32
+  // doubles), packed by the first such product; the columns after the last whole panel come from W
+  // itself. Every column is summed in k order either way: the same bits, on any team, whether the
+  // panels are being packed or already are, with a bias, transposed x, alpha and beta.
+  const int threads_before = num_threads();
+  for (int threads : {1, 2, 3, 8}) {
+    set_num_threads(threads);
+    CAPTURE(threads);
+    for (DType dtype : {DType::float64, DType::float32}) {
+      CAPTURE(dtype);
+      // Below 32k elements the product runs alone, unpacked ({64, 64}); one panel ({512, 64});
+      // panels and a tail; the M decoder's feed-forward matrix ({256, 1024}).
+      for (auto [K, N] : {std::array<std::int64_t, 2>{64, 64}, {512, 64}, {300, 257}, {1031, 100}, {256, 1024}}) {
+        CAPTURE(K);
+        CAPTURE(N);
+        const Tensor a = randn({1, K}, 80 + K).to(dtype), w = randn({K, N}, 90 + N).to(dtype),
+                     bias = randn({N}, 71).to(dtype), at = transpose(a, {1, 0});
+        const Tensor plain = matmul(a, w), plain_t = matmul(at, w, true, false), plain_b = linear(a, w, bias);
+        const blas::WeightPanels scope({{w.raw_data(), K, N, itemsize(dtype)}});
+        for (int pass = 0; pass < 2; ++pass) {   // packing, then packed
+          CAPTURE(pass);
+          CHECK(matmul(a, w).to_doubles() == plain.to_doubles());
+          CHECK(matmul(at, w, true, false).to_doubles() == plain_t.to_doubles());
+          CHECK(linear(a, w, bias).to_doubles() == plain_b.to_doubles());
+        }
+        // The same memory as another shape is not the matrix the scope holds: read as it is.
+        if (K % 2 != 0) continue;
+        const Tensor folded = reshape_view(w, {K / 2, 2 * N});
+        expect_close(matmul(slice(a, 1, 0, K / 2), folded),
+                     reference_matmul(slice(a, 1, 0, K / 2), folded), dtype == DType::float64 ? 1e-12 : 1e-4);
+      }
+    }
+    // alpha and beta (blas::parallel_gemm itself: the ops use 1 and 0, or 1 over a bias).
+    const Tensor a = randn({1, 300}, 5), w = randn({300, 257}, 6), c0 = randn({1, 257}, 7);
+    const auto product = [&](bool packed, double beta) {
+      Tensor c = c0.clone();
+      const std::optional<blas::WeightPanels> scope =
+          packed ? std::optional<blas::WeightPanels>(std::in_place, std::vector<blas::WeightPanels::Matrix>{
+                                                          {w.raw_data(), 300, 257, 8}})
+                 : std::nullopt;
+      blas::parallel_gemm(false, false, 1, 257, 300, 0.75, a.data<double>(), w.data<double>(), beta, c.data<double>());
+      return c.to_doubles();
+    };
+    for (double beta : {0.0, 1.0, 0.5}) {
+      CAPTURE(beta);
+      CHECK(product(true, beta) == product(false, beta));
     }
   }
   set_num_threads(threads_before);
