@@ -3,6 +3,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 
 #include "core/engine/full_width.hpp"
@@ -58,23 +59,36 @@ CTRAX_FULL_WIDTH_VECTORS void few_rows_nn(std::int64_t N, std::int64_t K, T alph
     for (int m = 0; m < MR; ++m)
       for (int j = 0; j < NB; ++j) store(C[m * ldc + n0 + j], acc[m][j]);
   }
-  for (; n0 < N; ++n0)   // the last N mod NB columns
+  // The last N mod NB columns, each summed as the panels' are — one fused multiply-add per term,
+  // in k order — so that a column's bits do not depend on where a block of columns ends (written
+  // as a plain sum, g++ 12 multiplied two terms at once and added them apart).
+  for (; n0 < N; ++n0)
     for (int m = 0; m < MR; ++m) {
       T sum = 0;
-      for (std::int64_t k = 0; k < K; ++k) sum += A[m * lda + k] * B[k * ldb + n0];
+      for (std::int64_t k = 0; k < K; ++k) sum = std::fma(A[m * lda + k], B[k * ldb + n0], sum);
       store(C[m * ldc + n0], sum);
     }
 }
 
+// few_rows_nn for M rows, 2 ≤ M ≤ 8, on any N.
 template <class T>
-bool few_rows(std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A, std::int64_t lda,
-              const T* B, std::int64_t ldb, T beta, T* C, std::int64_t ldc) {
+void few_rows_any_n(std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A, std::int64_t lda,
+                    const T* B, std::int64_t ldb, T beta, T* C, std::int64_t ldc) {
   using Kernel = void (*)(std::int64_t, std::int64_t, T, const T*, std::int64_t, const T*, std::int64_t, T, T*,
                           std::int64_t);
   static constexpr Kernel kernels[] = {nullptr, nullptr, few_rows_nn<T, 2>, few_rows_nn<T, 3>, few_rows_nn<T, 4>,
                                        few_rows_nn<T, 5>, few_rows_nn<T, 6>, few_rows_nn<T, 7>, few_rows_nn<T, 8>};
-  if (M < 2 || M > 8 || N < 64 || K < 16) return false;
   kernels[M](N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+// Where few_rows_nn beats OpenBLAS: 2 to 8 rows, at least 64 columns and 16 terms per sum.
+bool few_rows_fit(std::int64_t M, std::int64_t N, std::int64_t K) { return M >= 2 && M <= 8 && N >= 64 && K >= 16; }
+
+template <class T>
+bool few_rows(std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A, std::int64_t lda,
+              const T* B, std::int64_t ldb, T beta, T* C, std::int64_t ldc) {
+  if (!few_rows_fit(M, N, K)) return false;
+  few_rows_any_n(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   return true;
 }
 
@@ -127,6 +141,30 @@ CTRAX_FULL_WIDTH_VECTORS void one_row_panels(std::int64_t p0, std::int64_t p1, s
 #pragma omp simd
     for (std::int64_t j = 0; j < PW; ++j) cp[j] = acc[j];
   }
+}
+
+// A few rows (2 ≤ M ≤ 8) from B's panels: each panel in blocks of NV vectors' width — the whole
+// panel (4) for up to 4 rows, halves above, so that the MR × NV sums stay in registers. Column j's
+// sum is few_rows_nn's (from 0, in k order, then alpha · sum + beta · c_j): the same bits.
+template <class T, int MR>
+CTRAX_FULL_WIDTH_VECTORS void few_rows_panels(std::int64_t p0, std::int64_t p1, std::int64_t K, T alpha, const T* A,
+                                              std::int64_t lda, const T* panels, T beta, T* C, std::int64_t ldc) {
+  constexpr std::int64_t PW = WeightPanels::kPanelBytes / static_cast<std::int64_t>(sizeof(T));
+  constexpr int NB = (MR <= 4 ? 4 : 2) * 64 / static_cast<int>(sizeof(T));
+  const auto store = [&](T& c, T sum) { c = alpha * sum + (beta == T(0) ? T(0) : beta * c); };
+  for (std::int64_t p = p0; p < p1; ++p)
+    for (std::int64_t h = 0; h < PW; h += NB) {
+      T acc[MR][NB] = {};
+      const T* b = panels + p * K * PW + h;
+      for (std::int64_t k = 0; k < K; ++k, b += PW)
+        for (int m = 0; m < MR; ++m) {
+          const T a = A[m * lda + k];
+#pragma omp simd
+          for (int j = 0; j < NB; ++j) acc[m][j] += a * b[j];
+        }
+      for (int m = 0; m < MR; ++m)
+        for (int j = 0; j < NB; ++j) store(C[m * ldc + p * PW + h + j], acc[m][j]);
+    }
 }
 
 // Copies panels p0 … p1 − 1 of the row-major K × N matrix B into `panels`.
@@ -184,6 +222,29 @@ void gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, doub
   gemm_any(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
+namespace {
+
+// How parallel_gemm cuts a product's rows or columns (an extent): into parts fixed by the size,
+// in blocks of multiples of 16 (whole AVX-512 vectors of the kernels' tiles); the last may be
+// narrower.
+struct Blocks {
+  std::int64_t parts, block;
+};
+Blocks blocks_of(std::int64_t extent) {
+  const std::int64_t parts = fixed_parts(extent, 32);
+  return {parts, ((extent + parts - 1) / parts + 15) / 16 * 16};
+}
+// The narrowest block of that cut.
+std::int64_t narrowest_block(std::int64_t extent) {
+  const auto [parts, block] = blocks_of(extent);
+  std::int64_t narrowest = extent;
+  for (std::int64_t start = 0; start < extent && start < parts * block; start += block)
+    narrowest = std::min(narrowest, std::min(block, extent - start));
+  return narrowest;
+}
+
+}  // namespace
+
 template <class T>
 void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T alpha,
                    const T* A, const T* B, T beta, T* C, bool bf16) {
@@ -228,6 +289,30 @@ void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_
     });
     return;
   }
+  // A few rows times a packed weight (decoding a batch or a beam): as for one row, when the
+  // unpacked product would take every block of columns through few_rows_nn (each ≥ 64 wide), so
+  // that the two give the same bits.
+  if (!ta && !tb && !bf16 && few_rows_fit(M, narrowest_block(N), K))
+    if (WeightPanels::Packed* const packed = WeightPanels::find(B, K, N, sizeof(T))) {
+      using Kernel = void (*)(std::int64_t, std::int64_t, std::int64_t, T, const T*, std::int64_t, const T*, T, T*,
+                              std::int64_t);
+      static constexpr Kernel kernels[] = {nullptr, nullptr, few_rows_panels<T, 2>, few_rows_panels<T, 3>,
+                                           few_rows_panels<T, 4>, few_rows_panels<T, 5>, few_rows_panels<T, 6>,
+                                           few_rows_panels<T, 7>, few_rows_panels<T, 8>};
+      constexpr std::int64_t PW = WeightPanels::kPanelBytes / static_cast<std::int64_t>(sizeof(T));
+      const std::int64_t P = N / PW;
+      T* const panels = reinterpret_cast<T*>(packed->panels.get());
+      const bool ready = packed->ready;
+      parallel_team([&](int t, int threads) {
+        const std::int64_t p0 = P * t / threads, p1 = P * (t + 1) / threads;
+        if (!ready) pack_panels(p0, p1, K, N, B, panels);
+        kernels[M](p0, p1, K, alpha, A, lda, panels, beta, C, ldc);
+        if (t + 1 == threads && P * PW < N)
+          few_rows_any_n(M, N - P * PW, K, alpha, A, lda, B + P * PW, ldb, beta, C + P * PW, ldc);
+      });
+      packed->ready = true;
+      return;
+    }
   // A weight's gradient, Xᵀ·dY: a small M × N summed over many rows (K, the tokens). Cut by rows
   // or columns, every part would stream all K rows of its operands — from memory, as they are
   // the step's stored activations — and repack the shared one. Cut along K instead, each thread
@@ -254,9 +339,7 @@ void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_
   }
   const bool by_rows = M >= N;
   const std::int64_t extent = by_rows ? M : N;
-  const std::int64_t parts = fixed_parts(extent, 32);
-  // Blocks in multiples of 16 rows/columns (whole AVX-512 vectors of the kernel's tiles).
-  const std::int64_t block = ((extent + parts - 1) / parts + 15) / 16 * 16;
+  const auto [parts, block] = blocks_of(extent);
   parallel_parts(parts, [&](std::int64_t p) {
     const std::int64_t start = p * block, stop = std::min(extent, start + block);
     if (start >= stop) return;

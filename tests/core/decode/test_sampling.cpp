@@ -109,8 +109,8 @@ TEST_CASE("the decoders' packed weights give the unpacked model's log-probabilit
   // autoregressive_sample and beam_search read every one-row product's weight from panels packed
   // at the first token (core/decode/internal/packed_weights.hpp). A model wide enough that its
   // products are cut across the team (d_model 128: matrices of 49k elements and more) gives the
-  // same numbers token by token with and without them, on any team; and greedy decoding still
-  // picks the eval model's argmax.
+  // same numbers token by token with and without them, for one row and for four, on any team; and
+  // greedy decoding still picks the eval model's argmax.
   models::TransformerConfig c{.d_model = 128, .d_ff = 512, .n_layers = 2, .n_heads = 4, .max_len = 24};
   c.mode = Mode::eval;
   auto eval = models::TransformerLM(300, c);
@@ -119,16 +119,22 @@ TEST_CASE("the decoders' packed weights give the unpacked model's log-probabilit
   eval->init(ShapeDtype{{1, 4}, DType::int32}, Rng(5));
   predict->init(ShapeDtype{{1, 1}, DType::int32});
   predict->set_all_weights(eval->all_weights());
-  const auto log_probs = [&](bool packed) {
+  // One row, and four (a beam's or a batch's): a start token and a prompt of two as one chunk, then
+  // one token a row at a time.
+  const auto log_probs = [&](bool packed, std::int64_t rows) {
     std::vector<double> out;
-    start_decoding(*predict, Tensor(), 1);
+    start_decoding(*predict, Tensor(), rows);
     std::optional<PackedWeights> scope;
     if (packed) scope.emplace(*predict);
-    Tensor tokens = tensor({0, 5, 9}, {1, 3});   // the start token and a prompt of two: one chunk
+    std::vector<double> chunk;
+    for (std::int64_t r = 0; r < rows; ++r) chunk.insert(chunk.end(), {0.0, 5.0 + r, 9.0});
+    Tensor tokens = Tensor::from_doubles(chunk, {rows, 3}, DType::int32);
     for (int t = 0; t < 5; ++t) {
       const std::vector<double> logp = next_token_log_probs(*predict, Tensor(), tokens).to_doubles();
       out.insert(out.end(), logp.begin(), logp.end());
-      tokens = tensor({(37 * t + 11) % 300}, {1, 1});
+      std::vector<double> next;
+      for (std::int64_t r = 0; r < rows; ++r) next.push_back(static_cast<double>((37 * t + 11 * r + 11) % 300));
+      tokens = Tensor::from_doubles(next, {rows, 1}, DType::int32);
     }
     return out;
   };
@@ -136,7 +142,10 @@ TEST_CASE("the decoders' packed weights give the unpacked model's log-probabilit
   for (int threads : {1, 2, 3}) {
     set_num_threads(threads);
     CAPTURE(threads);
-    CHECK(log_probs(true) == log_probs(false));
+    for (std::int64_t rows : {1, 4}) {
+      CAPTURE(rows);
+      CHECK(log_probs(true, rows) == log_probs(false, rows));
+    }
   }
   set_num_threads(threads_before);
   const Tensor prompt = tensor({5, 9}, {1, 2});

@@ -111,7 +111,8 @@ TEST_CASE("one-row products read from packed weight panels give the unpacked pro
   // one-row product x·W whose W the scope holds reads W's panels of 256 bytes (64 floats, 32
   // doubles), packed by the first such product; the columns after the last whole panel come from W
   // itself. Every column is summed in k order either way: the same bits, on any team, whether the
-  // panels are being packed or already are, with a bias, transposed x, alpha and beta.
+  // panels are being packed or already are, with a bias, transposed x, alpha and beta; and for
+  // 2 to 8 rows.
   const int threads_before = num_threads();
   for (int threads : {1, 2, 3, 8}) {
     set_num_threads(threads);
@@ -132,6 +133,18 @@ TEST_CASE("one-row products read from packed weight panels give the unpacked pro
           CHECK(matmul(a, w).to_doubles() == plain.to_doubles());
           CHECK(matmul(at, w, true, false).to_doubles() == plain_t.to_doubles());
           CHECK(linear(a, w, bias).to_doubles() == plain_b.to_doubles());
+        }
+        // 2 to 8 rows (a batch, a beam) read the panels too where every block of columns the
+        // unpacked product cuts is at least 64 wide ({300, 257}, {256, 1024}); elsewhere W itself.
+        for (std::int64_t M = 2; M <= 8; ++M) {
+          CAPTURE(M);
+          const Tensor rows = randn({M, K}, 100 + M).to(dtype);
+          std::vector<double> unpacked;
+          {
+            const blas::WeightPanels none({});
+            unpacked = linear(rows, w, bias).to_doubles();
+          }
+          CHECK(linear(rows, w, bias).to_doubles() == unpacked);
         }
         // The same memory as another shape is not the matrix the scope holds: read as it is.
         if (K % 2 != 0) continue;
