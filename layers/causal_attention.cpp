@@ -87,11 +87,22 @@ class DotProductCausalAttentionLayer final : public Layer {
     const int H = heads_merged_by(*after[0]);
     Stack qkv;
     try {
-      for (const LayerPtr& branch : projections(*previous, H)) {
-        Stack s{in[0]};
-        const auto& steps = branch->sublayers();
-        for (std::size_t j = 0; j + 1 < steps.size(); ++j) s = (*steps[j])(s);   // all but the split
-        qkv.push_back(s.at(0));
+      const std::vector<LayerPtr> branches = projections(*previous, H);
+      std::vector<Tensor> ws, bs;   // each branch a Dense, then the split: the three in one call
+      for (const LayerPtr& branch : branches)
+        if (const auto wb = branch->sublayers().size() == 2 ? dense_weights(*branch->sublayers()[0]) : std::nullopt) {
+          ws.push_back(wb->first);
+          bs.push_back(wb->second);
+        }
+      if (ws.size() == branches.size()) {
+        qkv = linears(in[0], ws, bs);   // a decoded token's three products in one team job
+      } else {
+        for (const LayerPtr& branch : branches) {
+          Stack s{in[0]};
+          const auto& steps = branch->sublayers();
+          for (std::size_t j = 0; j + 1 < steps.size(); ++j) s = (*steps[j])(s);   // all but the split
+          qkv.push_back(s.at(0));
+        }
       }
     } catch (const std::exception&) {
       return std::nullopt;   // the tree runs and reports it, with its path through the Branch

@@ -4,6 +4,7 @@
 
 #include "core/tensor/ops.hpp"
 #include "layers/initializers.hpp"
+#include "layers/internal/plan_queries.hpp"
 
 namespace ctrax::layers {
 
@@ -42,6 +43,12 @@ class DenseLayer final : public Layer {
 };
 
 }  // namespace
+
+std::optional<std::pair<Tensor, Tensor>> dense_weights(const Layer& layer) {
+  const auto* dense = dynamic_cast<const DenseLayer*>(&layer);
+  if (dense == nullptr || !dense->initialized() || dense->weights().size() != 2) return std::nullopt;
+  return std::pair{dense->weights()[0], dense->weights()[1]};
+}
 
 LayerPtr Dense(std::int64_t n_units, DenseOptions options, std::source_location created) {
   if (n_units < 1)

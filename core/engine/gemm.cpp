@@ -224,6 +224,31 @@ void gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, doub
 
 namespace {
 
+// Thread t's share (of `threads`) of one row of C = op(A)·B, B a dense K × N: its block of columns,
+// in multiples of 16; or, when B's panels are packed or to be packed (weight_panels.hpp), its
+// panels — packing them first if they are not yet — and for the last thread the columns after the
+// last whole panel, from B itself. one_row_nn sums each column alone, in k order, and
+// one_row_panels as it does, so these cuts change no bits: they are those of one thread (the FIXED
+// PARTS rule is about cuts that change sums, and this one changes none). Cut along K instead, each
+// thread streamed a contiguous half of W, but the partial sums crossed between cores after every
+// product, slower on an AMD Zen 5 VM (docs/11_performance.md).
+template <class T>
+void one_row_share(int t, int threads, bool ta, std::int64_t N, std::int64_t K, T alpha, const T* A,
+                   std::int64_t lda, const T* B, T beta, T* C, bool bf16, const WeightPanels::Packed* packed) {
+  if (packed) {
+    constexpr std::int64_t PW = WeightPanels::kPanelBytes / static_cast<std::int64_t>(sizeof(T));
+    const std::int64_t P = N / PW, p0 = P * t / threads, p1 = P * (t + 1) / threads;
+    T* const panels = reinterpret_cast<T*>(packed->panels.get());
+    if (!packed->ready) pack_panels(p0, p1, K, N, B, panels);
+    one_row_panels(p0, p1, K, alpha, A, ta ? lda : 1, panels, beta, C);
+    if (t + 1 == threads && P * PW < N)
+      one_row_nn(N - P * PW, K, alpha, A, ta ? lda : 1, B + P * PW, N, beta, C + P * PW);
+    return;
+  }
+  const std::int64_t c0 = N * t / threads / 16 * 16, c1 = t + 1 == threads ? N : N * (t + 1) / threads / 16 * 16;
+  if (c1 > c0) gemm(ta, false, 1, c1 - c0, K, alpha, A, lda, B + c0, N, beta, C + c0, N, bf16);
+}
+
 // How parallel_gemm cuts a product's rows or columns (an extent): into parts fixed by the size,
 // in blocks of multiples of 16 (whole AVX-512 vectors of the kernels' tiles); the last may be
 // narrower.
@@ -259,34 +284,14 @@ void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_
     gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bf16);
     return;
   }
-  // One row times W (decoding one token): one block of columns per thread, each streaming its
-  // columns of every row of W. one_row_nn sums each column alone, in k order, so these blocks may
-  // be cut by the team: the bits are those of one thread (the FIXED PARTS rule is about cuts that
-  // change sums, and this one changes none). Cut along K instead, each thread streamed a
-  // contiguous half of W, but the partial sums crossed between cores after every product,
-  // slower on an AMD Zen 5 VM (docs/11_performance.md).
+  // One row times W (decoding one token): each thread streams its columns of every row of W, or
+  // its panels of a packed W (one_row_share).
   if (M == 1 && !tb) {
-    // The decoders' weights, packed once (weight_panels.hpp): each thread its panels, the last
-    // thread the columns after the last whole panel from B itself.
-    if (WeightPanels::Packed* const packed = bf16 ? nullptr : WeightPanels::find(B, K, N, sizeof(T))) {
-      constexpr std::int64_t PW = WeightPanels::kPanelBytes / static_cast<std::int64_t>(sizeof(T));
-      const std::int64_t P = N / PW;
-      T* const panels = reinterpret_cast<T*>(packed->panels.get());
-      const bool ready = packed->ready;
-      parallel_team([&](int t, int threads) {
-        const std::int64_t p0 = P * t / threads, p1 = P * (t + 1) / threads;
-        if (!ready) pack_panels(p0, p1, K, N, B, panels);
-        one_row_panels(p0, p1, K, alpha, A, ta ? lda : 1, panels, beta, C);
-        if (t + 1 == threads && P * PW < N)
-          one_row_nn(N - P * PW, K, alpha, A, ta ? lda : 1, B + P * PW, ldb, beta, C + P * PW);
-      });
-      packed->ready = true;
-      return;
-    }
+    WeightPanels::Packed* const packed = bf16 ? nullptr : WeightPanels::find(B, K, N, sizeof(T));
     parallel_team([&](int t, int threads) {
-      const std::int64_t c0 = N * t / threads / 16 * 16, c1 = t + 1 == threads ? N : N * (t + 1) / threads / 16 * 16;
-      if (c1 > c0) gemm(ta, false, 1, c1 - c0, K, alpha, A, lda, B + c0, ldb, beta, C + c0, ldc, bf16);
+      one_row_share(t, threads, ta, N, K, alpha, A, lda, B, beta, C, bf16, packed);
     });
+    if (packed) packed->ready = true;
     return;
   }
   // A few rows times a packed weight (decoding a batch or a beam): as for one row, when the
@@ -351,6 +356,22 @@ void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_
            C + start, ldc, bf16);
   });
 }
+
+template <class T>
+void one_row_products(std::int64_t K, const T* a, const std::vector<RowProduct<T>>& products) {
+  std::vector<WeightPanels::Packed*> packed;
+  for (const RowProduct<T>& p : products) packed.push_back(WeightPanels::find(p.B, K, p.N, sizeof(T)));
+  parallel_team([&](int t, int threads) {
+    for (std::size_t i = 0; i < products.size(); ++i)
+      one_row_share(t, threads, false, products[i].N, K, T(1), a, K, products[i].B, T(1), products[i].C, false,
+                    packed[i]);
+  });
+  for (WeightPanels::Packed* p : packed)
+    if (p) p->ready = true;
+}
+
+template void one_row_products<float>(std::int64_t, const float*, const std::vector<RowProduct<float>>&);
+template void one_row_products<double>(std::int64_t, const double*, const std::vector<RowProduct<double>>&);
 
 template void parallel_gemm<float>(bool, bool, std::int64_t, std::int64_t, std::int64_t, float,
                                    const float*, const float*, float, float*, bool);

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace ctrax::blas {
 
@@ -32,5 +33,18 @@ void gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, doub
 template <class T>
 void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T alpha,
                    const T* A, const T* B, T beta, T* C, bool bf16 = false);
+
+// One row times several matrices, C_i = a·B_i + C_i (a of length K; each B_i a dense K × N_i, not
+// transposed, a different matrix from the others; float products, never rounded), in ONE team job
+// instead of one each: decoding's Q, K and V projections of the same row. Each C_i gets the bits
+// parallel_gemm(false, false, 1, N_i, K, 1, a, B_i, 1, C_i) gives it, packed weights included.
+template <class T>
+struct RowProduct {
+  const T* B;
+  std::int64_t N;
+  T* C;
+};
+template <class T>
+void one_row_products(std::int64_t K, const T* a, const std::vector<RowProduct<T>>& products);
 
 }  // namespace ctrax::blas

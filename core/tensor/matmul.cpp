@@ -6,10 +6,12 @@
 #include <stdexcept>
 
 #include "core/engine/broadcast.hpp"
+#include "core/tensor/autodiff.hpp"
 #include "core/tensor/elementwise.hpp"
 #include "core/engine/gemm.hpp"
 #include "core/tensor/op.hpp"
 #include "core/tensor/precision.hpp"
+#include "core/tensor/profile.hpp"
 #include "core/engine/parallel.hpp"
 #include "core/tensor/reduce.hpp"
 #include "core/tensor/shape_ops.hpp"
@@ -129,6 +131,41 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
                                  b_grad ? sum(g2, {0}) : Tensor()};
     });
   });
+}
+
+std::vector<Tensor> linears(const Tensor& x, const std::vector<Tensor>& ws, const std::vector<Tensor>& bs) {
+  if (ws.size() != bs.size())
+    throw std::invalid_argument(fmt::format("linears: {} weights but {} biases", ws.size(), bs.size()));
+  // One row, nothing recorded, float products of distinct real matrices of x's dtype: one job.
+  bool one_job = !ws.empty() && x.rank() >= 1 && !x.is_meta() && is_floating(x.dtype()) &&
+                 x.numel() == x.dim(-1) && !product_rounds(x.dtype()) &&
+                 !(grad_enabled() && x.requires_grad());
+  for (std::size_t i = 0; one_job && i < ws.size(); ++i) {
+    const Tensor &w = ws[i], &b = bs[i];
+    one_job = w.rank() == 2 && b.rank() == 1 && !w.is_meta() && !b.is_meta() && w.dtype() == x.dtype() &&
+              b.dtype() == x.dtype() && w.dim(0) == x.dim(-1) && b.dim(0) == w.dim(1) && w.dim(0) > 0 &&
+              !(grad_enabled() && (w.requires_grad() || b.requires_grad()));
+    for (std::size_t j = 0; one_job && j < i; ++j) one_job = !ws[j].same_as(w) && ws[j].raw_data() != w.raw_data();
+  }
+  std::vector<Tensor> out;
+  if (!one_job) {
+    for (std::size_t i = 0; i < ws.size(); ++i) out.push_back(linear(x, ws[i], bs[i]));
+    return out;
+  }
+  const profile::Scope profile_scope(kLinear.family);
+  const std::int64_t K = x.dim(-1);
+  dispatch_float(x.dtype(), [&]<class T>(T) {
+    std::vector<blas::RowProduct<T>> products;
+    for (std::size_t i = 0; i < ws.size(); ++i) {
+      Shape shape(x.shape().begin(), x.shape().end() - 1);
+      shape.push_back(ws[i].dim(1));
+      out.push_back(Tensor::empty(shape, x.dtype()));
+      std::copy_n(bs[i].data<T>(), ws[i].dim(1), out.back().data<T>());   // C starts as b (beta = 1)
+      products.push_back({ws[i].data<T>(), ws[i].dim(1), out.back().data<T>()});
+    }
+    blas::one_row_products(K, x.data<T>(), products);
+  });
+  return out;
 }
 
 }  // namespace ctrax

@@ -14,6 +14,8 @@
 // one product per thread.
 #pragma once
 
+#include <vector>
+
 #include "core/tensor/tensor.hpp"
 
 namespace ctrax {
@@ -30,5 +32,12 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false,
 // product, then read it again to write the sum — two more passes over the (B·L, N) activations.
 // Gradients: dx = g·wᵀ, dw = xᵀ·g (the leading axes folded into rows), db = Σ_rows g.
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b);
+
+// The same input through several dense maps: {linear(x, w_0, b_0), linear(x, w_1, b_1), …}, the
+// same values. When x is ONE row and nothing is recorded for gradients (decoding's Q, K and V
+// projections of a token), the products run as one team job instead of one each — a job's
+// hand-over between the cores costs about what a quarter of a 256 × 256 product does
+// (docs/11_performance.md); otherwise each is its own linear.
+std::vector<Tensor> linears(const Tensor& x, const std::vector<Tensor>& ws, const std::vector<Tensor>& bs);
 
 }  // namespace ctrax

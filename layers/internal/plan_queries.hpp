@@ -2,10 +2,13 @@
 //
 // A rule (Layer::fuses_with, core/layer/plan.hpp) lives with the layer that leads a fused step and
 // looks at its neighbours: BatchNorm asks whether the next layer is a Relu, Relu whether the next
-// is a Dropout that drops, CausalAttention whether its branches end in SplitIntoHeads and the next
-// layer is a MergeHeads. Each neighbour's kind is private to its own file, so that file answers
-// here. Not installed (an `internal/` folder): these are the plan's plumbing, not the layer API.
+// is a Dropout that drops, CausalAttention whether its branches end in SplitIntoHeads (and begin
+// with a Dense) and the next layer is a MergeHeads. Each neighbour's kind is private to its own
+// file, so that file answers here. Not installed (an `internal/` folder): these are the plan's plumbing, not the layer API.
 #pragma once
+
+#include <optional>
+#include <utility>
 
 #include "core/layer/layer.hpp"
 #include "core/tensor/tensor.hpp"
@@ -20,6 +23,10 @@ bool is_relu(const Layer& layer);
 // the feed-forward block's Dense → Relu → Dropout (dropout.cpp).
 bool drops(const Layer& layer);
 Tensor dropout_of_relu(const Layer& dropout_layer, const Tensor& x);
+
+// The weights (w, b) of an initialised Dense with a bias, whose forward is linear(x, w, b);
+// nullopt for any other layer (dense.cpp).
+std::optional<std::pair<Tensor, Tensor>> dense_weights(const Layer& layer);
 
 // n_heads when `layer` is a SplitIntoHeads (MergeHeads) that folds the heads into the batch,
 // else 0 (heads.cpp).

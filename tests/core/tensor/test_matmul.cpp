@@ -172,6 +172,65 @@ TEST_CASE("one-row products read from packed weight panels give the unpacked pro
   set_num_threads(threads_before);
 }
 
+TEST_CASE("linears gives each linear's bits; one row under no gradients runs as one team job") {
+  // linears(x, ws, bs) (matmul.hpp) is decoding's Q, K and V projections of a token: with one row
+  // and nothing recorded the products share one team job (blas::one_row_products), packed weights
+  // included; anything else is one linear each — rows, recorded gradients, the same matrix twice.
+  const int threads_before = num_threads();
+  for (int threads : {1, 2, 3}) {
+    set_num_threads(threads);
+    CAPTURE(threads);
+    for (DType dtype : {DType::float64, DType::float32}) {
+      CAPTURE(dtype);
+      // Below the team's size (48 × 40), panels and a tail (300 × 257), the M decoder's (256 × 256).
+      const std::vector<Tensor> ws = {randn({256, 40}, 1).to(dtype), randn({256, 257}, 2).to(dtype),
+                                      randn({256, 256}, 3).to(dtype)};
+      const std::vector<Tensor> bs = {randn({40}, 4).to(dtype), randn({257}, 5).to(dtype), randn({256}, 6).to(dtype)};
+      const auto each = [&](const Tensor& x) {
+        std::vector<std::vector<double>> out;
+        for (std::size_t i = 0; i < ws.size(); ++i) out.push_back(linear(x, ws[i], bs[i]).to_doubles());
+        return out;
+      };
+      const auto all = [&](const Tensor& x, const std::vector<Tensor>& w) {
+        std::vector<std::vector<double>> out;
+        for (const Tensor& y : linears(x, w, bs)) out.push_back(y.to_doubles());
+        return out;
+      };
+      for (const Shape& shape : {Shape{1, 256}, Shape{1, 1, 256}, Shape{3, 256}}) {
+        CAPTURE(shape);
+        const Tensor x = randn(shape, 7).to(dtype);
+        const auto expected = each(x);
+        {
+          const NoGrad no_grad;
+          CHECK(all(x, ws) == expected);
+          std::vector<blas::WeightPanels::Matrix> matrices;
+          for (const Tensor& w : ws) matrices.push_back({w.raw_data(), w.dim(0), w.dim(1), itemsize(dtype)});
+          const blas::WeightPanels packed(matrices);
+          CHECK(all(x, ws) == expected);   // packing
+          CHECK(all(x, ws) == expected);   // packed
+        }
+        CHECK(all(x, ws) == expected);   // weights that require gradients: recorded, one linear each
+        const NoGrad no_grad;
+        const std::vector<Tensor> with_twice = linears(x, {ws[1], ws[1], ws[2]}, {bs[1], bs[1], bs[2]});
+        CHECK(with_twice[0].to_doubles() == expected[1]);
+        CHECK(with_twice[1].to_doubles() == expected[1]);
+        CHECK(with_twice[2].to_doubles() == expected[2]);
+      }
+    }
+  }
+  set_num_threads(threads_before);
+  // Recorded: gradients flow to x and every weight and bias.
+  const Tensor x = randn({1, 8}, 8), w0 = randn({8, 5}, 9), w1 = randn({8, 3}, 10), b0 = randn({5}, 11),
+               b1 = randn({3}, 12);
+  expect_gradients(
+      [](const V& v) {
+        const auto y = linears(v[0], {v[1], v[2]}, {v[3], v[4]});
+        return sum(y[0]) + sum(y[1] * y[1]);
+      },
+      {x, w0, w1, b0, b1});
+  CHECK_THROWS_WITH_AS(linears(x, {w0, w1}, {b0}), "linears: 2 weights but 1 biases", std::invalid_argument);
+}
+
 TEST_CASE("products of 2 to 8 rows (decoding a batch or a beam) equal the reference, with a column tail") {
   // 2 ≤ M ≤ 8, N ≥ 64, neither transposed: ctrax's few-rows kernel (core/engine/gemm.cpp), panels of
   // two vectors' width (32 floats, 16 doubles) and the N mod width columns after them; split across
