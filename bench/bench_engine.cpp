@@ -10,6 +10,8 @@
 //   - products of 1, 4 and 8 rows (decoding one token, a beam, a batch: x·W) over a set of weight
 //     matrices as large as a decoding model's, in GB/s of weights read, against the same run's
 //     read bandwidth of that many bytes (read_bandwidth.hpp) and against OpenBLAS on one thread;
+//     on all threads each W as it is and packed in panels, as the decoders read it
+//     (core/engine/weight_panels.hpp);
 //   - fused softmax and layer norm, forward + backward, in GB/s of compulsory traffic;
 //   - conv2d on each convolution shape of bench_train's WRN-10-1 (batch 128, 32×32): forward, each
 //     gradient and all three, in GFLOP/s (the figures to hold against the sgemm peak above).
@@ -30,6 +32,7 @@
 #include "examples/flags.hpp"
 #include "core/tensor/runtime.hpp"
 #include "core/engine/parallel.hpp"
+#include "core/engine/weight_panels.hpp"
 #include "bench/read_bandwidth.hpp"
 
 using namespace ctrax;
@@ -102,11 +105,20 @@ void bench_few_rows(int reps, std::int64_t M, std::int64_t K, std::int64_t N, do
   const double read_one = bench::read_bandwidth_gbs(bytes / 1e6);
   set_num_threads(threads);
   const double all = median_seconds(reps, ours);
+  // The decoders' way: every W packed once into panels (core/engine/weight_panels.hpp).
+  std::vector<blas::WeightPanels::Matrix> matrices;
+  for (const Tensor& wi : w) matrices.push_back({wi.raw_data(), K, N, sizeof(float)});
+  double packed = 0;
+  {
+    const blas::WeightPanels scope(matrices);
+    packed = median_seconds(reps, ours);
+  }
   const double read_all = bench::read_bandwidth_gbs(bytes / 1e6);
   fmt::print("{} row{} {}x{}·{}x{} ({} matrices, {:.1f} MB)  1 thread: ctrax {:5.1f} GB/s of W ({:3.0f}% of reading), "
-             "OpenBLAS {:5.1f}   {} threads: ctrax {:5.1f} GB/s ({:3.0f}% of reading {:5.1f})\n",
+             "OpenBLAS {:5.1f}   {} threads: ctrax {:5.1f} GB/s ({:3.0f}% of reading {:5.1f}), packed {:5.1f} ({:3.0f}%)\n",
              M, M == 1 ? " " : "s", M, K, K, N, count, bytes / 1e6, bytes / one / 1e9, 100 * bytes / one / 1e9 / read_one,
-             bytes / direct / 1e9, threads, bytes / all / 1e9, 100 * bytes / all / 1e9 / read_all, read_all);
+             bytes / direct / 1e9, threads, bytes / all / 1e9, 100 * bytes / all / 1e9 / read_all, read_all,
+             bytes / packed / 1e9, 100 * bytes / packed / 1e9 / read_all);
 }
 
 void bench_fused(int reps) {
