@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <utility>
 
 #include "core/engine/full_width.hpp"
 #include "core/engine/gemm_bf16.hpp"
@@ -224,6 +225,9 @@ void gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, doub
 
 namespace {
 
+// A product of a few rows or one column splits over the team from a matrix of this many elements.
+constexpr std::int64_t kStreamedOnTeam = 1 << 15;
+
 // Thread t's share (of `threads`) of one row of C = op(A)·B, B a dense K × N: its block of columns,
 // in multiples of 16; or, when B's panels are packed or to be packed (weight_panels.hpp), its
 // panels — packing them first if they are not yet — and for the last thread the columns after the
@@ -280,7 +284,7 @@ void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_
   // Every decision here reads the sizes alone, never the team's (runtime.hpp, FIXED PARTS).
   const bool streaming = M <= 8 || N == 1;
   const std::int64_t streamed = M <= 8 ? N * K : M * K;   // the matrix those read
-  if (streaming ? streamed < (1 << 15) : M * N * K < (1 << 20)) {
+  if (streaming ? streamed < kStreamedOnTeam : M * N * K < (1 << 20)) {
     gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bf16);
     return;
   }
@@ -359,15 +363,21 @@ void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_
 
 template <class T>
 void one_row_products(std::int64_t K, const T* a, const std::vector<RowProduct<T>>& products) {
-  std::vector<WeightPanels::Packed*> packed;
-  for (const RowProduct<T>& p : products) packed.push_back(WeightPanels::find(p.B, K, p.N, sizeof(T)));
+  // Each product as parallel_gemm would run it: one too small for the team on this thread alone,
+  // the others' shares in the one job.
+  std::vector<std::pair<const RowProduct<T>*, WeightPanels::Packed*>> on_team;
+  for (const RowProduct<T>& p : products)
+    if (p.N * K < kStreamedOnTeam)
+      gemm(false, false, 1, p.N, K, T(1), a, K, p.B, p.N, T(1), p.C, p.N, false);
+    else
+      on_team.emplace_back(&p, WeightPanels::find(p.B, K, p.N, sizeof(T)));
+  if (on_team.empty()) return;
   parallel_team([&](int t, int threads) {
-    for (std::size_t i = 0; i < products.size(); ++i)
-      one_row_share(t, threads, false, products[i].N, K, T(1), a, K, products[i].B, T(1), products[i].C, false,
-                    packed[i]);
+    for (const auto& [p, packed] : on_team)
+      one_row_share(t, threads, false, p->N, K, T(1), a, K, p->B, T(1), p->C, false, packed);
   });
-  for (WeightPanels::Packed* p : packed)
-    if (p) p->ready = true;
+  for (const auto& [p, packed] : on_team)
+    if (packed) packed->ready = true;
 }
 
 template void one_row_products<float>(std::int64_t, const float*, const std::vector<RowProduct<float>>&);

@@ -36,7 +36,8 @@ void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_
 
 // One row times several matrices, C_i = a·B_i + C_i (a of length K; each B_i a dense K × N_i, not
 // transposed, a different matrix from the others; float products, never rounded), in ONE team job
-// instead of one each: decoding's Q, K and V projections of the same row. Each C_i gets the bits
+// instead of one each: decoding's Q, K and V projections of the same row (a product too small to
+// split runs alone on this thread, as parallel_gemm runs it). Each C_i gets the bits
 // parallel_gemm(false, false, 1, N_i, K, 1, a, B_i, 1, C_i) gives it, packed weights included.
 template <class T>
 struct RowProduct {
