@@ -75,7 +75,8 @@ class DotProductCausalAttentionLayer final : public Layer {
   // dropout mask is this layer's own draw. In predict mode the new keys and values go into the
   // KV cache from where the projections put them (write_heads_to_cache) and q attends over the
   // cache in place (attention_heads_over_prefix): per decoded token and layer, the four copies
-  // and the layers that made them are left out.
+  // and the layers that made them are left out. Branches that are each a Dense then the split run
+  // as linears(x, …): a decoded token's three products in one team job (matmul.hpp).
   std::optional<FusedRun> fuses_with(const Layer* previous, std::span<const LayerPtr> after) const override {
     if (!previous || after.empty()) return std::nullopt;
     const int H = heads_merged_by(*after[0]);
@@ -88,6 +89,7 @@ class DotProductCausalAttentionLayer final : public Layer {
     Stack qkv;
     try {
       const std::vector<LayerPtr> branches = projections(*previous, H);
+      if (branches.empty()) return std::nullopt;
       std::vector<Tensor> ws, bs;   // each branch a Dense, then the split: the three in one call
       for (const LayerPtr& branch : branches)
         if (const auto wb = branch->sublayers().size() == 2 ? dense_weights(*branch->sublayers()[0]) : std::nullopt) {

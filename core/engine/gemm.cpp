@@ -35,6 +35,12 @@ void gemm_call(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K,
   cblas_dgemm(CblasRowMajor, op(ta), op(tb), i(M), i(N), i(K), alpha, A, i(lda), B, i(ldb), beta, C, i(ldc));
 }
 
+// EVERY TERM ONE FUSED MULTIPLY-ADD. The one-row and few-rows kernels below, on W and on its
+// panels, add each term a·b to a column's sum with std::fma, in k order: written as `s += a * b`,
+// the compiler chooses — g++ 12 at -O3 fused the vector loops but multiplied a scalar tail's
+// terms two at once and added them apart, and at -O0 (the sanitizer build) fuses nothing — and a
+// column's last bit then depended on which kernel, or which part of one, summed it.
+//
 // A few rows of C = A·B (2 ≤ M ≤ 8, neither transposed): decoding a batch or a beam. OpenBLAS's
 // sgemm first packs B into its panel layout — for 8 rows that copy costs more than the product —
 // and 8 gemv calls stream B eight times. Here B is read once, a panel of 2 vectors' width at a
@@ -54,15 +60,14 @@ CTRAX_FULL_WIDTH_VECTORS void few_rows_nn(std::int64_t N, std::int64_t K, T alph
       for (int m = 0; m < MR; ++m) {
         const T a = A[m * lda + k];
 #pragma omp simd
-        for (int j = 0; j < NB; ++j) acc[m][j] += a * b[j];
+        for (int j = 0; j < NB; ++j) acc[m][j] = std::fma(a, b[j], acc[m][j]);
       }
     }
     for (int m = 0; m < MR; ++m)
       for (int j = 0; j < NB; ++j) store(C[m * ldc + n0 + j], acc[m][j]);
   }
-  // The last N mod NB columns, each summed as the panels' are — one fused multiply-add per term,
-  // in k order — so that a column's bits do not depend on where a block of columns ends (written
-  // as a plain sum, g++ 12 multiplied two terms at once and added them apart).
+  // The last N mod NB columns, each summed as the body sums — one fused multiply-add per term, in
+  // k order — so that a column's bits do not depend on where a block of columns ends.
   for (; n0 < N; ++n0)
     for (int m = 0; m < MR; ++m) {
       T sum = 0;
@@ -111,13 +116,14 @@ CTRAX_FULL_WIDTH_VECTORS void one_row_nn(std::int64_t N, std::int64_t K, T alpha
             a3 = alpha * a[(k + 3) * inca];
     const T *b0 = B + k * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
 #pragma omp simd
-    for (std::int64_t j = 0; j < N; ++j) c[j] = c[j] + a0 * b0[j] + a1 * b1[j] + a2 * b2[j] + a3 * b3[j];
+    for (std::int64_t j = 0; j < N; ++j)
+      c[j] = std::fma(a3, b3[j], std::fma(a2, b2[j], std::fma(a1, b1[j], std::fma(a0, b0[j], c[j]))));
   }
   for (; k < K; ++k) {
     const T a0 = alpha * a[k * inca];
     const T* b0 = B + k * ldb;
 #pragma omp simd
-    for (std::int64_t j = 0; j < N; ++j) c[j] = c[j] + a0 * b0[j];
+    for (std::int64_t j = 0; j < N; ++j) c[j] = std::fma(a0, b0[j], c[j]);
   }
 }
 
@@ -137,7 +143,7 @@ CTRAX_FULL_WIDTH_VECTORS void one_row_panels(std::int64_t p0, std::int64_t p1, s
     for (std::int64_t k = 0; k < K; ++k, b += PW) {
       const T ak = alpha * a[k * inca];
 #pragma omp simd
-      for (std::int64_t j = 0; j < PW; ++j) acc[j] = acc[j] + ak * b[j];
+      for (std::int64_t j = 0; j < PW; ++j) acc[j] = std::fma(ak, b[j], acc[j]);
     }
 #pragma omp simd
     for (std::int64_t j = 0; j < PW; ++j) cp[j] = acc[j];
@@ -161,7 +167,7 @@ CTRAX_FULL_WIDTH_VECTORS void few_rows_panels(std::int64_t p0, std::int64_t p1, 
         for (int m = 0; m < MR; ++m) {
           const T a = A[m * lda + k];
 #pragma omp simd
-          for (int j = 0; j < NB; ++j) acc[m][j] += a * b[j];
+          for (int j = 0; j < NB; ++j) acc[m][j] = std::fma(a, b[j], acc[m][j]);
         }
       for (int m = 0; m < MR; ++m)
         for (int j = 0; j < NB; ++j) store(C[m * ldc + p * PW + h + j], acc[m][j]);
@@ -228,6 +234,20 @@ namespace {
 // A product of a few rows or one column splits over the team from a matrix of this many elements.
 constexpr std::int64_t kStreamedOnTeam = 1 << 15;
 
+// Thread t's share (of `threads`) of a product from the panels of its dense K × N matrix B
+// (weight_panels.hpp): packs its panels first if they are not yet, runs kernel(p0, p1, panels) on
+// them, and the last thread tail(c0) on the columns c0 … N − 1 after the last whole panel, from B.
+template <class T, class Kernel, class Tail>
+void panels_share(int t, int threads, std::int64_t N, std::int64_t K, const T* B, const WeightPanels::Packed& packed,
+                  Kernel&& kernel, Tail&& tail) {
+  constexpr std::int64_t PW = WeightPanels::kPanelBytes / static_cast<std::int64_t>(sizeof(T));
+  const std::int64_t P = N / PW, p0 = P * t / threads, p1 = P * (t + 1) / threads;
+  T* const panels = reinterpret_cast<T*>(packed.panels.get());
+  if (!packed.ready) pack_panels(p0, p1, K, N, B, panels);
+  kernel(p0, p1, static_cast<const T*>(panels));
+  if (t + 1 == threads && P * PW < N) tail(P * PW);
+}
+
 // Thread t's share (of `threads`) of one row of C = op(A)·B, B a dense K × N: its block of columns,
 // in multiples of 16; or, when B's panels are packed or to be packed (weight_panels.hpp), its
 // panels — packing them first if they are not yet — and for the last thread the columns after the
@@ -240,13 +260,13 @@ template <class T>
 void one_row_share(int t, int threads, bool ta, std::int64_t N, std::int64_t K, T alpha, const T* A,
                    std::int64_t lda, const T* B, T beta, T* C, bool bf16, const WeightPanels::Packed* packed) {
   if (packed) {
-    constexpr std::int64_t PW = WeightPanels::kPanelBytes / static_cast<std::int64_t>(sizeof(T));
-    const std::int64_t P = N / PW, p0 = P * t / threads, p1 = P * (t + 1) / threads;
-    T* const panels = reinterpret_cast<T*>(packed->panels.get());
-    if (!packed->ready) pack_panels(p0, p1, K, N, B, panels);
-    one_row_panels(p0, p1, K, alpha, A, ta ? lda : 1, panels, beta, C);
-    if (t + 1 == threads && P * PW < N)
-      one_row_nn(N - P * PW, K, alpha, A, ta ? lda : 1, B + P * PW, N, beta, C + P * PW);
+    const std::int64_t inca = ta ? lda : 1;
+    panels_share<T>(
+        t, threads, N, K, B, *packed,
+        [&](std::int64_t p0, std::int64_t p1, const T* panels) {
+          one_row_panels(p0, p1, K, alpha, A, inca, panels, beta, C);
+        },
+        [&](std::int64_t c) { one_row_nn(N - c, K, alpha, A, inca, B + c, N, beta, C + c); });
     return;
   }
   const std::int64_t c0 = N * t / threads / 16 * 16, c1 = t + 1 == threads ? N : N * (t + 1) / threads / 16 * 16;
@@ -308,16 +328,13 @@ void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_
       static constexpr Kernel kernels[] = {nullptr, nullptr, few_rows_panels<T, 2>, few_rows_panels<T, 3>,
                                            few_rows_panels<T, 4>, few_rows_panels<T, 5>, few_rows_panels<T, 6>,
                                            few_rows_panels<T, 7>, few_rows_panels<T, 8>};
-      constexpr std::int64_t PW = WeightPanels::kPanelBytes / static_cast<std::int64_t>(sizeof(T));
-      const std::int64_t P = N / PW;
-      T* const panels = reinterpret_cast<T*>(packed->panels.get());
-      const bool ready = packed->ready;
       parallel_team([&](int t, int threads) {
-        const std::int64_t p0 = P * t / threads, p1 = P * (t + 1) / threads;
-        if (!ready) pack_panels(p0, p1, K, N, B, panels);
-        kernels[M](p0, p1, K, alpha, A, lda, panels, beta, C, ldc);
-        if (t + 1 == threads && P * PW < N)
-          few_rows_any_n(M, N - P * PW, K, alpha, A, lda, B + P * PW, ldb, beta, C + P * PW, ldc);
+        panels_share<T>(
+            t, threads, N, K, B, *packed,
+            [&](std::int64_t p0, std::int64_t p1, const T* panels) {
+              kernels[M](p0, p1, K, alpha, A, lda, panels, beta, C, ldc);
+            },
+            [&](std::int64_t c) { few_rows_any_n(M, N - c, K, alpha, A, lda, B + c, ldb, beta, C + c, ldc); });
       });
       packed->ready = true;
       return;

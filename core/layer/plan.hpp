@@ -18,7 +18,8 @@
 //   Branch([…, SplitIntoHeads] × 3),   each branch's projection, then the three head splits and
 //   DotProductCausalAttention,         attention_heads over q, k, v   the merge: four copies of an
 //   MergeHeads (CausalAttention)       as (B, L, H·d); decoding: k, v activation forward, four back;
-//                                      into the KV cache in place     decoding, the cache's writes
+//                                      into the KV cache in place,    decoding, the cache's writes
+//                                      Dense projections as one job   and two of three team jobs
 //
 // A fused step declines inputs it does not take (then the two layers run one by one, and bad
 // input gets the tree's own error, naming the layer that refused it), and the plan stands aside
