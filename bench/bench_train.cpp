@@ -185,7 +185,10 @@ int main(int argc, char** argv) try {
       ->check(number_in(1, 256));
   auto* prompt_flag = app.add_option("--prompt-len", prompt_len, "--generate: first read a prompt of this many tokens in "
                                      "one pass, and report the time to the first generated token")->check(number_in(1, 1e6));
-  for (auto* o : {gen_batch_flag, beams_flag, prompt_flag}) o->needs(generate_flag);
+  bool no_pack = false;
+  auto* no_pack_flag = app.add_flag("--no-pack-weights", no_pack, "--generate: decode without packing the weights into "
+                                    "panels first (SampleOptions::pack_weights = false: the same numbers, read slower)");
+  for (auto* o : {gen_batch_flag, beams_flag, prompt_flag, no_pack_flag}) o->needs(generate_flag);
   beams_flag->excludes(gen_batch_flag);
   auto* bandwidth_flag = app.add_flag("--bandwidth", bandwidth, "only measure the memory read bandwidth of --threads "
                                       "threads (the roofline's)");
@@ -274,10 +277,13 @@ int main(int argc, char** argv) try {
     const Tensor prompt = Tensor::from_doubles(starts, {beams > 0 ? 1 : rows, P}, DType::int32);
     const auto run = [&](std::int64_t n) {
       if (beams > 0)
-        return static_cast<std::int64_t>(decode::beam_search(*decoder, prompt, 1, {.n_beams = beams, .eos_id = -1, .max_length = n})
-                                             .front().front().tokens.size());
-      const Tensor out = decode::autoregressive_sample(
-          *decoder, prompt, rows, {.temperature = rows > 1 ? 1.0 : 0.0, .eos_id = -1, .max_length = n, .seed = 1});
+        return static_cast<std::int64_t>(
+            decode::beam_search(*decoder, prompt, 1,
+                                {.n_beams = beams, .eos_id = -1, .max_length = n, .pack_weights = !no_pack})
+                .front().front().tokens.size());
+      const Tensor out = decode::autoregressive_sample(*decoder, prompt, rows,
+                                                       {.temperature = rows > 1 ? 1.0 : 0.0, .eos_id = -1,
+                                                        .max_length = n, .seed = 1, .pack_weights = !no_pack});
       return out.dim(1);
     };
     run(8);   // warm-up

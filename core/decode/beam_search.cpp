@@ -58,7 +58,7 @@ std::vector<std::vector<Hypothesis>> beam_search(Layer& model, const Tensor& inp
 
   // One parallel region for the whole search, the weights packed once, as autoregressive_sample
   // (sampling.cpp).
-  const PackedWeights packed(model);
+  const PackedWeights packed(model, o.pack_weights);
   in_one_region([&] {
     for (std::int64_t t = 0; t < o.max_length; ++t) {
       const Tensor logp = next_token_log_probs(model, lm ? Tensor() : source, tokens);

@@ -35,6 +35,7 @@ struct BeamSearchOptions {
   std::int32_t eos_id = 1;        // negative: no hypothesis ever finishes early
   std::int64_t max_length = 100;  // generated tokens, at most
   double length_penalty = 1.0;    // ranking: log_prob / length^length_penalty
+  bool pack_weights = true;       // as SampleOptions::pack_weights (sampling.hpp)
 };
 
 struct Hypothesis {

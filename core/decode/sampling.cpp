@@ -112,7 +112,7 @@ Tensor autoregressive_sample(Layer& model, const Tensor& inputs, std::int64_t ba
   // product; a region closed and opened again each token made every token slower
   // (docs/11_performance.md). And every one-row product reads its weight from panels packed at
   // the first token (internal/packed_weights.hpp): the same bits, read faster.
-  const PackedWeights packed(model);
+  const PackedWeights packed(model, o.pack_weights);
   in_one_region([&] {
     for (; T < o.max_length; ++T) {
       const Tensor logp = next_token_log_probs(model, inputs, tokens);

@@ -42,6 +42,10 @@ struct SampleOptions {
   std::int32_t pad_id = 0;        // fills a row after its eos
   std::int64_t max_length = 100;  // tokens generated per row, at most
   std::uint64_t seed = 0;         // the sampling noise
+  // Read each weight matrix from a copy packed at the first token in the order the cores read
+  // fastest (docs/09_decoding.md): the same numbers, faster, for the weights' size in memory more
+  // while the call runs. false: no copy.
+  bool pack_weights = true;
 };
 
 // Generates up to max_length tokens per row with a predict-mode, initialised `model`.

@@ -13,10 +13,12 @@
 
 namespace ctrax::decode {
 
-// The scope over every matrix among the model's weights (rank 2, float32 or float64).
+// The scope over every matrix among the model's weights (rank 2, float32 or float64); with
+// `pack` false, over none (the options' pack_weights).
 class PackedWeights {
  public:
-  explicit PackedWeights(const Layer& model) : panels_(matrices_of(model)) {}
+  explicit PackedWeights(const Layer& model, bool pack = true)
+      : panels_(pack ? matrices_of(model) : std::vector<blas::WeightPanels::Matrix>{}) {}
 
  private:
   static std::vector<blas::WeightPanels::Matrix> matrices_of(const Layer& model) {

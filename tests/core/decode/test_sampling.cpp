@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "core/decode/beam_search.hpp"
 #include "core/decode/internal/packed_weights.hpp"
 #include "core/decode/sampling.hpp"
 #include "core/tensor/runtime.hpp"
@@ -153,4 +154,26 @@ TEST_CASE("the decoders' packed weights give the unpacked model's log-probabilit
   const Tensor chosen = argmax((*eval)(joined(prompt, out)), -1);   // position i predicts token i
   for (std::int64_t t = 0; t < 6; ++t)
     CHECK(out.data<std::int32_t>()[t] == chosen.data<std::int32_t>()[2 + t]);
+  // pack_weights = false decodes without the copy: the same tokens, greedy and sampled, and the
+  // same hypotheses with the same log-probabilities in a beam search.
+  for (const bool pack : {true, false}) {
+    CAPTURE(pack);
+    CHECK(autoregressive_sample(*predict, prompt, 1,
+                                {.temperature = 0, .eos_id = -1, .max_length = 6, .pack_weights = pack})
+              .to_doubles() == out.to_doubles());
+  }
+  const SampleOptions sampled{.temperature = 1, .eos_id = -1, .max_length = 8, .seed = 3};
+  SampleOptions sampled_unpacked = sampled;
+  sampled_unpacked.pack_weights = false;
+  CHECK(autoregressive_sample(*predict, Tensor(), 3, sampled).to_doubles() ==
+        autoregressive_sample(*predict, Tensor(), 3, sampled_unpacked).to_doubles());
+  const auto packed_beams = beam_search(*predict, prompt, 1, {.n_beams = 4, .eos_id = -1, .max_length = 5});
+  const auto plain_beams =
+      beam_search(*predict, prompt, 1, {.n_beams = 4, .eos_id = -1, .max_length = 5, .pack_weights = false});
+  REQUIRE(packed_beams.size() == 1);
+  REQUIRE(packed_beams[0].size() == plain_beams[0].size());
+  for (std::size_t h = 0; h < packed_beams[0].size(); ++h) {
+    CHECK(packed_beams[0][h].tokens == plain_beams[0][h].tokens);
+    CHECK(packed_beams[0][h].log_prob == plain_beams[0][h].log_prob);
+  }
 }
