@@ -20,11 +20,11 @@ namespace ctrax::bench {
 // Sums an array of `mb` megabytes on num_threads() threads (each a contiguous share of whole
 // cache lines), repeatedly: the median bytes read per second, in GB/s. The roofline must be what
 // the memory gives, not what a loop gets from it: the array is 64-byte aligned like every tensor
-// (a vector load that straddles two cache lines read 40% slower on an AMD Zen 5 VM), and each
+// (a vector load that straddles two cache lines is slower, on some CPUs far slower), and each
 // thread adds 32-bit integers (wrap-around) into four independent vectors of one cache line each,
 // written as vector types so that no compiler turns the loop back into scalar code (g++ 12 did, for
-// the same sum over a 64-lane array) — one vector on a misaligned array measured half the speed
-// (docs/11_performance.md).
+// the same sum over a 64-lane array). docs/11_performance.md measures what the loop before this
+// one, one vector over a misaligned array, missed.
 inline double read_bandwidth_gbs(double mb, int* passes_out = nullptr) {
   using Line = std::uint32_t __attribute__((vector_size(64)));   // one cache line
   constexpr std::int64_t kStep = 4;                                // lines per step, one per vector

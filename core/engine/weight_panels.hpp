@@ -12,16 +12,19 @@
 //   row 0:   [ p0 | p1 | p2 | p3 ]   p0: row 0's 64 values, row 1's, …, row K−1's; then p1, …
 //   row 1:   [ p0 | p1 | p2 | p3 ]   (the last N mod 64 columns are read from W itself)
 //
-// While a WeightPanels lives on a thread, each one-row product x·W there (parallel_gemm: M = 1, W
-// not transposed, not rounded to bfloat16) whose W is one of its matrices — the same address and
-// shape — reads W's panels: packed by the team during the first such product (each thread packs
-// the panels it then reads) and kept until the scope ends. Every column is still summed alone in
-// k order, so the numbers are the unpacked product's, bit for bit (tests/core/tensor/test_matmul.cpp).
-// The copy costs one more pass over the weights, and their size in memory while the scope lives.
+// While a WeightPanels lives on a thread, each product x·W there of one row (parallel_gemm and
+// one_row_products: W not transposed, not rounded to bfloat16), or of 2 to 8 rows where the
+// unpacked product would send every block of columns through the few-rows kernel, whose W is one
+// of its matrices — the same address and shape — reads W's panels: packed by the team during the
+// first such product (each thread packs the panels it then reads) and kept until the scope ends.
+// Every column is still summed alone in k order, one std::fma per term, so the numbers are the
+// unpacked product's, bit for bit (tests/core/tensor/test_matmul.cpp). The copy costs one more
+// pass over the weights, and their size in memory while the scope lives.
 //
 // The decoders (core/decode) open one for the whole call, over the model's weights, which do not
-// change while it decodes. No other code sees it: a product outside a scope, or of a matrix the
-// scope was not given (an activation, a weight that changed address), reads W as before.
+// change while it decodes (SampleOptions::pack_weights = false: none). No other code sees it: a
+// product outside a scope, or of a matrix the scope was not given (an activation, a weight that
+// changed address), reads W as before.
 #pragma once
 
 #include <cstddef>

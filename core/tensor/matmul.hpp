@@ -35,9 +35,9 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b);
 
 // The same input through several dense maps: {linear(x, w_0, b_0), linear(x, w_1, b_1), …}, the
 // same values. When x is ONE row and nothing is recorded for gradients (decoding's Q, K and V
-// projections of a token), the products run as one team job instead of one each — a job's
-// hand-over between the cores costs about what a quarter of a 256 × 256 product does
-// (docs/11_performance.md); otherwise each is its own linear.
+// projections of a token), the products run as one team job instead of one each — every job's
+// hand-over between the cores costs a fixed time, a sizeable share of a small product's
+// (docs/11_performance.md measures it); otherwise each is its own linear.
 std::vector<Tensor> linears(const Tensor& x, const std::vector<Tensor>& ws, const std::vector<Tensor>& bs);
 
 }  // namespace ctrax
