@@ -229,6 +229,20 @@ TEST_CASE("linears gives each linear's bits; one row under no gradients runs as 
       },
       {x, w0, w1, b0, b1});
   CHECK_THROWS_WITH_AS(linears(x, {w0, w1}, {b0}), "linears: 2 weights but 1 biases", std::invalid_argument);
+  // A weight or bias that does not fit x gets linear's error, naming the three shapes, whether or
+  // not the one-job path was asked for.
+  for (const bool recording : {true, false}) {
+    CAPTURE(recording);
+    const std::optional<NoGrad> no_grad = recording ? std::nullopt : std::optional<NoGrad>(std::in_place);
+    CHECK_THROWS_WITH_AS(linears(x, {w0, randn({7, 3}, 13)}, {b0, b1}),
+                         "linear expects float x (..., K), w (K, N), b (N) of one dtype, got x f64[1,8], w f64[7,3], "
+                         "b f64[3]",
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(linears(x, {w0, w1}, {b0, b0}),
+                         "linear expects float x (..., K), w (K, N), b (N) of one dtype, got x f64[1,8], w f64[8,3], "
+                         "b f64[5]",
+                         std::invalid_argument);
+  }
 }
 
 TEST_CASE("products of 2 to 8 rows (decoding a batch or a beam) equal the reference, with a column tail") {
