@@ -37,6 +37,31 @@ class DenseLayer final : public Layer {
     return {options_.use_bias ? linear(x, w, weights()[1]) : matmul(x, w)};
   }
 
+  // The execution plan's rule (core/layer/plan.hpp), the feed-forward block's products:
+  //   this, Relu, [Dropouts that pass through], Dense      (both Dense with a bias)
+  // runs as linear_relu_linear (core/tensor/matmul.hpp) — the tree's linear, relu and linear, so the
+  // same values and gradients; for a decoded token's one row, the two products and the ReLU in one
+  // team job. A Dropout that drops (training) leaves the Relu to its own rule with that Dropout; one
+  // that passes through (Layer::passes_through) is stepped over, whatever its mode: a model built
+  // for decoding sets the mode of its Dropouts and leaves its Dense layers at the default.
+  std::optional<FusedRun> fuses_with(const Layer* previous, std::span<const LayerPtr> after) const override {
+    if (previous || !options_.use_bias || after.empty() || !is_relu(*after[0])) return std::nullopt;
+    std::size_t i = 1;
+    while (i < after.size() && after[i]->passes_through()) ++i;
+    const auto* next = i < after.size() ? dynamic_cast<const DenseLayer*>(after[i].get()) : nullptr;
+    if (next == nullptr || !next->options_.use_bias) return std::nullopt;
+    return FusedRun{.n_after = static_cast<int>(i) + 1};
+  }
+
+  std::optional<Stack> forward_fused(const Stack& in, Layer*, std::span<const LayerPtr> after) override {
+    const Layer& next = *after.back();
+    const Tensor& x = in[0];
+    const Tensor &w1 = weights().at(0), &w2 = next.weights().at(0);
+    // Inputs the tree would refuse: decline, and the layers one by one give the tree's error.
+    if (x.rank() < 1 || x.dim(-1) != w1.dim(0) || w2.dim(0) != w1.dim(1)) return std::nullopt;
+    return Stack{linear_relu_linear(x, w1, weights().at(1), w2, next.weights().at(1))};
+  }
+
  private:
   std::int64_t n_units_;
   DenseOptions options_;

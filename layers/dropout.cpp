@@ -22,6 +22,7 @@ class DropoutLayer final : public Layer {
 
  public:
   bool drops() const { return mode() == Mode::train && rate_ != 0.0; }
+  bool passes_through() const override { return !drops(); }
   Tensor of_relu(const Tensor& x) const { return relu_dropout(x, rate_, rng(), shared_axes_); }
 
  private:

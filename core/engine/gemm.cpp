@@ -256,21 +256,31 @@ void panels_share(int t, int threads, std::int64_t N, std::int64_t K, const T* B
 // PARTS rule is about cuts that change sums, and this one changes none). Cut along K instead, each
 // thread streamed a contiguous half of W, but the partial sums crossed between cores after every
 // product, slower on an AMD Zen 5 VM (docs/11_performance.md).
-template <class T>
+// done(c0, c1), when given, is called on each run of columns c0 … c1 − 1 this thread has finished.
+template <class T, class Done = void (*)(std::int64_t, std::int64_t)>
 void one_row_share(int t, int threads, bool ta, std::int64_t N, std::int64_t K, T alpha, const T* A,
-                   std::int64_t lda, const T* B, T beta, T* C, bool bf16, const WeightPanels::Packed* packed) {
+                   std::int64_t lda, const T* B, T beta, T* C, bool bf16, const WeightPanels::Packed* packed,
+                   Done done = [](std::int64_t, std::int64_t) {}) {
   if (packed) {
+    constexpr std::int64_t PW = WeightPanels::kPanelBytes / static_cast<std::int64_t>(sizeof(T));
     const std::int64_t inca = ta ? lda : 1;
     panels_share<T>(
         t, threads, N, K, B, *packed,
         [&](std::int64_t p0, std::int64_t p1, const T* panels) {
           one_row_panels(p0, p1, K, alpha, A, inca, panels, beta, C);
+          done(p0 * PW, p1 * PW);
         },
-        [&](std::int64_t c) { one_row_nn(N - c, K, alpha, A, inca, B + c, N, beta, C + c); });
+        [&](std::int64_t c) {
+          one_row_nn(N - c, K, alpha, A, inca, B + c, N, beta, C + c);
+          done(c, N);
+        });
     return;
   }
   const std::int64_t c0 = N * t / threads / 16 * 16, c1 = t + 1 == threads ? N : N * (t + 1) / threads / 16 * 16;
-  if (c1 > c0) gemm(ta, false, 1, c1 - c0, K, alpha, A, lda, B + c0, N, beta, C + c0, N, bf16);
+  if (c1 > c0) {
+    gemm(ta, false, 1, c1 - c0, K, alpha, A, lda, B + c0, N, beta, C + c0, N, bf16);
+    done(c0, c1);
+  }
 }
 
 // How parallel_gemm cuts a product's rows or columns (an extent): into parts fixed by the size,
@@ -397,6 +407,37 @@ void one_row_products(std::int64_t K, const T* a, const std::vector<RowProduct<T
     if (packed) packed->ready = true;
 }
 
+template <class T>
+void one_row_relu_chain(std::int64_t K, const T* a, const T* W1, std::int64_t F, T* h, const T* W2, std::int64_t N,
+                        T* c) {
+  const auto relu = [h](std::int64_t c0, std::int64_t c1) {
+    for (std::int64_t j = c0; j < c1; ++j) h[j] = h[j] > T(0) ? h[j] : T(0);   // relu's expression
+  };
+  if (F * K < kStreamedOnTeam || N * F < kStreamedOnTeam || num_threads() < 2) {   // as the tree runs them
+    parallel_gemm(false, false, 1, F, K, T(1), a, W1, T(1), h, false);
+    {
+      const FlushDenormals flush;   // as relu's own loop runs
+      relu(0, F);
+    }
+    parallel_gemm(false, false, 1, N, F, T(1), h, W2, T(1), c, false);
+    return;
+  }
+  WeightPanels::Packed* const packed1 = WeightPanels::find(W1, K, F, sizeof(T));
+  WeightPanels::Packed* const packed2 = WeightPanels::find(W2, F, N, sizeof(T));
+  TeamBarrier h_done;
+  parallel_team([&](int t, int threads) {
+    one_row_share(t, threads, false, F, K, T(1), a, K, W1, T(1), h, false, packed1, relu);
+    h_done.arrive_and_wait(threads);
+    one_row_share(t, threads, false, N, F, T(1), h, F, W2, T(1), c, false, packed2);
+  });
+  for (WeightPanels::Packed* packed : {packed1, packed2})
+    if (packed) packed->ready = true;
+}
+
+template void one_row_relu_chain<float>(std::int64_t, const float*, const float*, std::int64_t, float*, const float*,
+                                        std::int64_t, float*);
+template void one_row_relu_chain<double>(std::int64_t, const double*, const double*, std::int64_t, double*,
+                                         const double*, std::int64_t, double*);
 template void one_row_products<float>(std::int64_t, const float*, const std::vector<RowProduct<float>>&);
 template void one_row_products<double>(std::int64_t, const double*, const std::vector<RowProduct<double>>&);
 

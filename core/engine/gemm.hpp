@@ -48,4 +48,15 @@ struct RowProduct {
 template <class T>
 void one_row_products(std::int64_t K, const T* a, const std::vector<RowProduct<T>>& products);
 
+// One row through the feed-forward block's products around its ReLU: h = max(a·W1 + h, 0), then
+// c = h·W2 + c (a of length K, W1 a dense K × F, W2 a dense F × N, neither transposed; h and c
+// hold the biases when called; float products, never rounded) — in ONE team job instead of two
+// and the ReLU between them: each thread takes its ReLU on the columns of h it made, a barrier,
+// then its columns of c from the whole of h. h and c get the bits parallel_gemm, relu and
+// parallel_gemm give them one after the other, packed weights included (when either product is
+// too small for the team, that is how they run).
+template <class T>
+void one_row_relu_chain(std::int64_t K, const T* a, const T* W1, std::int64_t F, T* h, const T* W2, std::int64_t N,
+                        T* c);
+
 }  // namespace ctrax::blas

@@ -87,6 +87,11 @@ bool run_on_open_team(TeamBody call, void* body) {
 
 }  // namespace detail
 
+void TeamBarrier::arrive_and_wait(int n) {
+  arrived_.fetch_add(1, std::memory_order_acq_rel);
+  wait_until([&] { return arrived_.load(std::memory_order_acquire) >= n; });
+}
+
 namespace detail {
 
 void in_one_region(void (*call)(void* work), void* work) {

@@ -5,6 +5,7 @@
 // cut into parts fixed by the work's size so training's numbers never depend on the team.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <type_traits>
 
@@ -61,6 +62,20 @@ void parallel_team(F&& body) {
   call(erased, 0, 1);
 #endif
 }
+
+// A BARRIER INSIDE A BODY. Two steps of one job where the second reads what every thread wrote in
+// the first (a product whose input row is the previous product's output): each thread calls
+// barrier.arrive_and_wait(n) between them, with the n its body was given, and none goes on
+// until all n have arrived — cheaper than a second job, which the threads would wait for just the
+// same. One TeamBarrier serves one crossing of one job; declare it outside the body. The steps
+// before it must not throw: a thread that left the body early would leave the others waiting.
+class TeamBarrier {
+ public:
+  void arrive_and_wait(int n);
+
+ private:
+  alignas(64) std::atomic<int> arrived_{0};
+};
 
 namespace detail {
 void in_one_region(void (*call)(void* work), void* work);

@@ -149,6 +149,7 @@ void Layer::set_execution_plan(bool on) {
 
 std::optional<Layer::FusedRun> Layer::fuses_with(const Layer*, std::span<const LayerPtr>) const { return std::nullopt; }
 bool Layer::fuses_sublayers() const { return false; }
+bool Layer::passes_through() const { return false; }
 std::optional<Stack> Layer::forward_fused(const Stack&, Layer*, std::span<const LayerPtr>) { return std::nullopt; }
 
 std::optional<Stack> Layer::call_fused(Layer* previous, std::span<const LayerPtr> after, const Stack& stack) {
@@ -163,7 +164,10 @@ std::optional<Stack> Layer::call_fused(Layer* previous, std::span<const LayerPtr
   // projections). A model built for eval or decoding sets the mode of those layers alone and
   // leaves its plumbing at the default, so outside training a neighbour of another mode is taken
   // (the tree runs the owner without gradients too); in training every layer must be in train.
-  const auto ready = [&](const Layer* l) { return l->initialized_ && (l->mode_ == mode_ || mode_ != Mode::train); };
+  // A layer that passes its inputs through (a Dropout outside training) does what it does in any mode.
+  const auto ready = [&](const Layer* l) {
+    return l->initialized_ && (l->mode_ == mode_ || mode_ != Mode::train || l->passes_through());
+  };
   if (!plan_ || t_init || Trace::active() || static_cast<int>(stack.size()) < first.n_in_ ||
       !std::all_of(run.begin(), run.end(), ready))
     return std::nullopt;

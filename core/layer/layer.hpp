@@ -163,6 +163,10 @@ class Layer {
   virtual std::optional<FusedRun> fuses_with(const Layer* previous, std::span<const LayerPtr> after) const;
   // Whether this layer runs its sublayers so (Serial does); the plan's printer asks.
   virtual bool fuses_sublayers() const;
+  // Whether forward, in this layer's mode, hands its inputs back unchanged (a Dropout outside
+  // training): a rule may step over such a layer, and its mode does not matter to the run.
+  // Default: false.
+  virtual bool passes_through() const;
   // Runs the run of fuses_with(previous, after) — previous (or nullptr), this layer, then every
   // layer of `after` — on the stack as one step. nullopt when the plan is off, while
   // initialising, tracing or inferring shapes, or when forward_fused declines these inputs: then

@@ -15,13 +15,16 @@
 //                                                                     one tensor less
 //   Relu, Dropout (the Dropout drops)  relu_dropout(…)                the same: the feed-forward
 //                                                                     block's Dense → Relu → Dropout
+//   Dense, Relu, [Dropouts that pass   linear_relu_linear(…): the     the layers' calls; decoding,
+//   through], Dense (both with a       tree's three ops; one row      one of two team jobs and the
+//   bias: the feed-forward block)      unrecorded, one team job       ReLU's pass and tensor
 //   Branch([…, SplitIntoHeads] × 3),   each branch's projection, then the three head splits and
 //   DotProductCausalAttention,         attention_heads over q, k, v   the merge: four copies of an
 //   MergeHeads (CausalAttention)       as (B, L, H·d); decoding: k, v activation forward, four back;
 //                                      into the KV cache in place,    decoding, the cache's writes
 //                                      Dense projections as one job   and two of three team jobs
 //
-// A fused step declines inputs it does not take (then the two layers run one by one, and bad
+// A fused step declines inputs it does not take (then the layers run one by one, and bad
 // input gets the tree's own error, naming the layer that refused it), and the plan stands aside
 // while a model initialises, infers shapes, or runs under a Trace (which shows every layer).
 //

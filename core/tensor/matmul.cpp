@@ -133,19 +133,42 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   });
 }
 
+namespace {
+
+// What the one-job paths below take: x one real row of a float dtype whose products are not
+// rounded, nothing recorded for x's gradient; and a real (K, N) w with its (N) b of x's dtype,
+// K > 0, nothing recorded for either.
+bool one_unrecorded_row(const Tensor& x) {
+  return x.rank() >= 1 && !x.is_meta() && is_floating(x.dtype()) && x.numel() == x.dim(-1) &&
+         !product_rounds(x.dtype()) && !(grad_enabled() && x.requires_grad());
+}
+bool unrecorded_map_of(std::int64_t K, DType dtype, const Tensor& w, const Tensor& b) {
+  return w.rank() == 2 && b.rank() == 1 && !w.is_meta() && !b.is_meta() && w.dtype() == dtype &&
+         b.dtype() == dtype && w.dim(0) == K && b.dim(0) == w.dim(1) && K > 0 &&
+         !(grad_enabled() && (w.requires_grad() || b.requires_grad()));
+}
+
+// An output of x's leading axes and n columns, each row starting as b (the products add to it).
+template <class T>
+Tensor starting_as(const Tensor& x, const Tensor& b) {
+  Shape shape(x.shape().begin(), x.shape().end() - 1);
+  shape.push_back(b.dim(0));
+  Tensor out = Tensor::empty(shape, x.dtype());
+  std::copy_n(b.data<T>(), b.dim(0), out.data<T>());
+  return out;
+}
+
+}  // namespace
+
 std::vector<Tensor> linears(const Tensor& x, const std::vector<Tensor>& ws, const std::vector<Tensor>& bs) {
   if (ws.size() != bs.size())
     throw std::invalid_argument(fmt::format("linears: {} weights but {} biases", ws.size(), bs.size()));
   // One row, nothing recorded, float products of distinct real matrices of x's dtype: one job.
-  bool one_job = !ws.empty() && x.rank() >= 1 && !x.is_meta() && is_floating(x.dtype()) &&
-                 x.numel() == x.dim(-1) && !product_rounds(x.dtype()) &&
-                 !(grad_enabled() && x.requires_grad());
+  bool one_job = !ws.empty() && one_unrecorded_row(x);
   for (std::size_t i = 0; one_job && i < ws.size(); ++i) {
-    const Tensor &w = ws[i], &b = bs[i];
-    one_job = w.rank() == 2 && b.rank() == 1 && !w.is_meta() && !b.is_meta() && w.dtype() == x.dtype() &&
-              b.dtype() == x.dtype() && w.dim(0) == x.dim(-1) && b.dim(0) == w.dim(1) && w.dim(0) > 0 &&
-              !(grad_enabled() && (w.requires_grad() || b.requires_grad()));
-    for (std::size_t j = 0; one_job && j < i; ++j) one_job = !ws[j].same_as(w) && ws[j].raw_data() != w.raw_data();
+    one_job = unrecorded_map_of(x.dim(-1), x.dtype(), ws[i], bs[i]);
+    for (std::size_t j = 0; one_job && j < i; ++j)
+      one_job = !ws[j].same_as(ws[i]) && ws[j].raw_data() != ws[i].raw_data();
   }
   std::vector<Tensor> out;
   if (!one_job) {
@@ -157,13 +180,26 @@ std::vector<Tensor> linears(const Tensor& x, const std::vector<Tensor>& ws, cons
   dispatch_float(x.dtype(), [&]<class T>(T) {
     std::vector<blas::RowProduct<T>> products;
     for (std::size_t i = 0; i < ws.size(); ++i) {
-      Shape shape(x.shape().begin(), x.shape().end() - 1);
-      shape.push_back(ws[i].dim(1));
-      out.push_back(Tensor::empty(shape, x.dtype()));
-      std::copy_n(bs[i].data<T>(), ws[i].dim(1), out.back().data<T>());   // C starts as b (beta = 1)
+      out.push_back(starting_as<T>(x, bs[i]));   // C starts as b (beta = 1)
       products.push_back({ws[i].data<T>(), ws[i].dim(1), out.back().data<T>()});
     }
     blas::one_row_products(K, x.data<T>(), products);
+  });
+  return out;
+}
+
+Tensor linear_relu_linear(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2) {
+  // One row, nothing recorded, real matrices that fit one another: one job.
+  if (!one_unrecorded_row(x) || !unrecorded_map_of(x.dim(-1), x.dtype(), w1, b1) ||
+      !unrecorded_map_of(w1.dim(1), x.dtype(), w2, b2))
+    return linear(relu(linear(x, w1, b1)), w2, b2);
+  const profile::Scope profile_scope(kLinear.family);
+  Tensor out;
+  dispatch_float(x.dtype(), [&]<class T>(T) {
+    Tensor h = starting_as<T>(x, b1);
+    out = starting_as<T>(x, b2);
+    blas::one_row_relu_chain(x.dim(-1), x.data<T>(), w1.data<T>(), w1.dim(1), h.data<T>(), w2.data<T>(), w2.dim(1),
+                             out.data<T>());
   });
   return out;
 }

@@ -40,4 +40,15 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b);
 // (docs/11_performance.md measures it); otherwise each is its own linear.
 std::vector<Tensor> linears(const Tensor& x, const std::vector<Tensor>& ws, const std::vector<Tensor>& bs);
 
+// The feed-forward block's two products around its ReLU (Dense → Relu → Dense) in one op:
+//
+//   linear_relu_linear(x, w1, b1, w2, b2) = linear(relu(linear(x, w1, b1)), w2, b2)
+//
+// the same values and, recorded, the same gradients (it is those three ops). When x is ONE row and
+// nothing is recorded (decoding a token), both products and the ReLU run as one team job: each
+// core takes the ReLU on the part of the hidden row it made, the cores meet once, then each makes
+// its part of the output from the whole hidden row — one job and one hand-over fewer than the
+// three ops, and no pass of its own for the ReLU.
+Tensor linear_relu_linear(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2);
+
 }  // namespace ctrax

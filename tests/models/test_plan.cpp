@@ -6,12 +6,14 @@
 #include <functional>
 #include <span>
 
+#include "core/decode/sampling.hpp"
 #include "core/layer/plan.hpp"
 #include "core/layer/trace.hpp"
 #include "core/tensor/ops.hpp"
 #include "layers/activations.hpp"
 #include "layers/batch_norm.hpp"
 #include "layers/causal_attention.hpp"
+#include "layers/dense.hpp"
 #include "layers/dropout.hpp"
 #include "models/registry.hpp"
 #include "tests/helpers.hpp"
@@ -128,6 +130,59 @@ TEST_CASE("plan: Relu then Dropout is one step with the tree's mask, values and 
   // Rate 0, and eval mode: the Dropout is the identity and nothing is fused.
   CHECK_FALSE(layers::Relu()->fuses_with(nullptr, std::vector<LayerPtr>{layers::Dropout({.rate = 0.0})}));
   CHECK_FALSE(layers::Relu()->fuses_with(nullptr, std::vector<LayerPtr>{layers::Dropout({.rate = 0.5, .mode = Mode::eval})}));
+}
+
+TEST_CASE("plan: Dense, Relu, Dropouts that pass through, Dense are one step with the tree's values and gradients") {
+  // Literal values: w1 = [[1, -1], [2, 0]], b1 = (0, 1); w2 = [[1], [3]], b2 = (−1).
+  // x = (1, 1): h = (3, 0) → relu (3, 0) → y = 3 − 1 = 2;  x = (−1, 0): h = (−1, 2) → (0, 2) → 5.
+  const Tensor x = Tensor::from_doubles({1, 1, -1, 0}, {2, 2}, DType::float64);
+  auto make = [] {
+    return layers::Serial(layers::Dense(2), layers::Relu(), layers::Dropout({.rate = 0.0}), layers::Dense(1));
+  };
+  auto model = make();
+  model->init(signature_of(Stack{x}));
+  REQUIRE(plan_to_string(*model) == "Serial[\n  Dense_2 + Relu + Dropout + Dense_1   (one step)\n]");
+  model->set_all_weights({Tensor::from_doubles({1, -1, 2, 0}, {2, 2}, DType::float64),
+                          Tensor::from_doubles({0, 1}, {2}, DType::float64),
+                          Tensor::from_doubles({1, 3}, {2, 1}, DType::float64),
+                          Tensor::from_doubles({-1}, {1}, DType::float64)});
+  CHECK((*model)(x).to_doubles() == std::vector<double>{2, 5});
+  expect_plan_equals_tree(make, {x});
+  expect_plan_equals_tree(make, {testing::randn({3, 4, 2}, 8).to(DType::float32)});
+  testing::expect_layer_gradients(model, {x + 0.25});   // away from the ReLU's kink
+  // A Dropout that drops (training) leaves the Relu to its own rule with it; the feed-forward
+  // block of a model built for decoding, whose Dropouts pass through, is one step.
+  auto dropping = layers::Serial(layers::Dense(2), layers::Relu(), layers::Dropout({.rate = 0.5}), layers::Dense(1));
+  dropping->init(signature_of(Stack{x}));
+  CHECK(plan_to_string(*dropping) == "Serial[\n  Dense_2\n  Relu + Dropout   (one step)\n  Dense_1\n]");
+  dropping->set_mode(Mode::predict);
+  CHECK(plan_to_string(*dropping) == "Serial[\n  Dense_2 + Relu + Dropout + Dense_1   (one step)\n]");
+  // A Dense without a bias is not a linear: nothing is fused.
+  auto no_bias = layers::Serial(layers::Dense(2, {.use_bias = false}), layers::Relu(), layers::Dense(1));
+  CHECK(plan_to_string(*no_bias) == no_bias->to_string());
+  // Bad input: the step declines and the tree's error names the first Dense.
+  CHECK_THROWS_WITH_AS((*model)(Tensor::zeros({2, 3}, DType::float64)),
+                       doctest::Contains("layer Serial/Dense_2[0] (in forward)"), LayerError);
+
+  // A decoded token's one row: both products and the ReLU in one team job (d_ff · d_model reaches
+  // the team's size), plan and tree the same bits, token by token, and the same greedy tokens
+  // from the decoder, which packs the weights.
+  const models::ModelSpec spec{.name = "TransformerLM", .vocab_size = 11,
+                               .config = {.d_model = 64, .d_ff = 512, .n_layers = 2, .n_heads = 2, .max_len = 16}};
+  auto plan = models::build(spec, Mode::predict), tree = models::build(spec, Mode::predict);
+  const Tensor first = Tensor::from_doubles({3}, {1, 1}, DType::int32);
+  plan->init(signature_of(Stack{first}), Rng(5));
+  tree->init(signature_of(Stack{first}), Rng(5));
+  tree->set_execution_plan(false);
+  REQUIRE(plan_to_string(*plan).find("Dense_512 + Relu + Dropout + Dense_64   (one step)") != std::string::npos);
+  const NoGrad no_grad;   // as the decoders run (the Dense layers of a predict-mode model are not in predict mode)
+  for (int t = 0; t < 5; ++t) {
+    const Tensor token = Tensor::from_doubles({double(t + 2)}, {1, 1}, DType::int32);
+    CHECK((*plan)(token).to_doubles() == (*tree)(token).to_doubles());
+  }
+  const Tensor a = decode::autoregressive_sample(*plan, first, 1, {.eos_id = -1, .max_length = 12});
+  const Tensor b = decode::autoregressive_sample(*tree, first, 1, {.eos_id = -1, .max_length = 12});
+  CHECK(a.to_doubles() == b.to_doubles());
 }
 
 TEST_CASE("plan: a fused step's gradient passes the shared finite-difference check") {

@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <optional>
@@ -241,6 +242,68 @@ TEST_CASE("linears gives each linear's bits; one row under no gradients runs as 
     CHECK_THROWS_WITH_AS(linears(x, {w0, w1}, {b0, b0}),
                          "linear expects float x (..., K), w (K, N), b (N) of one dtype, got x f64[1,8], w f64[8,3], "
                          "b f64[5]",
+                         std::invalid_argument);
+  }
+}
+
+TEST_CASE("linear_relu_linear gives linear, relu, linear's bits; one row under no gradients runs as one team job") {
+  // linear_relu_linear(x, w1, b1, w2, b2) (matmul.hpp) is a decoded token's feed-forward block: with one
+  // row and nothing recorded both products and the ReLU between them share one team job
+  // (blas::one_row_relu_chain, a barrier between the products), packed weights included; anything
+  // else is the three ops.
+  const int threads_before = num_threads();
+  for (int threads : {1, 2, 3}) {
+    set_num_threads(threads);
+    CAPTURE(threads);
+    for (DType dtype : {DType::float64, DType::float32}) {
+      CAPTURE(dtype);
+      // Below the team's size (48 → 40 → 24), panels and tails (256 → 1030 → 257), the M decoder's
+      // block (256 → 1024 → 256), and a first product small enough to run alone (20 → 1000 → 64).
+      for (auto [K, F, N] : {std::array<std::int64_t, 3>{48, 40, 24}, {256, 1030, 257}, {256, 1024, 256},
+                             {20, 1000, 64}}) {
+        CAPTURE(K);
+        CAPTURE(F);
+        CAPTURE(N);
+        const Tensor w1 = randn({K, F}, 1).to(dtype), b1 = randn({F}, 2).to(dtype), w2 = randn({F, N}, 3).to(dtype),
+                     b2 = randn({N}, 4).to(dtype);
+        for (const Shape& shape : {Shape{1, K}, Shape{1, 1, K}, Shape{3, K}}) {
+          CAPTURE(shape);
+          const Tensor x = randn(shape, 6).to(dtype);
+          const std::vector<double> expected = linear(relu(linear(x, w1, b1)), w2, b2).to_doubles();
+          // The ReLU has work in the columns after the last whole panel too (256 bytes: 64 floats).
+          const std::vector<double> hidden = linear(x, w1, b1).to_doubles();
+          REQUIRE(std::any_of(hidden.begin() + F / 64 * 64 % F, hidden.begin() + F, [](double v) { return v < 0; }));
+          const auto fused = [&] { return linear_relu_linear(x, w1, b1, w2, b2).to_doubles(); };
+          {
+            const NoGrad no_grad;
+            CHECK(fused() == expected);
+            const blas::WeightPanels packed({{w1.raw_data(), K, F, itemsize(dtype)}, {w2.raw_data(), F, N, itemsize(dtype)}});
+            CHECK(fused() == expected);   // packing
+            CHECK(fused() == expected);   // packed
+          }
+          CHECK(fused() == expected);   // weights that require gradients: recorded, the three ops
+        }
+      }
+    }
+  }
+  set_num_threads(threads_before);
+  // Recorded: gradients flow to x and every weight and bias, through the ReLU.
+  const Tensor x = randn({2, 6}, 6), w1 = randn({6, 9}, 7), b1 = randn({9}, 8), w2 = randn({9, 4}, 9),
+               b2 = randn({4}, 10);
+  expect_gradients([](const V& v) { return linear_relu_linear(v[0], v[1], v[2], v[3], v[4]); }, {x, w1, b1, w2, b2});
+  // A weight or bias that does not fit gets linear's error, naming the three shapes, whether or not
+  // the one-job path was asked for.
+  for (const bool recording : {true, false}) {
+    CAPTURE(recording);
+    const std::optional<NoGrad> no_grad = recording ? std::nullopt : std::optional<NoGrad>(std::in_place);
+    const Tensor row = slice(x, 0, 0, 1);
+    CHECK_THROWS_WITH_AS(linear_relu_linear(row, w1, b1, randn({8, 4}, 11), b2),
+                         "linear expects float x (..., K), w (K, N), b (N) of one dtype, got x f64[1,9], w f64[8,4], "
+                         "b f64[4]",
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(linear_relu_linear(row, w1, b2, w2, b2),
+                         "linear expects float x (..., K), w (K, N), b (N) of one dtype, got x f64[1,6], w f64[6,9], "
+                         "b f64[4]",
                          std::invalid_argument);
   }
 }
