@@ -304,9 +304,15 @@ int main(int argc, char** argv) try {
     const std::int64_t made = run(generate);
     const double s = ms_since(t0) / 1e3;
     const double tok_s = static_cast<double>(generate * rows) / s;
-    // What one step must stream: every weight once, and (on average over the run) the KV caches'
-    // filled halves: 2 · layers · rows · d_model floats per position, generate/2 positions.
-    const double weight_bytes = 4.0 * static_cast<double>(decoder->n_params());
+    // What one step must stream: every weight once — but of a table the step looks rows up in (the
+    // embedding, the positional encoding) only those rows — and (on average over the run) the KV
+    // caches' filled halves: 2 · layers · rows · d_model floats per position, generate/2 positions.
+    double weight_bytes = 0;
+    for (const auto& [name, w] : decoder->named_weights()) {
+      const double bytes = 4.0 * static_cast<double>(w.numel());
+      const bool looked_up = name.ends_with("/table") || name.ends_with("/pe");
+      weight_bytes += looked_up ? bytes / static_cast<double>(w.dim(0)) * static_cast<double>(rows) : bytes;
+    }
     const double cache_bytes = 4.0 * 2 * k.layers * static_cast<double>(rows * k.d_model) * static_cast<double>(generate) / 2;
     const std::string how = beams > 0 ? fmt::format("beam search, {} beams", beams)
                                       : rows > 1 ? fmt::format("{} sampled rows", rows) : "greedy, batch 1";

@@ -15,7 +15,8 @@
 # --kv-cache, 1 thread): greedy at batch 1, 8 sampled rows against the reference's 8 greedy rows, and
 # ctrax's beam search with 4 beams against the reference's 4 cached rows; the reference without its
 # cache (re-running the whole prefix) is one extra line. Each line also gives the run's share of a
-# roofline: the bytes one step streams (every weight, the filled KV caches) at the memory bandwidth
+# roofline: the bytes one step streams (every weight — of the embedding and position tables only the
+# rows looked up — and the filled KV caches) at the memory bandwidth
 # bench_train --bandwidth measures on an array of that size in the same run; and ctrax's time to the
 # first token after a 32-token prompt read in one pass. At L the line
 # before the ratio gives ctrax's model GFLOP/s as a share of OpenBLAS's 2-thread sgemm peak,
