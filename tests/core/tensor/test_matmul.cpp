@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
 #include <optional>
 
 #include "core/engine/gemm.hpp"
@@ -24,6 +25,23 @@ Tensor reference_matmul(const Tensor& a, const Tensor& b) {
     for (std::int64_t k = 0; k < K; ++k)
       for (std::int64_t j = 0; j < N; ++j) out[i * N + j] += pa[i * K + k] * pb[k * N + j];
   return Tensor::from_doubles(out, {M, N}, DType::float64);
+}
+
+// body(dtype) on teams of each size in `teams`, in float64 and float32; the team size is put back
+// after, whatever happens in body.
+void on_teams(std::initializer_list<int> teams, const std::function<void(DType)>& body) {
+  struct Restore {
+    int n = num_threads();
+    ~Restore() { set_num_threads(n); }
+  } restore;
+  for (int threads : teams) {
+    set_num_threads(threads);
+    CAPTURE(threads);
+    for (DType dtype : {DType::float64, DType::float32}) {
+      CAPTURE(dtype);
+      body(dtype);
+    }
+  }
 }
 }  // namespace
 
@@ -86,25 +104,19 @@ TEST_CASE("one row times a tall matrix, its columns cut across threads, equals t
   // M = 1, B not transposed: ctrax's one-row kernel (core/engine/gemm.cpp, one_row_nn) reads four
   // rows of the matrix at a time, then the K mod 4 left; each thread takes a block of columns in
   // multiples of 16, the last one the N mod 16 left; more threads than blocks leaves a thread none.
-  const int threads_before = num_threads();
-  for (int threads : {2, 3, 8}) {
-    set_num_threads(threads);
-    CAPTURE(threads);
-    for (DType dtype : {DType::float64, DType::float32}) {
-      const double tol = dtype == DType::float64 ? 1e-12 : 2e-5;
-      for (auto [K, N] : {std::array<std::int64_t, 2>{64, 64}, {300, 257}, {1031, 100}, {96, 70}}) {
-        CAPTURE(K);
-        CAPTURE(N);
-        const Tensor a = randn({1, K}, 50 + K), b = randn({K, N}, 60 + N), bias = randn({N}, 70);
-        const Tensor expected = reference_matmul(a, b);
-        expect_close(matmul(a.to(dtype), b.to(dtype)), expected, tol * std::sqrt(double(K)));
-        expect_close(matmul(transpose(a, {1, 0}).to(dtype), b.to(dtype), true, false), expected,
-                     tol * std::sqrt(double(K)));
-        expect_close(linear(a.to(dtype), b.to(dtype), bias.to(dtype)), expected + bias, tol * std::sqrt(double(K)));
-      }
+  on_teams({2, 3, 8}, [](DType dtype) {
+    const double tol = dtype == DType::float64 ? 1e-12 : 2e-5;
+    for (auto [K, N] : {std::array<std::int64_t, 2>{64, 64}, {300, 257}, {1031, 100}, {96, 70}}) {
+      CAPTURE(K);
+      CAPTURE(N);
+      const Tensor a = randn({1, K}, 50 + K), b = randn({K, N}, 60 + N), bias = randn({N}, 70);
+      const Tensor expected = reference_matmul(a, b);
+      expect_close(matmul(a.to(dtype), b.to(dtype)), expected, tol * std::sqrt(double(K)));
+      expect_close(matmul(transpose(a, {1, 0}).to(dtype), b.to(dtype), true, false), expected,
+                   tol * std::sqrt(double(K)));
+      expect_close(linear(a.to(dtype), b.to(dtype), bias.to(dtype)), expected + bias, tol * std::sqrt(double(K)));
     }
-  }
-  set_num_threads(threads_before);
+  });
 }
 
 TEST_CASE("one-row products read from packed weight panels give the unpacked product's bits") {
@@ -114,47 +126,42 @@ TEST_CASE("one-row products read from packed weight panels give the unpacked pro
   // itself. Every column is summed in k order either way: the same bits, on any team, whether the
   // panels are being packed or already are, with a bias, transposed x, alpha and beta; and for
   // 2 to 8 rows.
-  const int threads_before = num_threads();
-  for (int threads : {1, 2, 3, 8}) {
-    set_num_threads(threads);
-    CAPTURE(threads);
-    for (DType dtype : {DType::float64, DType::float32}) {
-      CAPTURE(dtype);
-      // Below 32k elements the product runs alone, unpacked ({64, 64}); one panel ({512, 64});
-      // panels and a tail; the M decoder's feed-forward matrix ({256, 1024}).
-      for (auto [K, N] : {std::array<std::int64_t, 2>{64, 64}, {512, 64}, {300, 257}, {1031, 100}, {256, 1024}}) {
-        CAPTURE(K);
-        CAPTURE(N);
-        const Tensor a = randn({1, K}, 80 + K).to(dtype), w = randn({K, N}, 90 + N).to(dtype),
-                     bias = randn({N}, 71).to(dtype), at = transpose(a, {1, 0});
-        const Tensor plain = matmul(a, w), plain_t = matmul(at, w, true, false), plain_b = linear(a, w, bias);
-        const blas::WeightPanels scope({{w.raw_data(), K, N, itemsize(dtype)}});
-        for (int pass = 0; pass < 2; ++pass) {   // packing, then packed
-          CAPTURE(pass);
-          CHECK(matmul(a, w).to_doubles() == plain.to_doubles());
-          CHECK(matmul(at, w, true, false).to_doubles() == plain_t.to_doubles());
-          CHECK(linear(a, w, bias).to_doubles() == plain_b.to_doubles());
-        }
-        // 2 to 8 rows (a batch, a beam) read the panels too where every block of columns the
-        // unpacked product cuts is at least 64 wide ({300, 257}, {256, 1024}); elsewhere W itself.
-        for (std::int64_t M = 2; M <= 8; ++M) {
-          CAPTURE(M);
-          const Tensor rows = randn({M, K}, 100 + M).to(dtype);
-          std::vector<double> unpacked;
-          {
-            const blas::WeightPanels none({});
-            unpacked = linear(rows, w, bias).to_doubles();
-          }
-          CHECK(linear(rows, w, bias).to_doubles() == unpacked);
-        }
-        // The same memory as another shape is not the matrix the scope holds: read as it is.
-        if (K % 2 != 0) continue;
-        const Tensor folded = reshape_view(w, {K / 2, 2 * N});
-        expect_close(matmul(slice(a, 1, 0, K / 2), folded),
-                     reference_matmul(slice(a, 1, 0, K / 2), folded), dtype == DType::float64 ? 1e-12 : 1e-4);
+  on_teams({1, 2, 3, 8}, [](DType dtype) {
+    // Below 32k elements the product runs alone, unpacked ({64, 64}); one panel ({512, 64});
+    // panels and a tail; the M decoder's feed-forward matrix ({256, 1024}).
+    for (auto [K, N] : {std::array<std::int64_t, 2>{64, 64}, {512, 64}, {300, 257}, {1031, 100}, {256, 1024}}) {
+      CAPTURE(K);
+      CAPTURE(N);
+      const Tensor a = randn({1, K}, 80 + K).to(dtype), w = randn({K, N}, 90 + N).to(dtype),
+                   bias = randn({N}, 71).to(dtype), at = transpose(a, {1, 0});
+      const Tensor plain = matmul(a, w), plain_t = matmul(at, w, true, false), plain_b = linear(a, w, bias);
+      const blas::WeightPanels scope({{w.raw_data(), K, N, itemsize(dtype)}});
+      for (int pass = 0; pass < 2; ++pass) {   // packing, then packed
+        CAPTURE(pass);
+        CHECK(matmul(a, w).to_doubles() == plain.to_doubles());
+        CHECK(matmul(at, w, true, false).to_doubles() == plain_t.to_doubles());
+        CHECK(linear(a, w, bias).to_doubles() == plain_b.to_doubles());
       }
+      // 2 to 8 rows (a batch, a beam) read the panels too where every block of columns the
+      // unpacked product cuts is at least 64 wide ({300, 257}, {256, 1024}); elsewhere W itself.
+      for (std::int64_t M = 2; M <= 8; ++M) {
+        CAPTURE(M);
+        const Tensor rows = randn({M, K}, 100 + M).to(dtype);
+        std::vector<double> unpacked;
+        {
+          const blas::WeightPanels none({});
+          unpacked = linear(rows, w, bias).to_doubles();
+        }
+        CHECK(linear(rows, w, bias).to_doubles() == unpacked);
+      }
+      // The same memory as another shape is not the matrix the scope holds: read as it is.
+      if (K % 2 != 0) continue;
+      const Tensor folded = reshape_view(w, {K / 2, 2 * N});
+      expect_close(matmul(slice(a, 1, 0, K / 2), folded),
+                   reference_matmul(slice(a, 1, 0, K / 2), folded), dtype == DType::float64 ? 1e-12 : 1e-4);
     }
-    // alpha and beta (blas::parallel_gemm itself: the ops use 1 and 0, or 1 over a bias).
+    // alpha and beta (blas::parallel_gemm itself: the ops use 1 and 0, or 1 over a bias), in double.
+    if (dtype != DType::float64) return;
     const Tensor a = randn({1, 300}, 5), w = randn({300, 257}, 6), c0 = randn({1, 257}, 7);
     const auto product = [&](bool packed, double beta) {
       Tensor c = c0.clone();
@@ -169,57 +176,49 @@ TEST_CASE("one-row products read from packed weight panels give the unpacked pro
       CAPTURE(beta);
       CHECK(product(true, beta) == product(false, beta));
     }
-  }
-  set_num_threads(threads_before);
+  });
 }
 
 TEST_CASE("linears gives each linear's bits; one row under no gradients runs as one team job") {
   // linears(x, ws, bs) (matmul.hpp) is decoding's Q, K and V projections of a token: with one row
   // and nothing recorded the products share one team job (blas::one_row_products), packed weights
   // included; anything else is one linear each — rows, recorded gradients, the same matrix twice.
-  const int threads_before = num_threads();
-  for (int threads : {1, 2, 3}) {
-    set_num_threads(threads);
-    CAPTURE(threads);
-    for (DType dtype : {DType::float64, DType::float32}) {
-      CAPTURE(dtype);
-      // Below the team's size (48 × 40), panels and a tail (300 × 257), the M decoder's (256 × 256).
-      const std::vector<Tensor> ws = {randn({256, 40}, 1).to(dtype), randn({256, 257}, 2).to(dtype),
-                                      randn({256, 256}, 3).to(dtype)};
-      const std::vector<Tensor> bs = {randn({40}, 4).to(dtype), randn({257}, 5).to(dtype), randn({256}, 6).to(dtype)};
-      const auto each = [&](const Tensor& x) {
-        std::vector<std::vector<double>> out;
-        for (std::size_t i = 0; i < ws.size(); ++i) out.push_back(linear(x, ws[i], bs[i]).to_doubles());
-        return out;
-      };
-      const auto all = [&](const Tensor& x, const std::vector<Tensor>& w) {
-        std::vector<std::vector<double>> out;
-        for (const Tensor& y : linears(x, w, bs)) out.push_back(y.to_doubles());
-        return out;
-      };
-      for (const Shape& shape : {Shape{1, 256}, Shape{1, 1, 256}, Shape{3, 256}}) {
-        CAPTURE(shape);
-        const Tensor x = randn(shape, 7).to(dtype);
-        const auto expected = each(x);
-        {
-          const NoGrad no_grad;
-          CHECK(all(x, ws) == expected);
-          std::vector<blas::WeightPanels::Matrix> matrices;
-          for (const Tensor& w : ws) matrices.push_back({w.raw_data(), w.dim(0), w.dim(1), itemsize(dtype)});
-          const blas::WeightPanels packed(matrices);
-          CHECK(all(x, ws) == expected);   // packing
-          CHECK(all(x, ws) == expected);   // packed
-        }
-        CHECK(all(x, ws) == expected);   // weights that require gradients: recorded, one linear each
+  on_teams({1, 2, 3}, [](DType dtype) {
+    // Below the team's size (48 × 40), panels and a tail (300 × 257), the M decoder's (256 × 256).
+    const std::vector<Tensor> ws = {randn({256, 40}, 1).to(dtype), randn({256, 257}, 2).to(dtype),
+                                    randn({256, 256}, 3).to(dtype)};
+    const std::vector<Tensor> bs = {randn({40}, 4).to(dtype), randn({257}, 5).to(dtype), randn({256}, 6).to(dtype)};
+    const auto each = [&](const Tensor& x) {
+      std::vector<std::vector<double>> out;
+      for (std::size_t i = 0; i < ws.size(); ++i) out.push_back(linear(x, ws[i], bs[i]).to_doubles());
+      return out;
+    };
+    const auto all = [&](const Tensor& x, const std::vector<Tensor>& w) {
+      std::vector<std::vector<double>> out;
+      for (const Tensor& y : linears(x, w, bs)) out.push_back(y.to_doubles());
+      return out;
+    };
+    for (const Shape& shape : {Shape{1, 256}, Shape{1, 1, 256}, Shape{3, 256}}) {
+      CAPTURE(shape);
+      const Tensor x = randn(shape, 7).to(dtype);
+      const auto expected = each(x);
+      {
         const NoGrad no_grad;
-        const std::vector<Tensor> with_twice = linears(x, {ws[1], ws[1], ws[2]}, {bs[1], bs[1], bs[2]});
-        CHECK(with_twice[0].to_doubles() == expected[1]);
-        CHECK(with_twice[1].to_doubles() == expected[1]);
-        CHECK(with_twice[2].to_doubles() == expected[2]);
+        CHECK(all(x, ws) == expected);
+        std::vector<blas::WeightPanels::Matrix> matrices;
+        for (const Tensor& w : ws) matrices.push_back({w.raw_data(), w.dim(0), w.dim(1), itemsize(dtype)});
+        const blas::WeightPanels packed(matrices);
+        CHECK(all(x, ws) == expected);   // packing
+        CHECK(all(x, ws) == expected);   // packed
       }
+      CHECK(all(x, ws) == expected);   // weights that require gradients: recorded, one linear each
+      const NoGrad no_grad;
+      const std::vector<Tensor> with_twice = linears(x, {ws[1], ws[1], ws[2]}, {bs[1], bs[1], bs[2]});
+      CHECK(with_twice[0].to_doubles() == expected[1]);
+      CHECK(with_twice[1].to_doubles() == expected[1]);
+      CHECK(with_twice[2].to_doubles() == expected[2]);
     }
-  }
-  set_num_threads(threads_before);
+  });
   // Recorded: gradients flow to x and every weight and bias.
   const Tensor x = randn({1, 8}, 8), w0 = randn({8, 5}, 9), w1 = randn({8, 3}, 10), b0 = randn({5}, 11),
                b1 = randn({3}, 12);
@@ -251,42 +250,35 @@ TEST_CASE("linear_relu_linear gives linear, relu, linear's bits; one row under n
   // row and nothing recorded both products and the ReLU between them share one team job
   // (blas::one_row_relu_chain, a barrier between the products), packed weights included; anything
   // else is the three ops.
-  const int threads_before = num_threads();
-  for (int threads : {1, 2, 3}) {
-    set_num_threads(threads);
-    CAPTURE(threads);
-    for (DType dtype : {DType::float64, DType::float32}) {
-      CAPTURE(dtype);
-      // Below the team's size (48 → 40 → 24), panels and tails (256 → 1030 → 257), the M decoder's
-      // block (256 → 1024 → 256), and a first product small enough to run alone (20 → 1000 → 64).
-      for (auto [K, F, N] : {std::array<std::int64_t, 3>{48, 40, 24}, {256, 1030, 257}, {256, 1024, 256},
-                             {20, 1000, 64}}) {
-        CAPTURE(K);
-        CAPTURE(F);
-        CAPTURE(N);
-        const Tensor w1 = randn({K, F}, 1).to(dtype), b1 = randn({F}, 2).to(dtype), w2 = randn({F, N}, 3).to(dtype),
-                     b2 = randn({N}, 4).to(dtype);
-        for (const Shape& shape : {Shape{1, K}, Shape{1, 1, K}, Shape{3, K}}) {
-          CAPTURE(shape);
-          const Tensor x = randn(shape, 6).to(dtype);
-          const std::vector<double> expected = linear(relu(linear(x, w1, b1)), w2, b2).to_doubles();
-          // The ReLU has work in the columns after the last whole panel too (256 bytes: 64 floats).
-          const std::vector<double> hidden = linear(x, w1, b1).to_doubles();
-          REQUIRE(std::any_of(hidden.begin() + F / 64 * 64 % F, hidden.begin() + F, [](double v) { return v < 0; }));
-          const auto fused = [&] { return linear_relu_linear(x, w1, b1, w2, b2).to_doubles(); };
-          {
-            const NoGrad no_grad;
-            CHECK(fused() == expected);
-            const blas::WeightPanels packed({{w1.raw_data(), K, F, itemsize(dtype)}, {w2.raw_data(), F, N, itemsize(dtype)}});
-            CHECK(fused() == expected);   // packing
-            CHECK(fused() == expected);   // packed
-          }
-          CHECK(fused() == expected);   // weights that require gradients: recorded, the three ops
+  on_teams({1, 2, 3}, [](DType dtype) {
+    // Below the team's size (48 → 40 → 24), panels and tails (256 → 1030 → 257), the M decoder's
+    // block (256 → 1024 → 256), and a first product small enough to run alone (20 → 1000 → 64).
+    for (auto [K, F, N] : {std::array<std::int64_t, 3>{48, 40, 24}, {256, 1030, 257}, {256, 1024, 256},
+                           {20, 1000, 64}}) {
+      CAPTURE(K);
+      CAPTURE(F);
+      CAPTURE(N);
+      const Tensor w1 = randn({K, F}, 1).to(dtype), b1 = randn({F}, 2).to(dtype), w2 = randn({F, N}, 3).to(dtype),
+                   b2 = randn({N}, 4).to(dtype);
+      for (const Shape& shape : {Shape{1, K}, Shape{1, 1, K}, Shape{3, K}}) {
+        CAPTURE(shape);
+        const Tensor x = randn(shape, 6).to(dtype);
+        const std::vector<double> expected = linear(relu(linear(x, w1, b1)), w2, b2).to_doubles();
+        // The ReLU has work in the columns after the last whole panel too (256 bytes: 64 floats).
+        const std::vector<double> hidden = linear(x, w1, b1).to_doubles();
+        REQUIRE(std::any_of(hidden.begin() + F / 64 * 64 % F, hidden.begin() + F, [](double v) { return v < 0; }));
+        const auto fused = [&] { return linear_relu_linear(x, w1, b1, w2, b2).to_doubles(); };
+        {
+          const NoGrad no_grad;
+          CHECK(fused() == expected);
+          const blas::WeightPanels packed({{w1.raw_data(), K, F, itemsize(dtype)}, {w2.raw_data(), F, N, itemsize(dtype)}});
+          CHECK(fused() == expected);   // packing
+          CHECK(fused() == expected);   // packed
         }
+        CHECK(fused() == expected);   // weights that require gradients: recorded, the three ops
       }
     }
-  }
-  set_num_threads(threads_before);
+  });
   // Recorded: gradients flow to x and every weight and bias, through the ReLU.
   const Tensor x = randn({2, 6}, 6), w1 = randn({6, 9}, 7), b1 = randn({9}, 8), w2 = randn({9, 4}, 9),
                b2 = randn({4}, 10);
