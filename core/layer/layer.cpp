@@ -475,6 +475,10 @@ std::string Layer::to_string() const {
 std::string plan_to_string(const Layer& layer) {
   const auto& children = layer.sublayers();
   if (children.empty()) return layer.display_name();
+  if (layers::select_then_parallel_step(layer))   // a Branch: its Select and Parallel as one step
+    return fmt::format("{}[\n{}\n]", layer.display_name(),
+                       indent(fmt::format("{} + {}   (one step)", children[0]->display_name(),
+                                          plan_to_string(*children[1]))));
   std::vector<std::string> lines;
   for (std::size_t i = 0; i < children.size(); ++i) {
     // The steps as a Serial takes them: left to right, each layer in at most one step.

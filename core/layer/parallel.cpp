@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/layer/internal/plumbing_kinds.hpp"
 #include "core/layer/serial.hpp"
 
 namespace ctrax::layers {
@@ -47,6 +48,8 @@ class ParallelLayer final : public Layer {
 };
 
 }  // namespace
+
+bool is_parallel(const Layer& layer) { return dynamic_cast<const ParallelLayer*>(&layer) != nullptr; }
 
 LayerPtr make_parallel(const LayerArgs& layers, std::source_location created) {
   if (layers.size() < 2)

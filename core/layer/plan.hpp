@@ -23,7 +23,14 @@
 //   MergeHeads (CausalAttention)       as (B, L, H·d); decoding: k, v activation forward, four back;
 //                                      into the KV cache in place,    decoding, the cache's writes
 //                                      Dense projections as one job   and two of three team jobs
+//   Select, Parallel in one Serial     the Select's picks straight    the two layers' calls and a
+//   (every Branch, so every Residual)  to the Parallel's branches; a  None branch's: per decoded
+//                                      None branch hands its input    token and block, six calls
+//                                      on without a call              of the layer walk
 //
+// The last is the Serial's own step (serial.cpp), not a layer's rule: the branches still run as
+// layers, each with its own plan, and an error in one gets the tree's path, which the step marks
+// as the Parallel and the Branch would.
 // A fused step declines inputs it does not take (then the layers run one by one, and bad
 // input gets the tree's own error, naming the layer that refused it), and the plan stands aside
 // while a model initialises, infers shapes, or runs under a Trace (which shows every layer).

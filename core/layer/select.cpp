@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "core/layer/internal/plumbing_kinds.hpp"
+
 namespace ctrax::layers {
 
 namespace {
@@ -14,6 +16,8 @@ class SelectLayer final : public Layer {
       : Layer(fmt::format("Select[{}]", fmt::join(indices, ",")), n_in,
               static_cast<int>(indices.size()), created),
         indices_(std::move(indices)) {}
+
+  const std::vector<int>& indices() const { return indices_; }
 
  protected:
   Stack forward(const Stack& inputs) override {
@@ -28,6 +32,11 @@ class SelectLayer final : public Layer {
 };
 
 }  // namespace
+
+const std::vector<int>* select_indices(const Layer& layer) {
+  const auto* select = dynamic_cast<const SelectLayer*>(&layer);
+  return select ? &select->indices() : nullptr;
+}
 
 LayerPtr Select(std::vector<int> indices, int n_in, std::source_location created) {
   int deepest = -1;

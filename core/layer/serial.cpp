@@ -6,7 +6,9 @@
 #include <span>
 
 #include "core/layer/internal/planned_step.hpp"
+#include "core/layer/internal/plumbing_kinds.hpp"
 #include "core/layer/select.hpp"
+#include "core/layer/trace.hpp"
 
 namespace ctrax::layers {
 
@@ -46,6 +48,7 @@ class SerialLayer final : public Layer {
   Stack forward(const Stack& inputs) override {
     const auto& layers = sublayers();
     if (layers.empty()) return inputs;
+    if (std::optional<Stack> out = select_then_parallel(inputs)) return std::move(*out);
     Stack stack;
     const Stack* current = &inputs;   // the first layer reads the inputs where they are
     for (std::size_t i = 0; i < layers.size(); ++i) {
@@ -74,6 +77,69 @@ class SerialLayer final : public Layer {
 
   bool fuses_sublayers() const override { return true; }
 
+  // The plan's step for a Select then a Parallel — how Branch is made (branch.cpp), and so every
+  // Residual: the Select's picks go straight to the Parallel's branches, and a branch that is None
+  // (an empty Serial, its input back) hands its input on without a call. The same tensors reach
+  // the same layers in the same order, so values, gradients and state are the tree's; an error in
+  // a branch gets the tree's path (its index, the Parallel, the Parallel's index here). The tree
+  // runs instead while the plan is off, under a Trace, on meta tensors (shape inference, init), or
+  // when the Select's or the Parallel's mode records where this Serial's does not (their apply
+  // would turn recording off).
+  std::optional<Stack> select_then_parallel(const Stack& inputs) {
+    if (!runs_select_then_parallel() || Trace::active()) return std::nullopt;
+    const Layer &select = *sublayers()[0], &parallel = *sublayers()[1];
+    const auto records = [](const Layer& l) { return l.mode() == Mode::train; };
+    if (!select.initialized() || !parallel.initialized() || records(select) != records(*this) ||
+        records(parallel) != records(*this) ||
+        std::any_of(inputs.begin(), inputs.end(), [](const Tensor& x) { return x.is_meta(); }))
+      return std::nullopt;
+    const std::vector<int>& picks = *select_indices(select);
+    Stack out;
+    out.reserve(static_cast<std::size_t>(n_out()));
+    std::size_t at = 0;   // the branch's first pick
+    const auto& branches = parallel.sublayers();
+    for (std::size_t j = 0; j < branches.size(); ++j) {
+      Layer& branch = *branches[j];
+      const auto n = static_cast<std::size_t>(branch.n_in());
+      if (is_none(branch)) {
+        out.push_back(inputs[static_cast<std::size_t>(picks[at])]);
+      } else {
+        Stack slice;
+        slice.reserve(n);
+        for (std::size_t k = at; k < at + n; ++k) slice.push_back(inputs[static_cast<std::size_t>(picks[k])]);
+        try {
+          Stack branch_out = branch(slice);
+          out.insert(out.end(), std::make_move_iterator(branch_out.begin()), std::make_move_iterator(branch_out.end()));
+        } catch (LayerError& e) {
+          e.mark_index(j);
+          e.prepend(parallel.name());
+          e.mark_index(1);
+          throw;
+        }
+      }
+      at += n;
+    }
+    out.insert(out.end(), inputs.begin() + select.n_in(), inputs.end());   // what the Select left below
+    return out;
+  }
+
+ public:
+  // The structure select_then_parallel takes (the plan's printer asks too).
+  bool runs_select_then_parallel() const {
+    const auto& layers = sublayers();
+    return execution_plan() && layers.size() == 2 && select_indices(*layers[0]) && is_parallel(*layers[1]) &&
+           layers[0]->n_out() == layers[1]->n_in();
+  }
+
+ private:
+  // None in a Branch: an empty Serial, whose forward hands its one input back.
+  static bool is_none(const Layer& layer) {
+    return dynamic_cast<const SerialLayer*>(&layer) && layer.sublayers().empty() && layer.initialized() &&
+           layer.n_in() == 1 && layer.n_out() == 1;
+  }
+
+ protected:
+
   std::string short_of_inputs(int n_given) const override {
     int depth = n_given;   // the stack's depth as the layers run
     for (std::size_t i = 0; i < sublayers().size(); ++i) {
@@ -88,6 +154,11 @@ class SerialLayer final : public Layer {
 };
 
 }  // namespace
+
+bool select_then_parallel_step(const Layer& layer) {
+  const auto* serial = dynamic_cast<const SerialLayer*>(&layer);
+  return serial && serial->runs_select_then_parallel();
+}
 
 LayerPtr make_serial(const LayerArgs& layers, std::string name, std::source_location created,
                      std::optional<LayerList> sublayers_to_print) {

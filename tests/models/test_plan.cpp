@@ -7,6 +7,8 @@
 #include <span>
 
 #include "core/decode/sampling.hpp"
+#include "core/layer/combinators.hpp"
+#include "core/layer/fn.hpp"
 #include "core/layer/plan.hpp"
 #include "core/layer/trace.hpp"
 #include "core/tensor/ops.hpp"
@@ -200,6 +202,68 @@ TEST_CASE("plan: a fused step's gradient passes the shared finite-difference che
   testing::expect_layer_gradients(dropped, {z});
 }
 
+TEST_CASE("plan: a Branch runs its Select and Parallel as one step with the tree's values, gradients and errors") {
+  // Residual(Dense_2) = Serial(Branch(None, Dense_2), Add). Literal values: w = [[1, 2], [0, -1]],
+  // b = (1, 0); x = (1, 1): Dense → (2, 1), plus x → (3, 2).
+  const Tensor x = Tensor::from_doubles({1, 1}, {1, 2}, DType::float64);
+  auto make = [] { return layers::Residual(layers::Dense(2)); };
+  auto model = make();
+  model->init(signature_of(Stack{x}));
+  CHECK(model->to_string() == "Serial[\n  Branch_out2[\n    None\n    Dense_2\n  ]\n  Add_in2\n]");
+  CHECK(plan_to_string(*model) == "Serial[\n  Branch_out2[\n    Select[0,0]_out2 + Parallel_in2_out2[\n      Serial\n"
+                                  "      Dense_2\n    ]   (one step)\n  ]\n  Add_in2\n]");
+  model->set_all_weights({Tensor::from_doubles({1, 2, 0, -1}, {2, 2}, DType::float64),
+                          Tensor::from_doubles({1, 0}, {2}, DType::float64)});
+  CHECK((*model)(x).to_doubles() == std::vector<double>{3, 2});
+  expect_plan_equals_tree(make, {x});
+  expect_plan_equals_tree(make, {testing::randn({3, 4, 2}, 8).to(DType::float32)});
+  testing::expect_layer_gradients(model, {x});
+  // Branches of several inputs, and a stack item below them: Branch(Sub, None) on (5, 2, 7) picks
+  // (5, 2) for Sub and 5 for None, and 7 waits below — (3, 5, 7), plan on and off.
+  auto branch = layers::Branch(layers::Fn("Sub", [](layers::TensorArg a, layers::TensorArg b) { return a - b; }),
+                               nullptr);
+  const Stack three{Tensor::from_doubles({5}, {1}, DType::float64), Tensor::from_doubles({2}, {1}, DType::float64),
+                    Tensor::from_doubles({7}, {1}, DType::float64)};
+  branch->init(signature_of(three));
+  CHECK(plan_to_string(*branch) ==
+        "Branch_in2_out2[\n  Select[0,1,0]_in2_out3 + Parallel_in3_out2[\n    Sub_in2\n    Serial\n  ]   (one step)\n]");
+  for (bool on : {true, false}) {
+    branch->set_execution_plan(on);
+    Stack out = (*branch)(three);
+    REQUIRE(out.size() == 3);
+    CHECK(out[0].item() == 3);
+    CHECK(out[1].item() == 5);
+    CHECK(out[2].item() == 7);
+  }
+  // A branch's error gets the tree's path, plan on or off: the branch's index, the Parallel, the
+  // Parallel's index in the Branch.
+  std::vector<std::string> errors;
+  for (bool on : {true, false}) {
+    model->set_execution_plan(on);
+    try {
+      (*model)(Tensor::zeros({1, 3}, DType::float64));
+      FAIL("no error");
+    } catch (const LayerError& e) {
+      errors.push_back(e.what());
+    }
+  }
+  REQUIRE(errors.size() == 2);
+  CHECK(errors[0] == errors[1]);
+  CHECK(errors[0].find("layer Serial/Branch[0]/Parallel[1]/Dense_2[1] (in forward)") != std::string::npos);
+  // A Parallel whose mode does not record (its apply turns recording off) around a Dense that
+  // would, inside a Branch that records: the step stands aside, and the Dense's output carries
+  // no gradient, as in the tree.
+  model->set_execution_plan(true);
+  model->set_mode(Mode::train);
+  const LayerPtr& parallel = model->sublayers()[0]->sublayers()[1];
+  parallel->set_mode(Mode::eval);
+  parallel->sublayers()[1]->set_mode(Mode::train);
+  const Tensor xg = x.detach().requires_grad_();
+  const Stack parts = (*model->sublayers()[0])(Stack{xg});
+  CHECK(parts[0].requires_grad());
+  CHECK_FALSE(parts[1].requires_grad());
+}
+
 TEST_CASE("plan: the printed plan marks the fused steps; the tree prints as Trax's") {
   auto model = layers::Serial(layers::BatchNorm(), layers::Relu(), layers::Relu(), layers::BatchNorm(), layers::Relu());
   CHECK(model->to_string() == "Serial[\n  BatchNorm\n  Relu\n  Relu\n  BatchNorm\n  Relu\n]");
@@ -292,10 +356,11 @@ TEST_CASE("plan: CausalAttention's projections, attention and MergeHeads are one
   CHECK((*fused)[0].to_doubles() == (*parts[2])((*parts[1])((*parts[0])(Stack{x})))[0].to_doubles());
   expect_plan_equals_tree(make, {x});
   expect_plan_equals_tree(make, {testing::randn({3, 70, 8}, 5).to(DType::float32)});   // two query blocks
-  // Rotary projections end in Rotate, not SplitIntoHeads: the rule does not apply.
+  // Rotary projections end in Rotate, not SplitIntoHeads: the rule does not apply (the Branch
+  // still runs its Select and Parallel as one step).
   auto rotary = layers::CausalAttention(8, {.n_heads = 2, .rotary = true});
   rotary->init(signature_of(Stack{x}));
-  CHECK(plan_to_string(*rotary).find("one step") == std::string::npos);
+  CHECK(plan_to_string(*rotary).find("DotProductCausalAttention_in3 + MergeHeads") == std::string::npos);
   // Its gradient passes the shared finite-difference check.
   model->set_rng(Rng(9));
   testing::expect_layer_gradients(model, {x});

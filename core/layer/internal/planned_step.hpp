@@ -1,8 +1,8 @@
 // core/layer/internal/planned_step.hpp — where the execution plan's fused steps begin and end.
 //
 // Not installed (an `internal/` folder): the Serial (serial.cpp) and the plan's printer
-// (plan_to_string, layer.cpp) take a Serial's layers in the same steps by asking this one
-// function; a user of ctrax asks the plan through core/layer/plan.hpp.
+// (plan_to_string, layer.cpp) take a Serial's layers in the same steps by asking these
+// functions; a user of ctrax asks the plan through core/layer/plan.hpp.
 #pragma once
 
 #include <cstddef>
@@ -20,5 +20,11 @@ struct PlannedStep {
   std::size_t owner, count;
 };
 std::optional<PlannedStep> planned_step(const std::vector<LayerPtr>& layers, std::size_t i);
+
+namespace layers {
+// Whether `layer` is a Serial that runs its two layers, a Select then a Parallel (a Branch), as one
+// step: the Select's picks straight to the Parallel's branches (serial.cpp).
+bool select_then_parallel_step(const Layer& layer);
+}  // namespace layers
 
 }  // namespace ctrax
