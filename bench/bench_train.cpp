@@ -41,6 +41,7 @@
 #include <cblas.h>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <iostream>
 #include <map>
 #include <vector>
@@ -60,7 +61,7 @@
 #include "layers/layers.hpp"
 #include "models/registry.hpp"
 #include "examples/flags.hpp"
-#include "bench/core_clock.hpp"
+#include "bench/machine_state.hpp"
 #include "bench/read_bandwidth.hpp"
 
 using namespace ctrax;
@@ -86,6 +87,9 @@ double peak_rss_mb() {
   getrusage(RUSAGE_SELF, &u);
   return static_cast<double>(u.ru_maxrss) / 1024.0;
 }
+
+// A JSON value: the number, or null for NaN (a measure this machine cannot take).
+std::string json_number(double x) { return std::isnan(x) ? "null" : fmt::format("{}", x); }
 
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
@@ -229,11 +233,9 @@ int main(int argc, char** argv) try {
   if (bandwidth) {   // sum an array of --bandwidth-mb, split over the threads: bytes read per second
     int passes = 0;
     const double gbs = bench::read_bandwidth_gbs(bandwidth_mb, &passes);
-    const double ghz = bench::core_clock_ghz();
-    fmt::print("memory read bandwidth on {} threads: {:.1f} GB/s (median of {} passes over {:.1f} MB); cores at {:.2f} GHz\n",
-               num_threads(), gbs, passes, bandwidth_mb, ghz);
-    if (json)
-      fmt::print("JSON {{\"tag\": \"{}\", \"script\": \"bandwidth\", \"gb_per_s\": {}, \"core_ghz\": {}}}\n", tag, gbs, ghz);
+    fmt::print("memory read bandwidth on {} threads: {:.1f} GB/s (median of {} passes over {:.1f} MB)\n", num_threads(),
+               gbs, passes, bandwidth_mb);
+    if (json) fmt::print("JSON {{\"tag\": \"{}\", \"script\": \"bandwidth\", \"gb_per_s\": {}}}\n", tag, gbs);
     return 0;
   }
   if (model_name == "wideresnet") {
@@ -306,7 +308,8 @@ int main(int argc, char** argv) try {
     const auto t0 = Clock::now();
     const std::int64_t made = run(generate);
     const double s = ms_since(t0) / 1e3;
-    const double ghz = bench::core_clock_ghz();   // the clock those tokens ran at, just after them
+    // The machine's state those tokens ran in, just after them (bench/machine_state.hpp).
+    const double ghz = bench::core_clock_ghz(), round_trip_ns = bench::core_round_trip_ns();
     const double tok_s = static_cast<double>(generate * rows) / s;
     // What one step must stream: every weight once — but of a table the step looks rows up in (the
     // embedding, the positional encoding) only those rows — and (on average over the run) the KV
@@ -321,14 +324,16 @@ int main(int argc, char** argv) try {
     const std::string how = beams > 0 ? fmt::format("beam search, {} beams", beams)
                                       : rows > 1 ? fmt::format("{} sampled rows", rows) : "greedy, batch 1";
     fmt::print("generate: {} tokens × {} rows in {:.3f} s = {:.1f} tok/s ({}, KV cache, threads={}); {:.2f} ms per step; "
-               "streams {:.1f} MB of weights + {:.1f} MB of cache per step; peak RSS {:.0f} MB; cores at {:.2f} GHz\n",
+               "streams {:.1f} MB of weights + {:.1f} MB of cache per step; peak RSS {:.0f} MB; cores at {:.2f} GHz, "
+               "{:.0f} ns round trip\n",
                made, rows, s, tok_s, how, num_threads(), s * 1e3 / static_cast<double>(generate), weight_bytes / 1e6,
-               cache_bytes / 1e6, peak_rss_mb(), ghz);
+               cache_bytes / 1e6, peak_rss_mb(), ghz, round_trip_ns);
     if (profile::enabled()) std::cout << "per step:\n" << profile::report(generate, s * 1e3 / static_cast<double>(generate));
     if (json)
       fmt::print("JSON {{\"tag\": \"{}\", \"script\": \"{}\", \"gen_tokens\": {}, \"gen_batch\": {}, \"gen_s\": {}, "
-                 "\"gen_tok_per_s\": {}, \"step_bytes\": {}, \"ttft_ms\": {}, \"peak_rss_mb\": {}, \"core_ghz\": {}}}\n",
-                 tag, script, generate * rows, rows, s, tok_s, weight_bytes + cache_bytes, ttft_ms, peak_rss_mb(), ghz);
+                 "\"gen_tok_per_s\": {}, \"step_bytes\": {}, \"ttft_ms\": {}, \"peak_rss_mb\": {}, \"core_ghz\": {}, \"round_trip_ns\": {}}}\n",
+                 tag, script, generate * rows, rows, s, tok_s, weight_bytes + cache_bytes, ttft_ms, peak_rss_mb(),
+                 json_number(ghz), json_number(round_trip_ns));
     return 0;
   }
 

@@ -17,10 +17,10 @@
 # cache (re-running the whole prefix) is one extra line. Each line also gives the run's share of a
 # roofline: the bytes one step streams (every weight — of the embedding and position tables only the
 # rows looked up — and the filled KV caches) at the memory bandwidth
-# bench_train --bandwidth measures on an array of that size in the same run, and the clock ctrax's
-# cores ran at just after its tokens (bench/core_clock.hpp: a VM's clock moves, the bandwidth much
-# less, so the share moves with the clock); and ctrax's time to the first token after a 32-token
-# prompt read in one pass. At L the line
+# bench_train --bandwidth measures on an array of that size in the same run, and the state ctrax's
+# cores were in just after its tokens: their clock and a cache line's round trip between them
+# (bench/machine_state.hpp: a VM's host moves both, the bandwidth much less, so the share moves
+# with them); and ctrax's time to the first token after a 32-token prompt read in one pass. At L the line
 # before the ratio gives ctrax's model GFLOP/s as a share of OpenBLAS's 2-thread sgemm peak,
 # measured in the same run. `conv` trains Trax's WideResnet (S WRN-10-1, M WRN-16-2, L WRN-16-4, batch
 # 128, 32×32×1 images) against nn.Conv2d (bench/pytorch_wrn.py at its best CPU setting, measured:
@@ -128,7 +128,7 @@ import json, statistics, sys
 log, what, config, precision = sys.argv[1:]
 runs = [json.loads(l[5:]) for l in open(log) if l.startswith("JSON ")]
 def med(tag, k):
-    v = [r[k] for r in runs if r.get("tag") == tag and k in r]
+    v = [r[k] for r in runs if r.get("tag") == tag and r.get(k) is not None]
     return statistics.median(v) if v else float("nan")
 if what == "decode":
     names = {"b1": "greedy, batch 1", "b8": "8 rows (ctrax sampled)", "beams4": "4 beams (reference: 4 rows)"}
@@ -137,10 +137,10 @@ if what == "decode":
         rows = med(f"ctrax_{mode}", "gen_batch")
         step_bytes, bw = med(f"ctrax_{mode}", "step_bytes"), med(f"bandwidth_{mode}", "gb_per_s")
         share = (c / rows) * step_bytes / (bw * 1e9)
-        ghz = med(f"ctrax_{mode}", "core_ghz")
+        ghz, trip = med(f"ctrax_{mode}", "core_ghz"), med(f"ctrax_{mode}", "round_trip_ns")
         print(f"{config} decode {name}: tokens/s ctrax {c:,.0f}  pytorch-KV {p:,.0f}  ratio {c / p:.2f}  "
-              f"(roofline: {step_bytes / 1e6:.1f} MB per step at {bw:.0f} GB/s; ctrax at {100 * share:.0f}%, "
-              f"cores at {ghz:.2f} GHz)")
+              f"(roofline: {step_bytes / 1e6:.1f} MB per step at {bw:.0f} GB/s; ctrax at {100 * share:.0f}%; "
+              f"cores at {ghz:.2f} GHz, {trip:.0f} ns round trip)")
     print(f"{config} decode: the reference without its KV cache {med('pytorch_uncached', 'gen_tok_per_s'):,.0f} tok/s")
     print(f"{config} decode: ctrax's time to the first token after a 32-token prompt {med('ctrax_ttft', 'ttft_ms'):.2f} ms")
     c, p = med("ctrax_b1", "gen_tok_per_s"), med("pytorch_b1", "gen_tok_per_s")

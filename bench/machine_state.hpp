@@ -1,0 +1,91 @@
+// bench/machine_state.hpp — the state of the machine a decoding figure was measured in: the cores'
+// clock, and how far apart the team's two cores are.
+//
+// A virtual machine's cores are not always the same two: on the AMD Zen 5 VM the host ran them
+// near 3.5 GHz one hour and near 2.7 the next, and at other times kept the clock but placed the two
+// virtual cores so far apart that a cache line took 0.42–0.49 µs to go from one to the other and
+// back (docs/11_performance.md). A decoded token crosses between its cores ~20 times (each team
+// job's hand-over, the row a product's halves pass each other), so either state slows it by a
+// quarter or more while the caches' read bandwidth — the roofline's denominator — stays where it
+// was. So bench/run.sh prints both with each share of the roofline.
+//
+// The clock: a chain of integer additions, each waiting for the one before — one cycle each on
+// every x86-64 core — eight to a loop turn, so the loop's own branch and count hide behind the
+// chain. Cycles per second = additions per second. Each of num_threads() threads times its own
+// chain at once (a team waits for its slowest core); the best of eight tries of the slowest — an
+// idle core's clock climbs for a few milliseconds once work arrives, and the first tries see it.
+// The round trip: threads 0 and 1 pass a counter back and forth through one cache line (each
+// waits for the other's write, then writes); the median of five runs of 20,000 trips.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include <omp.h>
+
+#include "core/tensor/runtime.hpp"
+
+namespace ctrax::bench {
+
+// GHz; NaN where the chain cannot be written (not x86-64).
+inline double core_clock_ghz() {
+#if defined(__x86_64__)
+  constexpr std::int64_t kTurns = 2'000'000, kAddsPerTurn = 8;
+  double best = 0;
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    double slowest = INFINITY;
+#pragma omp parallel num_threads(num_threads()) reduction(min : slowest)
+    {
+      std::uint64_t x = 0;
+      const auto t0 = std::chrono::steady_clock::now();
+      for (std::int64_t i = 0; i < kTurns; ++i)
+        asm volatile("add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+                     "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0"
+                     : "+r"(x));
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      slowest = static_cast<double>(kTurns * kAddsPerTurn) / s / 1e9;
+    }
+    best = std::max(best, slowest);
+  }
+  return best;
+#else
+  return NAN;
+#endif
+}
+
+// Nanoseconds for a cache line's trip from thread 0 to thread 1 and back; NaN on one thread.
+inline double core_round_trip_ns() {
+  if (num_threads() < 2) return NAN;
+  constexpr std::int64_t kTrips = 20'000;
+  std::vector<double> ns;
+  for (int run = 0; run < 5; ++run) {
+    alignas(64) std::atomic<std::int64_t> ball{0};
+    double elapsed = 0;
+#pragma omp parallel num_threads(2)
+    {
+      const bool first = omp_get_thread_num() == 0;
+      const auto t0 = std::chrono::steady_clock::now();
+      for (std::int64_t i = 0; i < kTrips; ++i) {
+        if (first) {
+          ball.store(2 * i + 1, std::memory_order_release);
+          while (ball.load(std::memory_order_acquire) != 2 * i + 2) {
+          }
+        } else {
+          while (ball.load(std::memory_order_acquire) != 2 * i + 1) {
+          }
+          ball.store(2 * i + 2, std::memory_order_release);
+        }
+      }
+      if (first) elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    ns.push_back(elapsed / kTrips * 1e9);
+  }
+  std::sort(ns.begin(), ns.end());
+  return ns[ns.size() / 2];
+}
+
+}  // namespace ctrax::bench
