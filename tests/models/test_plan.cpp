@@ -73,6 +73,21 @@ void expect_plan_equals_tree(const std::function<LayerPtr()>& make, const Stack&
   }
 }
 
+// The error `model` gives `input` with the plan on, then off (each call must throw).
+std::vector<std::string> errors_plan_on_and_off(const LayerPtr& model, const Tensor& input) {
+  std::vector<std::string> errors;
+  for (const bool plan : {true, false}) {
+    model->set_execution_plan(plan);
+    try {
+      (*model)(input);
+      FAIL("no error");
+    } catch (const LayerError& e) {
+      errors.emplace_back(e.what());
+    }
+  }
+  return errors;
+}
+
 Tensor image(std::int64_t B, std::int64_t H, std::int64_t C, DType dtype) {
   return testing::randn({B, H, H, C}, 7).to(dtype);
 }
@@ -237,16 +252,7 @@ TEST_CASE("plan: a Branch runs its Select and Parallel as one step with the tree
   }
   // A branch's error gets the tree's path, plan on or off: the branch's index, the Parallel, the
   // Parallel's index in the Branch.
-  std::vector<std::string> errors;
-  for (bool on : {true, false}) {
-    model->set_execution_plan(on);
-    try {
-      (*model)(Tensor::zeros({1, 3}, DType::float64));
-      FAIL("no error");
-    } catch (const LayerError& e) {
-      errors.push_back(e.what());
-    }
-  }
+  const std::vector<std::string> errors = errors_plan_on_and_off(model, Tensor::zeros({1, 3}, DType::float64));
   REQUIRE(errors.size() == 2);
   CHECK(errors[0] == errors[1]);
   CHECK(errors[0].find("layer Serial/Branch[0]/Parallel[1]/Dense_2[1] (in forward)") != std::string::npos);
@@ -366,16 +372,7 @@ TEST_CASE("plan: CausalAttention's projections, attention and MergeHeads are one
   testing::expect_layer_gradients(model, {x});
   // Bad input: the step declines and the tree's error names the Dense inside the Branch, the same
   // words with the plan on and off.
-  std::vector<std::string> errors;
-  for (const bool plan : {true, false}) {
-    model->set_execution_plan(plan);
-    try {
-      (*model)(testing::randn({2, 7, 5}, 6));
-      FAIL("no error");
-    } catch (const LayerError& e) {
-      errors.emplace_back(e.what());
-    }
-  }
+  const std::vector<std::string> errors = errors_plan_on_and_off(model, testing::randn({2, 7, 5}, 6));
   REQUIRE(errors.size() == 2);
   CHECK(errors[0] == errors[1]);
   CHECK(errors[0].find("layer Serial/Branch[0]/Parallel[1]/Serial[0]/Dense_8[0] (in forward)") != std::string::npos);
