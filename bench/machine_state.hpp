@@ -1,13 +1,13 @@
 // bench/machine_state.hpp — the state of the machine a decoding figure was measured in: the cores'
 // clock, and how far apart the team's two cores are.
 //
-// A virtual machine's cores are not always the same two: on the AMD Zen 5 VM the host ran them
-// near 3.5 GHz one hour and near 2.7 the next, and at other times kept the clock but placed the two
-// virtual cores so far apart that a cache line took 0.42–0.49 µs to go from one to the other and
-// back (docs/11_performance.md). A decoded token crosses between its cores ~20 times (each team
-// job's hand-over, the row a product's halves pass each other), so either state slows it by a
-// quarter or more while the caches' read bandwidth — the roofline's denominator — stays where it
-// was. So bench/run.sh prints both with each share of the roofline.
+// A virtual machine's cores are not always the same two: its host may lower their clock for a
+// while, or place the two virtual cores on different dies, where a cache line takes several times
+// longer to pass from one to the other (docs/11_performance.md measured both on the AMD Zen 5 VM).
+// A decoded token crosses between its cores ~20 times (each team job's hand-over, the row a
+// product's halves pass each other), so either state slows it while the caches' read bandwidth —
+// the roofline's denominator — stays where it was. So bench/run.sh prints both with each share of
+// the roofline.
 //
 // The clock: a chain of integer additions, each waiting for the one before — one cycle each on
 // every x86-64 core — eight to a loop turn, so the loop's own branch and count hide behind the
