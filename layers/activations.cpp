@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/decode/internal/token_program.hpp"
 #include "core/layer/fn.hpp"
 #include "core/tensor/ops.hpp"
 #include "layers/initializers.hpp"
@@ -16,6 +17,10 @@ class ReluLayer final : public Layer {
 
  protected:
   Stack forward(const Stack& inputs) override { return {relu(inputs[0])}; }
+
+  bool lower_token(decode::TokenProgramBuilder& b) override {
+    return b.replace_top(1, [&](const auto& x) { return b.relu(x[0]); });
+  }
 
   // The execution plan's rule (core/layer/plan.hpp): Relu then a Dropout that drops, as one op
   // (relu_dropout) — the feed-forward block of every Transformer, Dense → Relu → Dropout.

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/decode/internal/token_program.hpp"
 #include "core/layer/combinators.hpp"
 #include "core/tensor/attention.hpp"
 #include "core/tensor/ops.hpp"
@@ -120,6 +121,12 @@ class DotProductCausalAttentionLayer final : public Layer {
     Tensor keep = attention_dropout_keep({B * H, L, L}, dropout_, mode(), rng());
     if (keep.defined()) keep = reshape(keep, {B, H, L, L});
     return Stack{attention_heads(q, k, v, H, causal_mask(L), keep, dropout_, bias_)};
+  }
+
+  // predict_step_heads for one decoded position, its heads shared by the team.
+  bool lower_token(decode::TokenProgramBuilder& b) override {
+    return mode() == Mode::predict &&
+           b.replace_top(3, [&](const auto& qkv) { return b.causal_attention(qkv[0], qkv[1], qkv[2], *this, bias_); });
   }
 
   Stack forward(const Stack& in) override {

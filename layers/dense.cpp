@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/decode/internal/token_program.hpp"
 #include "core/tensor/ops.hpp"
 #include "layers/initializers.hpp"
 #include "layers/internal/plan_queries.hpp"
@@ -35,6 +36,12 @@ class DenseLayer final : public Layer {
       throw std::invalid_argument(fmt::format("Dense_{} expects inputs (..., {}), got {}",
                                               n_units_, w.dim(0), x.signature()));
     return {options_.use_bias ? linear(x, w, weights()[1]) : matmul(x, w)};
+  }
+
+  bool lower_token(decode::TokenProgramBuilder& b) override {
+    return b.replace_top(1, [&](const auto& x) {
+      return b.dense(x[0], weights().at(0), options_.use_bias ? weights().at(1) : Tensor());
+    });
   }
 
   // The execution plan's rule (core/layer/plan.hpp), the feed-forward block's products:

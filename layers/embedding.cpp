@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/decode/internal/token_program.hpp"
 #include "core/layer/fn.hpp"
 #include "core/tensor/ops.hpp"
 #include "layers/initializers.hpp"
@@ -33,6 +34,10 @@ class EmbeddingLayer final : public Layer {
       throw std::invalid_argument(fmt::format("{} expects int32 token ids, got {}", name(),
                                               inputs[0].signature()));
     return {embedding(weights()[0], inputs[0])};
+  }
+
+  bool lower_token(decode::TokenProgramBuilder& b) override {
+    return b.replace_top(1, [&](const auto& ids) { return b.embed(ids[0], weights().at(0)); });
   }
 
  private:

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/decode/internal/token_program.hpp"
 #include "core/tensor/ops.hpp"
 #include "layers/internal/plan_queries.hpp"
 
@@ -49,6 +50,13 @@ class HeadsLayer final : public Layer {
 
  protected:
   Stack forward(const Stack& in) override { return {split_ ? split(in[0]) : merge(in[0])}; }
+
+  // One decoded position: a view, as split and merge make it (heads folded into the batch).
+  bool lower_token(decode::TokenProgramBuilder& b) override {
+    return merged_ && b.replace_top(1, [&](const auto& x) {
+      return split_ ? b.split_heads(x[0], n_heads_) : b.merge_heads(x[0], n_heads_);
+    });
+  }
 
  private:
   Tensor split(const Tensor& x) const {

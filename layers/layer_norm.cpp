@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/decode/internal/token_program.hpp"
 #include "core/tensor/ops.hpp"
 #include "layers/initializers.hpp"
 
@@ -30,6 +31,12 @@ class LayerNormLayer final : public Layer {
     if (center_) return {layer_norm(inputs[0], weights()[0], weights()[1], epsilon_)};
     const Tensor& x = inputs[0];   // no centring: Trax's center=False (its bias is kept, unused)
     return {x / sqrt(mean(x * x, {-1}, true) + epsilon_) * weights()[0]};
+  }
+
+  bool lower_token(decode::TokenProgramBuilder& b) override {
+    return center_ && b.replace_top(1, [&](const auto& x) {
+      return b.layer_norm(x[0], weights().at(0), weights().at(1), epsilon_);
+    });
   }
 
  private:

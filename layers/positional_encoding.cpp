@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "core/decode/internal/token_program.hpp"
 #include "core/tensor/dispatch.hpp"
 #include "core/tensor/ops.hpp"
 #include "layers/initializers.hpp"
@@ -79,6 +80,12 @@ class PositionalEncodingLayer final : public Layer {
     if (mode() == Mode::predict)
       state()[0] = Tensor::scalar(static_cast<double>(start + L), DType::int32);
     return {x + px};
+  }
+
+  bool lower_token(decode::TokenProgramBuilder& b) override {
+    return mode() == Mode::predict && b.replace_top(1, [&](const auto& x) {
+      return b.add_position(x[0], weights().at(0), *this, 0);
+    });
   }
 
  private:

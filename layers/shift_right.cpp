@@ -33,6 +33,8 @@ class ShiftRightLayer final : public Layer {
     return {concatenate({Tensor::zeros(pad_shape, x.dtype()), slice(x, 1, 0, L - n)}, 1)};
   }
 
+  bool lower_token(decode::TokenProgramBuilder&) override { return mode() == Mode::predict; }   // its inputs
+
  private:
   int n_;
 };

@@ -434,6 +434,34 @@ void one_row_relu_chain(std::int64_t K, const T* a, const T* W1, std::int64_t F,
     if (packed) packed->ready = true;
 }
 
+OneRowPlan one_row_plan(std::int64_t N, std::int64_t K, const void* B, std::size_t element_size) {
+  const bool on_team = N * K >= kStreamedOnTeam;   // parallel_gemm's test for one row
+  return {N, K, on_team, on_team ? WeightPanels::find(B, K, N, element_size) : nullptr};
+}
+
+Columns one_row_columns(const OneRowPlan& plan, int t, int threads) {
+  const std::int64_t N = plan.N;
+  if (!plan.on_team) return t == 0 ? Columns{0, N} : Columns{N, N};
+  if (plan.packed) {   // panels_share's cut; the last thread takes the columns after the last panel
+    const std::int64_t PW = WeightPanels::kPanelBytes / static_cast<std::int64_t>(plan.packed->matrix.element_size);
+    const std::int64_t P = N / PW;
+    return {P * t / threads * PW, t + 1 == threads ? N : P * (t + 1) / threads * PW};
+  }
+  return {N * t / threads / 16 * 16, t + 1 == threads ? N : N * (t + 1) / threads / 16 * 16};   // one_row_share's
+}
+
+template <class T>
+void one_row_share(const OneRowPlan& plan, int t, int threads, const T* a, const T* B, T beta, T* c) {
+  if (!plan.on_team) {   // as parallel_gemm runs it: on one thread, from B itself
+    if (t == 0) gemm(false, false, 1, plan.N, plan.K, T(1), a, plan.K, B, plan.N, beta, c, plan.N, false);
+    return;
+  }
+  one_row_share(t, threads, false, plan.N, plan.K, T(1), a, plan.K, B, beta, c, false, plan.packed);
+}
+
+template void one_row_share<float>(const OneRowPlan&, int, int, const float*, const float*, float, float*);
+template void one_row_share<double>(const OneRowPlan&, int, int, const double*, const double*, double, double*);
+
 template void one_row_relu_chain<float>(std::int64_t, const float*, const float*, std::int64_t, float*, const float*,
                                         std::int64_t, float*);
 template void one_row_relu_chain<double>(std::int64_t, const double*, const double*, std::int64_t, double*,

@@ -10,8 +10,11 @@
 // pool there is nothing to fight over.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
+
+#include "core/engine/weight_panels.hpp"
 
 namespace ctrax::blas {
 
@@ -58,5 +61,30 @@ void one_row_products(std::int64_t K, const T* a, const std::vector<RowProduct<T
 template <class T>
 void one_row_relu_chain(std::int64_t K, const T* a, const T* W1, std::int64_t F, T* h, const T* W2, std::int64_t N,
                         T* c);
+
+// ONE ROW, SHARED BY A TEAM THE CALLER RUNS (a decoded token's program, core/decode/internal/
+// token_program.hpp, runs the whole token as one team job and calls these from inside it): how
+// c = a·B + beta·c (B a dense K × N, not transposed) is cut between the threads, which columns
+// thread t makes, and making them. The cut is parallel_gemm's for a one-row product — B's panels
+// when the planning thread's WeightPanels scope holds B (packed by their threads at the first
+// share), blocks of 16 columns otherwise, and all of it on thread 0 when the product is too
+// small for a team — so every column gets the bits parallel_gemm(false, false, 1, N, K, 1, a, B,
+// beta, c) gives it. Plan on the thread that holds the scope; share from any.
+struct OneRowPlan {
+  std::int64_t N = 0, K = 0;
+  bool on_team = false;                  // false: thread 0 makes every column
+  WeightPanels::Packed* packed = nullptr;   // B's panels, when the scope holds B
+};
+struct Columns {
+  std::int64_t begin = 0, end = 0;
+};
+OneRowPlan one_row_plan(std::int64_t N, std::int64_t K, const void* B, std::size_t element_size);
+Columns one_row_columns(const OneRowPlan& plan, int t, int threads);
+template <class T>
+void one_row_share(const OneRowPlan& plan, int t, int threads, const T* a, const T* B, T beta, T* c);
+// Once every thread has made its first share from B's panels: later shares read them.
+inline void one_row_mark_packed(const OneRowPlan& plan) {
+  if (plan.packed) plan.packed->ready = true;
+}
 
 }  // namespace ctrax::blas

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <type_traits>
 
 #ifdef _OPENMP
@@ -75,6 +76,25 @@ class TeamBarrier {
 
  private:
   alignas(64) std::atomic<int> arrived_{0};
+};
+
+// THE SAME BARRIER, PASSED AGAIN AND AGAIN: a job whose steps meet many times (a decoded token's
+// program meets ~20 times). Each thread counts its own arrivals on a cache line of its own and
+// waits until every other thread's count has caught up: no shared counter to reset between
+// meetings, and a thread writes only its own line. Built for a team of n; the bodies pass it
+// with their t. The same rule as above: nothing between two meetings may throw.
+class TeamPhases {
+ public:
+  explicit TeamPhases(int n);
+  void arrive_and_wait(int t);
+  int size() const { return n_; }
+
+ private:
+  struct alignas(64) Count {
+    std::atomic<long> value{0};
+  };
+  std::unique_ptr<Count[]> counts_;
+  int n_;
 };
 
 namespace detail {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "core/layer/internal/fn_lowered.hpp"
+
 namespace ctrax::layers {
 
 namespace {
@@ -9,14 +11,17 @@ namespace {
 class FnLayer final : public Layer {
  public:
   FnLayer(std::string name, int n_in, int n_out, std::function<Stack(const Stack&)> f,
-          std::source_location created)
-      : Layer(std::move(name), n_in, n_out, created), f_(std::move(f)) {}
+          std::source_location created, std::function<bool(decode::TokenProgramBuilder&)> lower = nullptr)
+      : Layer(std::move(name), n_in, n_out, created), f_(std::move(f)), lower_(std::move(lower)) {}
+
+  bool lower_token(decode::TokenProgramBuilder& b) override { return lower_ && lower_(b); }
 
  protected:
   Stack forward(const Stack& inputs) override { return f_(inputs); }
 
  private:
   std::function<Stack(const Stack&)> f_;
+  std::function<bool(decode::TokenProgramBuilder&)> lower_;   // null: an Fn says nothing of its function
 };
 
 // A Tensor-returning function may only promise one output.
@@ -32,6 +37,11 @@ void check_single(const std::string& name, int n_out) {
 LayerPtr FnStack(std::string name, int n_in, int n_out, std::function<Stack(const Stack&)> f,
                  std::source_location created) {
   return std::make_shared<FnLayer>(std::move(name), n_in, n_out, std::move(f), created);
+}
+
+LayerPtr FnStackLowered(std::string name, int n_in, int n_out, std::function<Stack(const Stack&)> f,
+                        std::function<bool(decode::TokenProgramBuilder&)> lower, std::source_location created) {
+  return std::make_shared<FnLayer>(std::move(name), n_in, n_out, std::move(f), created, std::move(lower));
 }
 
 LayerPtr Fn(std::string name, std::function<Tensor()> f, int n_out, std::source_location c) {

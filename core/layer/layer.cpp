@@ -150,6 +150,7 @@ void Layer::set_execution_plan(bool on) {
 std::optional<Layer::FusedRun> Layer::fuses_with(const Layer*, std::span<const LayerPtr>) const { return std::nullopt; }
 bool Layer::fuses_sublayers() const { return false; }
 bool Layer::passes_through() const { return false; }
+bool Layer::lower_token(decode::TokenProgramBuilder&) { return passes_through() && n_in() == n_out(); }
 std::optional<Stack> Layer::forward_fused(const Stack&, Layer*, std::span<const LayerPtr>) { return std::nullopt; }
 
 std::optional<Stack> Layer::call_fused(Layer* previous, std::span<const LayerPtr> after, const Stack& stack) {

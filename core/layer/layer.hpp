@@ -53,6 +53,9 @@ namespace ctrax {
 
 class Layer;
 using LayerPtr = std::shared_ptr<Layer>;
+namespace decode {
+class TokenProgramBuilder;
+}
 
 // How a weight's first value is drawn (Trax's initializers: f(shape, rng)); layers/initializers.hpp
 // has Trax's. Called only when the value is needed: reset_state keeps every weight and calls none.
@@ -172,6 +175,13 @@ class Layer {
   // initialising, tracing or inferring shapes, or when forward_fused declines these inputs: then
   // the caller runs the layers one by one, and bad input gets the tree's error.
   std::optional<Stack> call_fused(Layer* previous, std::span<const LayerPtr> after, const Stack& stack);
+
+  // --- a decoded token as one program (core/decode/internal/token_program.hpp) -----------------
+  // What forward does to one decoded row (batch 1, one position, predict mode), as steps of the
+  // builder's program: pop n_in values from its stack, push n_out. false: this layer has no such
+  // lowering, and decoding runs the tree. Default: a layer that passes its input through
+  // (passes_through) leaves the stack as it is; any other declines.
+  virtual bool lower_token(decode::TokenProgramBuilder& builder);
 
  protected:
   Layer(std::string name, int n_in, int n_out, std::source_location created);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/decode/internal/token_program.hpp"
 #include "core/layer/internal/plumbing_kinds.hpp"
 #include "core/layer/serial.hpp"
 
@@ -44,6 +45,25 @@ class ParallelLayer final : public Layer {
       at += n;
     }
     return outputs;
+  }
+
+  // Each branch on its span: put on top of the stack, lowered, its outputs taken off again.
+  bool lower_token(decode::TokenProgramBuilder& b) override {
+    const std::vector<int> in = b.take(n_in());
+    if (static_cast<int>(in.size()) != n_in()) return false;
+    std::vector<int> out;
+    std::size_t at = 0;
+    for (const LayerPtr& layer : sublayers()) {
+      const auto n = static_cast<std::size_t>(layer->n_in());
+      b.put(std::vector<int>(in.begin() + static_cast<std::ptrdiff_t>(at), in.begin() + static_cast<std::ptrdiff_t>(at + n)));
+      if (!layer->lower_token(b)) return false;
+      const std::vector<int> o = b.take(layer->n_out());
+      if (static_cast<int>(o.size()) != layer->n_out()) return false;
+      out.insert(out.end(), o.begin(), o.end());
+      at += n;
+    }
+    b.put(out);
+    return true;
   }
 };
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/decode/internal/token_program.hpp"
 #include "core/layer/internal/plumbing_kinds.hpp"
 
 namespace ctrax::layers {
@@ -25,6 +26,15 @@ class SelectLayer final : public Layer {
     out.reserve(indices_.size());
     for (int i : indices_) out.push_back(inputs[i]);
     return out;
+  }
+
+  bool lower_token(decode::TokenProgramBuilder& b) override {
+    const std::vector<int> in = b.take(n_in());
+    if (static_cast<int>(in.size()) != n_in()) return false;
+    std::vector<int> out;
+    for (int i : indices_) out.push_back(in[static_cast<std::size_t>(i)]);
+    b.put(out);
+    return true;
   }
 
  private:

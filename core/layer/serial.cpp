@@ -77,6 +77,12 @@ class SerialLayer final : public Layer {
 
   bool fuses_sublayers() const override { return true; }
 
+  bool lower_token(decode::TokenProgramBuilder& b) override {
+    for (const LayerPtr& layer : sublayers())
+      if (!layer->lower_token(b)) return false;
+    return true;
+  }
+
   // The plan's step for a Select then a Parallel — how Branch is made (branch.cpp), and so every
   // Residual: the Select's picks go straight to the Parallel's branches, and a branch that is None
   // (an empty Serial, its input back) hands its input on without a call. The same tensors reach

@@ -2,22 +2,46 @@
 
 #include <fmt/format.h>
 
+#include "core/decode/internal/token_program.hpp"
 #include "core/layer/fn.hpp"
+#include "core/layer/internal/fn_lowered.hpp"
 #include "core/tensor/ops.hpp"
 
 namespace ctrax::layers {
 
+// The stack ops say what they do to a decoded row's program (core/decode/internal/token_program.hpp).
 LayerPtr Dup(source_location c) {
-  return FnStack("Dup", 1, 2, [](const Stack& x) { return Stack{x[0], x[0]}; }, c);
+  return FnStackLowered(
+      "Dup", 1, 2, [](const Stack& x) { return Stack{x[0], x[0]}; },
+      [](decode::TokenProgramBuilder& b) {
+        const std::vector<int> x = b.take(1);
+        if (x.size() != 1) return false;
+        b.put({x[0], x[0]});
+        return true;
+      },
+      c);
 }
 LayerPtr Drop(source_location c) {
-  return FnStack("Drop", 1, 0, [](const Stack&) { return Stack{}; }, c);
+  return FnStackLowered(
+      "Drop", 1, 0, [](const Stack&) { return Stack{}; },
+      [](decode::TokenProgramBuilder& b) { return b.take(1).size() == 1; }, c);
 }
 LayerPtr Swap(source_location c) {
-  return FnStack("Swap", 2, 2, [](const Stack& x) { return Stack{x[1], x[0]}; }, c);
+  return FnStackLowered(
+      "Swap", 2, 2, [](const Stack& x) { return Stack{x[1], x[0]}; },
+      [](decode::TokenProgramBuilder& b) {
+        const std::vector<int> x = b.take(2);
+        if (x.size() != 2) return false;
+        b.put({x[1], x[0]});
+        return true;
+      },
+      c);
 }
 LayerPtr Add(source_location c) {
-  return Fn("Add", [](TensorArg a, TensorArg b) { return add(a, b); }, 1, c);
+  return FnStackLowered(
+      "Add", 2, 1, [](const Stack& x) { return Stack{add(x[0], x[1])}; },
+      [](decode::TokenProgramBuilder& b) { return b.replace_top(2, [&](const auto& x) { return b.add(x[0], x[1]); }); },
+      c);
 }
 LayerPtr Multiply(source_location c) {
   return Fn("Multiply", [](TensorArg a, TensorArg b) { return mul(a, b); }, 1, c);

@@ -195,14 +195,17 @@ void apply_keep(const T* P, const std::uint8_t* keep, T s, std::int64_t count, T
   for (std::int64_t i = 0; i < count; ++i) out[i] = keep[i] ? P[i] * s : T(0);
 }
 
+// The slices [n0, n1) on this thread alone when n1 >= 0 (a team the caller runs shares them:
+// attention_row_heads), else every slice, on all threads when that pays.
 template <class T>
 void forward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex& mask, const LinearBias& bias,
-             const std::uint8_t* keep, T keep_scale, T* P, T* out, bool bf16) {
+             const std::uint8_t* keep, T keep_scale, T* P, T* out, bool bf16, std::int64_t n0 = 0,
+             std::int64_t n1 = -1) {
   const auto n_slopes = static_cast<std::int64_t>(bias.slopes.size());
   const T scale = T(1) / std::sqrt(static_cast<T>(D.d));
   const std::int64_t LL = D.Lq * D.Lk;
   const KeyExtents extents(mask, D);
-  for_each_slice<T>(D, keep ? LL : 0, [&](std::int64_t n, T* scratch) {
+  const auto slice = [&](std::int64_t n, T* scratch) {
     const T sc = scale, ks = keep_scale;   // locals, not captures: see backward
     T* Pn = P + n * LL;
     const T *qn = q + D.q_at(n), *kn = k + D.k_at(n), *vn = v + D.v_at(n);
@@ -261,7 +264,13 @@ void forward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex&
       blas::gemm(false, false, rows, D.dv, Le, T(1), Pd, D.Lk, vn, ld_v, T(0), out + D.out_at(n) + i0 * ld_out, ld_out,
                  bf16);
     }
-  });
+  };
+  if (n1 < 0) {
+    for_each_slice<T>(D, keep ? LL : 0, slice);
+    return;
+  }
+  std::vector<T> scratch(keep ? static_cast<std::size_t>(LL) : 0);
+  for (std::int64_t n = n0; n < n1; ++n) slice(n, scratch.data());
 }
 
 template <class T>
@@ -508,6 +517,21 @@ Tensor attention_heads_over_prefix(const Tensor& q, const Tensor& k_cache, const
     return forward_over(q, k_cache, v_cache, D, mask, bias, Tensor(), 0.0, s, P);
   });
 }
+
+template <class T>
+void attention_row_heads(const T* q, const T* k_cache, const T* v_cache, std::int64_t H, std::int64_t d,
+                         std::int64_t dv, std::int64_t max_len, std::int64_t L_k, const LinearBias& bias,
+                         std::int64_t h0, std::int64_t h1, T* P, T* out) {
+  Dims D{H, 1, L_k, d, dv, max_len, H};   // attention_heads_over_prefix's, B = 1
+  D.kv_split = true;
+  forward<T>(D, q, k_cache, v_cache, MaskIndex(Tensor(), {1, H, 1, L_k}), bias, nullptr, T(1), P, out, false, h0, h1);
+}
+template void attention_row_heads<float>(const float*, const float*, const float*, std::int64_t, std::int64_t,
+                                         std::int64_t, std::int64_t, std::int64_t, const LinearBias&, std::int64_t,
+                                         std::int64_t, float*, float*);
+template void attention_row_heads<double>(const double*, const double*, const double*, std::int64_t, std::int64_t,
+                                          std::int64_t, std::int64_t, std::int64_t, const LinearBias&, std::int64_t,
+                                          std::int64_t, double*, double*);
 
 void write_heads_to_cache(Tensor& cache, const Tensor& x, int n_heads, std::int64_t start) {
   const std::int64_t H = n_heads;

@@ -120,6 +120,57 @@ Tensor log_softmax(const Tensor& x, int axis) {
   return softmax_impl(kLogSoftmax, x, axis, true);
 }
 
+template <class T>
+void layer_norm_rows(const T* px, const T* ps, const T* pb, T* py, std::int64_t r0, std::int64_t r1, std::int64_t d,
+                     double epsilon, T* ph, T* pr) {
+  const bool saving = ph != nullptr;
+  for (std::int64_t r = r0; r < r1; ++r) {
+    const T* xr = px + r * d;
+    // omp simd: the sums may run in vector lanes (in double, so the order hardly matters);
+    // without it every element waits for the previous add — a quarter of the speed.
+    double mu = 0, var = 0;
+    if constexpr (std::is_same_v<T, float>) {
+      // One pass: σ² = mean(x²) − μ², both sums in double. A float has 24 bits and a double
+      // 53, so the subtraction keeps ~29 bits to lose before σ² loses a float's precision
+      // (|μ| up to ~10⁴ σ).
+#pragma omp simd reduction(+ : mu, var)
+      for (std::int64_t j = 0; j < d; ++j) {
+        const double v = xr[j];
+        mu += v;
+        var += v * v;
+      }
+      mu /= static_cast<double>(d);
+      var = std::max(0.0, var / static_cast<double>(d) - mu * mu);
+    } else {   // double in, nothing wider to sum in: two passes, σ² from x − μ
+#pragma omp simd reduction(+ : mu)
+      for (std::int64_t j = 0; j < d; ++j) mu += xr[j];
+      mu /= static_cast<double>(d);
+#pragma omp simd reduction(+ : var)
+      for (std::int64_t j = 0; j < d; ++j) var += (xr[j] - mu) * (xr[j] - mu);
+      var /= static_cast<double>(d);
+    }
+    const double rs = 1.0 / std::sqrt(var + epsilon);
+    T* yr = py + r * d;
+    if (saving) {
+      pr[r] = static_cast<T>(rs);
+      T* hr = ph + r * d;
+#pragma omp simd
+      for (std::int64_t j = 0; j < d; ++j) {
+        const T h = static_cast<T>((xr[j] - mu) * rs);
+        hr[j] = h;
+        yr[j] = h * ps[j] + pb[j];
+      }
+    } else {
+#pragma omp simd
+      for (std::int64_t j = 0; j < d; ++j) yr[j] = static_cast<T>((xr[j] - mu) * rs) * ps[j] + pb[j];
+    }
+  }
+}
+template void layer_norm_rows<float>(const float*, const float*, const float*, float*, std::int64_t, std::int64_t,
+                                     std::int64_t, double, float*, float*);
+template void layer_norm_rows<double>(const double*, const double*, const double*, double*, std::int64_t,
+                                      std::int64_t, std::int64_t, double, double*, double*);
+
 Tensor layer_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, double epsilon) {
   if (x.rank() < 1) throw std::invalid_argument("layer_norm needs rank >= 1, got " + x.signature());
   const std::int64_t d = x.dim(-1);
@@ -141,47 +192,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, doub
       const T *px = x.data<T>(), *ps = scale.data<T>(), *pb = bias.data<T>();
       T *py = y.data<T>(), *ph = saving ? xhat.data<T>() : nullptr, *pr = saving ? rstd.data<T>() : nullptr;
       parallel_chunks(rows, rows * d >= kParallelElements, [&](std::int64_t r0, std::int64_t r1) {
-        for (std::int64_t r = r0; r < r1; ++r) {
-          const T* xr = px + r * d;
-          // omp simd: the sums may run in vector lanes (in double, so the order hardly matters);
-          // without it every element waits for the previous add — a quarter of the speed.
-          double mu = 0, var = 0;
-          if constexpr (std::is_same_v<T, float>) {
-            // One pass: σ² = mean(x²) − μ², both sums in double. A float has 24 bits and a double
-            // 53, so the subtraction keeps ~29 bits to lose before σ² loses a float's precision
-            // (|μ| up to ~10⁴ σ).
-  #pragma omp simd reduction(+ : mu, var)
-            for (std::int64_t j = 0; j < d; ++j) {
-              const double v = xr[j];
-              mu += v;
-              var += v * v;
-            }
-            mu /= static_cast<double>(d);
-            var = std::max(0.0, var / static_cast<double>(d) - mu * mu);
-          } else {   // double in, nothing wider to sum in: two passes, σ² from x − μ
-  #pragma omp simd reduction(+ : mu)
-            for (std::int64_t j = 0; j < d; ++j) mu += xr[j];
-            mu /= static_cast<double>(d);
-  #pragma omp simd reduction(+ : var)
-            for (std::int64_t j = 0; j < d; ++j) var += (xr[j] - mu) * (xr[j] - mu);
-            var /= static_cast<double>(d);
-          }
-          const double rs = 1.0 / std::sqrt(var + epsilon);
-          T* yr = py + r * d;
-          if (saving) {
-            pr[r] = static_cast<T>(rs);
-            T* hr = ph + r * d;
-  #pragma omp simd
-            for (std::int64_t j = 0; j < d; ++j) {
-              const T h = static_cast<T>((xr[j] - mu) * rs);
-              hr[j] = h;
-              yr[j] = h * ps[j] + pb[j];
-            }
-          } else {
-  #pragma omp simd
-            for (std::int64_t j = 0; j < d; ++j) yr[j] = static_cast<T>((xr[j] - mu) * rs) * ps[j] + pb[j];
-          }
-        }
+        layer_norm_rows(px, ps, pb, py, r0, r1, d, epsilon, ph, pr);
       });
     });
     return record(kLayerNorm, y, {x, scale, bias}, [xhat, rstd, scale, rows, d](const Tensor& g) {

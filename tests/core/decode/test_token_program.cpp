@@ -1,0 +1,153 @@
+#include <doctest/doctest.h>
+
+#include <optional>
+
+#include "core/decode/internal/packed_weights.hpp"
+#include "core/decode/internal/token_program.hpp"
+#include "core/decode/sampling.hpp"
+#include "core/engine/parallel.hpp"
+#include "core/tensor/runtime.hpp"
+#include "models/transformer.hpp"
+#include "tests/helpers.hpp"
+
+using namespace ctrax;
+using namespace ctrax::decode;
+
+namespace {
+
+// A predict-mode TransformerLM with the weights of an eval-mode one (seeded).
+LayerPtr predict_lm(models::TransformerConfig c, std::int64_t vocab, std::uint64_t seed = 5) {
+  c.mode = Mode::eval;
+  auto eval = models::TransformerLM(vocab, c);
+  eval->init(ShapeDtype{{1, 4}, DType::int32}, Rng(seed));
+  c.mode = Mode::predict;
+  auto predict = models::TransformerLM(vocab, c);
+  predict->init(ShapeDtype{{1, 1}, DType::int32});
+  predict->set_all_weights(eval->all_weights());
+  return predict;
+}
+
+// One row: a start token and a prompt of two as one chunk (the tree), then `n` tokens one at a time
+// — by the program where `program` (the tree where it declines), else by the tree — inside one
+// parallel region, as autoregressive_sample runs them. Every token's log-probabilities, then every
+// state tensor's values.
+std::vector<double> decode_row(Layer& model, bool program, bool packed, int n, std::int64_t vocab) {
+  std::vector<double> out;
+  start_decoding(model, Tensor(), 1);
+  std::optional<PackedWeights> scope;
+  if (packed) scope.emplace(model);
+  std::unique_ptr<TokenProgram> p = program ? TokenProgram::compile(model) : nullptr;
+  if (program) REQUIRE(p != nullptr);
+  in_one_region([&] {
+    Tensor tokens = Tensor::from_doubles({0, 5, 9}, {1, 3}, DType::int32);
+    for (int t = 0; t < n; ++t) {
+      std::optional<Tensor> logits;
+      if (p && tokens.numel() == 1) logits = p->logits(tokens.data<std::int32_t>()[0]);
+      const Tensor logp = logits ? log_softmax(reshape(*logits, {1, vocab}).to(DType::float64), -1)
+                                 : next_token_log_probs(model, Tensor(), tokens);
+      if (p && tokens.numel() == 1) CHECK(logits.has_value());
+      const std::vector<double> lp = logp.to_doubles();
+      out.insert(out.end(), lp.begin(), lp.end());
+      tokens = Tensor::from_doubles({static_cast<double>((37 * t + 11) % vocab)}, {1, 1}, DType::int32);
+    }
+  });
+  for (const auto& [name, s] : model.named_state()) {
+    const std::vector<double> v = s.to_doubles();
+    out.insert(out.end(), v.begin(), v.end());
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a decoded token as one program: the tree's log-probabilities and state, bit for bit") {
+  // Models whose every layer lowers: products too small for the team (d_model 16: the program runs
+  // on thread 0 alone), products cut between the threads with heads that line up with the columns
+  // each thread makes (d_model 128, 4 heads of 32) and heads that do not (d_model 200, 5 heads of 40:
+  // the threads meet before attention), ALiBi's linear biases, the paper's post-norm blocks.
+  struct Case {
+    const char* name;
+    models::TransformerConfig c;
+    std::int64_t vocab;
+  };
+  const std::vector<Case> cases = {
+      {"d16", {.d_model = 16, .d_ff = 32, .n_layers = 2, .n_heads = 2, .max_len = 24}, 40},
+      {"d128", {.d_model = 128, .d_ff = 512, .n_layers = 2, .n_heads = 4, .max_len = 24}, 300},
+      {"d200 5 heads", {.d_model = 200, .d_ff = 400, .n_layers = 2, .n_heads = 5, .max_len = 24}, 300},
+      {"alibi", {.d_model = 128, .d_ff = 256, .n_layers = 2, .n_heads = 4, .max_len = 24,
+                 .positions = models::Positions::linear_bias}, 200},
+      {"post-norm", {.d_model = 128, .d_ff = 256, .n_layers = 2, .n_heads = 4, .max_len = 24,
+                     .norm = models::Norm::post}, 200},
+  };
+  const int threads_before = num_threads();
+  for (const Case& k : cases) {
+    CAPTURE(k.name);
+    auto model = predict_lm(k.c, k.vocab);
+    for (int threads : {1, 2, 3}) {
+      set_num_threads(threads);
+      CAPTURE(threads);
+      for (bool packed : {true, false}) {
+        CAPTURE(packed);
+        const std::vector<double> tree = decode_row(*model, false, packed, 8, k.vocab);
+        CHECK(decode_row(*model, true, packed, 8, k.vocab) == tree);
+      }
+    }
+  }
+  set_num_threads(threads_before);
+}
+
+TEST_CASE("the program declines what the tree refuses, and the tree then gives its error") {
+  models::TransformerConfig c{.d_model = 128, .d_ff = 256, .n_layers = 1, .n_heads = 4, .max_len = 5};
+  auto model = predict_lm(c, 50);
+  start_decoding(*model, Tensor(), 1);
+  const PackedWeights scope(*model);
+  std::unique_ptr<TokenProgram> p = TokenProgram::compile(*model);
+  REQUIRE(p != nullptr);
+  in_one_region([&] {
+    CHECK_FALSE(p->logits(50).has_value());   // outside the vocabulary: nothing ran
+    CHECK_FALSE(p->logits(-1).has_value());
+    CHECK_THROWS_WITH_AS(next_token_log_probs(*model, Tensor(), Tensor::from_doubles({50}, {1, 1}, DType::int32)),
+                         doctest::Contains("outside the vocabulary"), std::exception);
+    start_decoding(*model, Tensor(), 1);
+    for (int t = 0; t < 5; ++t) CHECK(p->logits(t).has_value());
+    CHECK_FALSE(p->logits(1).has_value());   // the cache holds max_len = 5 positions, all filled
+    CHECK_THROWS_WITH_AS(next_token_log_probs(*model, Tensor(), Tensor::from_doubles({1}, {1, 1}, DType::int32)),
+                         doctest::Contains("exceed max_len"), std::exception);
+  });
+}
+
+TEST_CASE("no program where a layer does not lower, where the plan is off, or for two inputs") {
+  models::TransformerConfig c{.d_model = 128, .d_ff = 256, .n_layers = 1, .n_heads = 4, .max_len = 8};
+  for (models::Positions positions : {models::Positions::rotary}) {
+    c.positions = positions;
+    auto model = predict_lm(c, 50);
+    start_decoding(*model, Tensor(), 1);
+    CHECK(TokenProgram::compile(*model) == nullptr);   // rotary attention's Rotate layers
+  }
+  c.positions = models::Positions::sinusoidal;
+  c.scale_embeddings = true;   // ScaleBy, an Fn: nothing says what its function does
+  auto scaled = predict_lm(c, 50);
+  start_decoding(*scaled, Tensor(), 1);
+  CHECK(TokenProgram::compile(*scaled) == nullptr);
+  c.scale_embeddings = false;
+  auto model = predict_lm(c, 50);
+  start_decoding(*model, Tensor(), 1);
+  CHECK(TokenProgram::compile(*model) != nullptr);
+  model->set_execution_plan(false);   // learners and debugging: the tree, op by op
+  CHECK(TokenProgram::compile(*model) == nullptr);
+}
+
+TEST_CASE("autoregressive_sample with the program gives the tree's tokens, greedy and sampled") {
+  models::TransformerConfig c{.d_model = 128, .d_ff = 512, .n_layers = 2, .n_heads = 4, .max_len = 40};
+  auto model = predict_lm(c, 300, 9);
+  const Tensor prompt = Tensor::from_doubles({4, 8, 15}, {1, 3}, DType::int32);
+  for (double temperature : {0.0, 1.0}) {
+    CAPTURE(temperature);
+    const SampleOptions o{.temperature = temperature, .eos_id = -1, .max_length = 30, .seed = 3};
+    model->set_execution_plan(true);
+    const Tensor with = autoregressive_sample(*model, prompt, 1, o);
+    model->set_execution_plan(false);
+    const Tensor without = autoregressive_sample(*model, prompt, 1, o);
+    CHECK(with.to_doubles() == without.to_doubles());
+  }
+}
