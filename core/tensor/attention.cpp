@@ -1,4 +1,5 @@
 #include "core/tensor/attention.hpp"
+#include "core/tensor/internal/row_kernels.hpp"
 
 #include <fmt/format.h>
 

@@ -80,15 +80,6 @@ Tensor attention_over_prefix(const Tensor& q, const Tensor& k_cache, const Tenso
 // layers/causal_attention.cpp). mask broadcasts to (B, H, L_q, L_k).
 Tensor attention_heads_over_prefix(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::int64_t L_k,
                                    int n_heads, const Tensor& mask, const LinearBias& bias = {});
-// ONE DECODED ROW, ITS HEADS SHARED BY A TEAM THE CALLER RUNS (a token's program,
-// core/decode/internal/token_program.hpp): heads h0 … h1 − 1 of one query row q (H·d, the heads
-// side by side) over the first L_k positions of KV caches (H, max_len, d) and (H, max_len, d_v),
-// into out (H·d_v) — attention_heads_over_prefix's row for B = 1, L_q = 1 and no mask, each head
-// the bits that op gives it. P: room for H · L_k probabilities (head h uses P + h · L_k).
-template <class T>
-void attention_row_heads(const T* q, const T* k_cache, const T* v_cache, std::int64_t H, std::int64_t d,
-                         std::int64_t dv, std::int64_t max_len, std::int64_t L_k, const LinearBias& bias,
-                         std::int64_t h0, std::int64_t h1, T* P, T* out);
 // x (B, L, H·d) into a KV cache's buffer (B·H, max_len, d) at positions start … start + L − 1, in
 // place: the cache's write of split_heads(x) without the split's copy. Not differentiable.
 void write_heads_to_cache(Tensor& cache, const Tensor& x, int n_heads, std::int64_t start);

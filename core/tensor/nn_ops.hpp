@@ -25,8 +25,6 @@
 //   A target outside [0, C) is an error (not clipped).
 #pragma once
 
-#include <cstdint>
-
 #include "core/tensor/tensor.hpp"
 
 namespace ctrax {
@@ -34,12 +32,6 @@ namespace ctrax {
 Tensor softmax(const Tensor& x, int axis = -1);
 Tensor log_softmax(const Tensor& x, int axis = -1);
 Tensor layer_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, double epsilon = 1e-6);
-// layer_norm's rows r0 … r1 − 1 of x (rows of d) into y, on this thread: the op's own loop, so the
-// same bits (a decoded token's program, core/decode/internal/token_program.hpp, runs it on raw
-// rows). xhat and rstd, when not null, receive x̂ and 1/σ as the op keeps them for its backward.
-template <class T>
-void layer_norm_rows(const T* x, const T* scale, const T* bias, T* y, std::int64_t r0, std::int64_t r1, std::int64_t d,
-                     double epsilon, T* xhat = nullptr, T* rstd = nullptr);
 struct BatchNormStatistics {
   Tensor y, mean, var;   // mean, var: (C,), no gradient
 };

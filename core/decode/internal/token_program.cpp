@@ -6,7 +6,7 @@
 #include <new>
 
 #include "core/engine/flush_denormals.hpp"
-#include "core/tensor/nn_ops.hpp"
+#include "core/tensor/internal/row_kernels.hpp"
 #include "core/tensor/runtime.hpp"
 
 namespace ctrax::decode {
