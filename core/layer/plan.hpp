@@ -37,7 +37,9 @@
 //
 // THE SWITCH. model->set_execution_plan(false) — or CTRAX_PLAN=0 in the environment, read once,
 // for every layer built after — runs the tree layer by layer, op by op: for learning what each
-// layer does, and for debugging. Tests hold the two equal on every model (test_plan.cpp).
+// layer does, and for debugging. Tests hold the two equal on every model (test_plan.cpp). The
+// switch also turns off decoding's program, which runs a token of one row as one team job
+// (core/decode/internal/token_program.hpp, each layer's lower_token).
 //
 //   std::cout << plan_to_string(*model);   // the tree with its fused steps marked:
 //
