@@ -94,11 +94,12 @@ void TeamBarrier::arrive_and_wait(int n) {
 
 TeamPhases::TeamPhases(int n) : counts_(std::make_unique<Count[]>(static_cast<std::size_t>(n))), n_(n) {}
 
-void TeamPhases::arrive_and_wait(int t) {
+bool TeamPhases::arrive_and_wait(int t) {
   const long mine = counts_[t].value.load(std::memory_order_relaxed) + 1;
   counts_[t].value.store(mine, std::memory_order_release);
   for (int u = 0; u < n_; ++u)
-    if (u != t) wait_until([&] { return counts_[u].value.load(std::memory_order_acquire) >= mine; });
+    if (u != t) wait_until([&] { return counts_[u].value.load(std::memory_order_acquire) >= mine || abandoned(); });
+  return !abandoned();
 }
 
 namespace detail {

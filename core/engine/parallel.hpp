@@ -79,15 +79,18 @@ class TeamBarrier {
 };
 
 // THE SAME BARRIER, PASSED AGAIN AND AGAIN: a job whose steps meet many times (a decoded token's
-// program meets ~20 times). Each thread counts its own arrivals on a cache line of its own and
-// waits until every other thread's count has caught up: no shared counter to reset between
-// meetings, and a thread writes only its own line. Built for a team of n; the bodies pass it
-// with their t. The same rule as above: nothing between two meetings may throw.
+// program meets at every row one thread reads after another wrote it). Each thread counts its own
+// arrivals on a cache line of its own and waits until every other thread's count has caught up:
+// no shared counter to reset between meetings, and a thread writes only its own line. Built for a
+// team of n; the bodies pass it with their t. A thread whose step threw calls abandon(): every
+// wait, now and later, returns false at once, so no thread is left waiting for it.
 class TeamPhases {
  public:
   explicit TeamPhases(int n);
-  void arrive_and_wait(int t);
-  int size() const { return n_; }
+  // false when the meeting was abandoned (then the caller stops its steps).
+  bool arrive_and_wait(int t);
+  void abandon() { abandoned_.store(true, std::memory_order_release); }
+  bool abandoned() const { return abandoned_.load(std::memory_order_acquire); }
 
  private:
   struct alignas(64) Count {
@@ -95,6 +98,7 @@ class TeamPhases {
   };
   std::unique_ptr<Count[]> counts_;
   int n_;
+  alignas(64) std::atomic<bool> abandoned_{false};
 };
 
 namespace detail {

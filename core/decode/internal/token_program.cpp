@@ -1,7 +1,9 @@
 #include "core/decode/internal/token_program.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
+#include <exception>
 #include <cstring>
 #include <new>
 
@@ -64,7 +66,7 @@ void TokenProgramBuilder::need_whole(Value v) {
   const Info& i = info(v);
   if (!i.shared || i.phase != phase_) return;
   TeamPhases* phases = phases_.get();
-  steps_.push_back([phases](int t) { phases->arrive_and_wait(t); });
+  steps_.push_back([phases](int t) { phases->arrive_and_wait(t); });   // abandoned: the run loop stops
   ++phase_;
 }
 
@@ -192,15 +194,17 @@ TokenProgramBuilder::Value TokenProgramBuilder::relu(Value x) {
 
 TokenProgramBuilder::Value TokenProgramBuilder::split_heads(Value x, int n_heads) {
   if (x < 0 || info(x).token || info(x).heads != 0 || n_heads < 1 || info(x).width % n_heads != 0) return -1;
-  values_.push_back(info(x));   // the same row, seen as heads
-  values_.back().heads = n_heads;
+  Info view = info(x);   // the same row, seen as heads
+  view.heads = n_heads;
+  values_.push_back(std::move(view));
   return static_cast<Value>(values_.size() - 1);
 }
 
 TokenProgramBuilder::Value TokenProgramBuilder::merge_heads(Value x, int n_heads) {
   if (x < 0 || info(x).token || info(x).heads != n_heads) return -1;
-  values_.push_back(info(x));
-  values_.back().heads = 0;
+  Info row = info(x);
+  row.heads = 0;
+  values_.push_back(std::move(row));
   return static_cast<Value>(values_.size() - 1);
 }
 
@@ -267,7 +271,9 @@ std::unique_ptr<TokenProgram> TokenProgram::compile(Layer& model) {
   // model: every product too small to share) — for thread 0 alone, with no meetings at all.
   for (const int threads : {num_threads(), 1}) {
     auto b = std::unique_ptr<TokenProgramBuilder>(new TokenProgramBuilder(threads));
-    b->values_.push_back({.token = true});
+    TokenProgramBuilder::Info token;   // value 0: the token id the program starts from
+    token.token = true;
+    b->values_.push_back(token);
     b->stack_ = {0};
     if (!model.lower_token(*b) || b->stack_.size() != static_cast<std::size_t>(model.n_out())) return nullptr;
     const TokenProgramBuilder::Value out = b->stack_[0];
@@ -279,13 +285,28 @@ std::unique_ptr<TokenProgram> TokenProgram::compile(Layer& model) {
 }
 
 std::optional<Tensor> TokenProgram::logits(std::int32_t token) {
+  if (!b_) return std::nullopt;   // a step of an earlier token threw
   TokenProgramBuilder& b = *b_;
   if (b.threads_ > 1 && num_threads() != b.threads_) return std::nullopt;
   b.token_ = token;
   for (const auto& check : b.before_)
     if (!check()) return std::nullopt;
-  const auto run = [&b](int t) {
-    for (const auto& step : b.steps_) step(t);
+  // A step that throws (memory ran out) abandons the meetings, so the other threads stop too
+  // instead of waiting for it; the first error then leaves here. The layers' state is not
+  // advanced, and nothing past the filled positions of a cache is ever read.
+  TeamPhases& phases = *b.phases_;
+  std::exception_ptr error;
+  std::atomic<bool> failed{false};
+  const auto run = [&](int t) {
+    try {
+      for (const auto& step : b.steps_) {
+        step(t);
+        if (phases.abandoned()) return;
+      }
+    } catch (...) {
+      if (!failed.exchange(true)) error = std::current_exception();
+      phases.abandon();
+    }
   };
   if (b.threads_ == 1) {
     const FlushDenormals flush;   // as the ops' own loops run
@@ -300,6 +321,10 @@ std::optional<Tensor> TokenProgram::logits(std::int32_t token) {
       run(t);
     });
     if (!ran) return std::nullopt;   // nothing was written: no step ran
+  }
+  if (error) {
+    b_ = nullptr;   // its meetings are abandoned: no further token runs it
+    std::rethrow_exception(error);
   }
   if (!packed_) {
     for (const blas::OneRowPlan& plan : b.products_) blas::one_row_mark_packed(plan);

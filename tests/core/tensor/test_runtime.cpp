@@ -58,6 +58,39 @@ TEST_CASE("parallel_team runs the body once on each thread, inside one region or
   }
 }
 
+TEST_CASE("TeamPhases: no thread passes a meeting before all arrive, meeting after meeting; abandoned, none waits") {
+  for (int threads : {2, 3}) {
+    CAPTURE(threads);
+    Threads set(threads);
+    in_one_region([&] {
+      TeamPhases phases(threads);
+      std::vector<std::atomic<int>> written(static_cast<std::size_t>(threads));
+      std::atomic<int> wrong{0};
+      parallel_team([&](int t, int n) {
+        for (int round = 1; round <= 200; ++round) {
+          written[static_cast<std::size_t>(t)].store(round, std::memory_order_relaxed);
+          phases.arrive_and_wait(t);
+          for (int u = 0; u < n; ++u)   // every thread's write of this round is seen
+            if (written[static_cast<std::size_t>(u)].load(std::memory_order_relaxed) < round) wrong.fetch_add(1);
+          phases.arrive_and_wait(t);   // nobody writes the next round before all have read
+        }
+      });
+      CHECK(wrong.load() == 0);
+      // A thread that gives up: the others' waits return false instead of waiting for it.
+      TeamPhases abandoned(threads);
+      std::atomic<int> returned_false{0};
+      parallel_team([&](int t, int) {
+        if (t == 0) {
+          abandoned.abandon();
+          return;
+        }
+        if (!abandoned.arrive_and_wait(t)) returned_false.fetch_add(1);
+      });
+      CHECK(returned_false.load() == threads - 1);
+    });
+  }
+}
+
 TEST_CASE("parallel_chunks covers [0, n) exactly once, inside one region or not") {
   Threads set(2);
   for (std::int64_t n : {1, 2, 7, 1000}) {
