@@ -28,14 +28,7 @@ class SelectLayer final : public Layer {
     return out;
   }
 
-  bool lower_token(decode::TokenProgramBuilder& b) override {
-    const std::vector<int> in = b.take(n_in());
-    if (static_cast<int>(in.size()) != n_in()) return false;
-    std::vector<int> out;
-    for (int i : indices_) out.push_back(in[static_cast<std::size_t>(i)]);
-    b.put(out);
-    return true;
-  }
+  bool lower_token(decode::TokenProgramBuilder& b) override { return b.select(n_in(), indices_); }
 
  private:
   std::vector<int> indices_;

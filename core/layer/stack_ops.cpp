@@ -13,29 +13,17 @@ namespace ctrax::layers {
 LayerPtr Dup(source_location c) {
   return FnStackLowered(
       "Dup", 1, 2, [](const Stack& x) { return Stack{x[0], x[0]}; },
-      [](decode::TokenProgramBuilder& b) {
-        const std::vector<int> x = b.take(1);
-        if (x.size() != 1) return false;
-        b.put({x[0], x[0]});
-        return true;
-      },
-      c);
+      [](decode::TokenProgramBuilder& b) { return b.select(1, {0, 0}); }, c);
 }
 LayerPtr Drop(source_location c) {
   return FnStackLowered(
-      "Drop", 1, 0, [](const Stack&) { return Stack{}; },
-      [](decode::TokenProgramBuilder& b) { return b.take(1).size() == 1; }, c);
+      "Drop", 1, 0, [](const Stack&) { return Stack{}; }, [](decode::TokenProgramBuilder& b) { return b.select(1, {}); },
+      c);
 }
 LayerPtr Swap(source_location c) {
   return FnStackLowered(
       "Swap", 2, 2, [](const Stack& x) { return Stack{x[1], x[0]}; },
-      [](decode::TokenProgramBuilder& b) {
-        const std::vector<int> x = b.take(2);
-        if (x.size() != 2) return false;
-        b.put({x[1], x[0]});
-        return true;
-      },
-      c);
+      [](decode::TokenProgramBuilder& b) { return b.select(2, {1, 0}); }, c);
 }
 LayerPtr Add(source_location c) {
   return FnStackLowered(

@@ -39,6 +39,18 @@ void TokenProgramBuilder::put(const std::vector<Value>& values) {
   stack_.insert(stack_.begin(), values.begin(), values.end());
 }
 
+bool TokenProgramBuilder::select(int n_in, const std::vector<int>& indices) {
+  const std::vector<Value> in = take(n_in);
+  if (static_cast<int>(in.size()) != n_in) return false;
+  std::vector<Value> out;
+  for (int i : indices) {
+    if (i < 0 || i >= n_in) return false;
+    out.push_back(in[static_cast<std::size_t>(i)]);
+  }
+  put(out);
+  return true;
+}
+
 TokenProgramBuilder::Info& TokenProgramBuilder::info(Value v) { return values_.at(static_cast<std::size_t>(v)); }
 
 TokenProgramBuilder::Value TokenProgramBuilder::new_value(std::int64_t width, bool shared) {

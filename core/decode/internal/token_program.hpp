@@ -53,6 +53,9 @@ class TokenProgramBuilder {
   // Pops the top n values (in stack order) / pushes values so that values[0] is the new top.
   std::vector<Value> take(int n);
   void put(const std::vector<Value>& values);
+  // Select's rearrangement (Dup, Drop and Swap are ones too): pops n_in values and pushes
+  // those at `indices` among them; false when the stack is short.
+  bool select(int n_in, const std::vector<int>& indices);
   // A lowering's usual shape: pops n values and pushes the one f makes of them (a step's result);
   // false when the stack is short or f gives -1.
   template <class F>

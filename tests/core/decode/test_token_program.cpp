@@ -7,6 +7,7 @@
 #include "core/decode/sampling.hpp"
 #include "core/engine/parallel.hpp"
 #include "core/tensor/runtime.hpp"
+#include "layers/layers.hpp"
 #include "models/transformer.hpp"
 #include "tests/helpers.hpp"
 
@@ -150,4 +151,41 @@ TEST_CASE("autoregressive_sample with the program gives the tree's tokens, greed
     const Tensor without = autoregressive_sample(*model, prompt, 1, o);
     CHECK(with.to_doubles() == without.to_doubles());
   }
+}
+
+TEST_CASE("the stack's plumbing lowers too: a model of Dup, Swap, Drop, Select, Parallel and Add") {
+  namespace tl = ctrax::layers;
+  // e → Dup → (Dense(e), e) → Swap → (e, Dense(e)) → Drop → r = Dense(e) → Residual(Dense) →
+  // Select[0,0] → (r', r') → Parallel(Relu, Dense) → Add → logits: plumbing the Transformer does not
+  // use, each lowered on the builder's stack of rows.
+  auto model = tl::Serial(tl::Embedding(50, 128), tl::Dup(), tl::Dense(128), tl::Swap(), tl::Drop(),
+                          tl::Residual(tl::Dense(128)), tl::Select({0, 0}), tl::Parallel(tl::Relu(), tl::Dense(128)),
+                          tl::Add(), tl::Dense(50));
+  model->init(ShapeDtype{{1, 1}, DType::int32}, Rng(2));
+  model->set_mode(Mode::predict);
+  const int threads_before = num_threads();
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    CAPTURE(threads);
+    std::vector<std::vector<double>> runs;
+    for (bool program : {true, false}) {
+      start_decoding(*model, Tensor(), 1);
+      const PackedWeights scope(*model);
+      std::unique_ptr<TokenProgram> p = program ? TokenProgram::compile(*model) : nullptr;
+      if (program) REQUIRE(p != nullptr);
+      std::vector<double> out;
+      in_one_region([&] {
+        for (std::int32_t token : {3, 17, 49, 0}) {
+          const Tensor logits = p ? *p->logits(token)
+                                  : (*model)(Stack{Tensor::from_doubles({static_cast<double>(token)}, {1, 1},
+                                                                         DType::int32)})[0];
+          const std::vector<double> v = logits.to_doubles();
+          out.insert(out.end(), v.begin(), v.end());
+        }
+      });
+      runs.push_back(out);
+    }
+    CHECK(runs[0] == runs[1]);
+  }
+  set_num_threads(threads_before);
 }
