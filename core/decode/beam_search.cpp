@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "core/decode/internal/packed_weights.hpp"
+#include "core/decode/internal/token_program.hpp"
 #include "core/decode/sampling.hpp"
 #include "core/engine/parallel.hpp"
 #include "core/tensor/ops.hpp"
@@ -59,9 +60,10 @@ std::vector<std::vector<Hypothesis>> beam_search(Layer& model, const Tensor& inp
   // One parallel region for the whole search, the weights packed once, as autoregressive_sample
   // (sampling.cpp).
   const PackedWeights packed(model, o.pack_weights);
+  const std::unique_ptr<TokenProgram> program = lm ? TokenProgram::compile(model, rows) : nullptr;   // sampling.cpp
   in_one_region([&] {
     for (std::int64_t t = 0; t < o.max_length; ++t) {
-      const Tensor logp = next_token_log_probs(model, lm ? Tensor() : source, tokens);
+      const Tensor logp = next_token_log_probs(program.get(), model, lm ? Tensor() : source, tokens);
       const std::int64_t V = logp.dim(1);
       const double* lp = logp.data<double>();
       std::vector<Beam> next(static_cast<std::size_t>(rows));

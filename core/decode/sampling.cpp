@@ -114,16 +114,13 @@ Tensor autoregressive_sample(Layer& model, const Tensor& inputs, std::int64_t ba
   // (docs/11_performance.md). And every one-row product reads its weight from panels packed at
   // the first token (internal/packed_weights.hpp): the same bits, read faster.
   const PackedWeights packed(model, o.pack_weights);
-  // One row of a language model: after the prompt, each token runs as one team job, the program
+  // A language model's rows: after the prompt, each token runs as one team job, the program
   // lowered from the model (internal/token_program.hpp) — the tree's numbers; the tree runs
   // whatever the program declines.
-  const std::unique_ptr<TokenProgram> program = lm && B == 1 ? TokenProgram::compile(model) : nullptr;
+  const std::unique_ptr<TokenProgram> program = lm ? TokenProgram::compile(model, B) : nullptr;
   in_one_region([&] {
     for (; T < o.max_length; ++T) {
-      std::optional<Tensor> logits;
-      if (program && tokens.numel() == 1) logits = program->logits(tokens.data<std::int32_t>()[0]);
-      const Tensor logp = logits ? log_softmax(reshape(*logits, {1, logits->dim(2)}).to(DType::float64), -1)
-                                 : next_token_log_probs(model, inputs, tokens);
+      const Tensor logp = next_token_log_probs(program.get(), model, inputs, tokens);
       const std::int64_t V = logp.dim(1);
       const Rng step_rng = rng.fold_in(static_cast<std::uint64_t>(T));
       std::vector<std::int32_t> next(static_cast<std::size_t>(B));

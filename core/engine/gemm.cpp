@@ -434,33 +434,82 @@ void one_row_relu_chain(std::int64_t K, const T* a, const T* W1, std::int64_t F,
     if (packed) packed->ready = true;
 }
 
-OneRowPlan one_row_plan(std::int64_t N, std::int64_t K, const void* B, std::size_t element_size) {
-  const bool on_team = N * K >= kStreamedOnTeam;   // parallel_gemm's test for one row
-  return {N, K, on_team, on_team ? WeightPanels::find(B, K, N, element_size) : nullptr};
+std::optional<RowsPlan> rows_plan(std::int64_t M, std::int64_t N, std::int64_t K, const void* B,
+                                  std::size_t element_size) {
+  if (M < 1 || M > 8) return std::nullopt;
+  RowsPlan plan{.M = M, .N = N, .K = K};
+  if (N * K < kStreamedOnTeam) return plan;   // parallel_gemm's test for a streamed product: thread 0 alone
+  plan.packed = WeightPanels::find(B, K, N, element_size);
+  if (M == 1) {   // one_row_share: its panels, or blocks of 16 columns
+    plan.cut = plan.packed ? RowsPlan::Cut::panels : RowsPlan::Cut::blocks;
+    return plan;
+  }
+  if (plan.packed && few_rows_fit(M, narrowest_block(N), K)) {
+    plan.cut = RowsPlan::Cut::panels;
+    return plan;
+  }
+  if (M >= N) return std::nullopt;   // parallel_gemm cuts this one by rows
+  plan.packed = nullptr;             // its last cut: blocks of columns, each its own gemm
+  plan.cut = RowsPlan::Cut::blocks;
+  const auto [parts, block] = blocks_of(N);
+  plan.parts = parts;
+  plan.block = block;
+  return plan;
 }
 
-Columns one_row_columns(const OneRowPlan& plan, int t, int threads) {
+Columns rows_columns(const RowsPlan& plan, int t, int threads) {
   const std::int64_t N = plan.N;
-  if (!plan.on_team) return t == 0 ? Columns{0, N} : Columns{N, N};
-  if (plan.packed) {   // panels_share's cut; the last thread takes the columns after the last panel
-    const std::int64_t PW = WeightPanels::kPanelBytes / static_cast<std::int64_t>(plan.packed->matrix.element_size);
-    const std::int64_t P = N / PW;
-    return {P * t / threads * PW, t + 1 == threads ? N : P * (t + 1) / threads * PW};
+  switch (plan.cut) {
+    case RowsPlan::Cut::alone:
+      return t == 0 ? Columns{0, N} : Columns{N, N};
+    case RowsPlan::Cut::panels: {   // panels_share's cut; the last thread takes the columns after the last panel
+      const std::int64_t PW = WeightPanels::kPanelBytes / static_cast<std::int64_t>(plan.packed->matrix.element_size);
+      const std::int64_t P = N / PW;
+      return {P * t / threads * PW, t + 1 == threads ? N : P * (t + 1) / threads * PW};
+    }
+    case RowsPlan::Cut::blocks:
+      if (plan.M == 1)   // one_row_share's blocks of 16
+        return {N * t / threads / 16 * 16, t + 1 == threads ? N : N * (t + 1) / threads / 16 * 16};
+      // parallel_parts' parts of this thread, blocks_of's columns
+      return {std::min(N, plan.parts * t / threads * plan.block), std::min(N, plan.parts * (t + 1) / threads * plan.block)};
   }
-  return {N * t / threads / 16 * 16, t + 1 == threads ? N : N * (t + 1) / threads / 16 * 16};   // one_row_share's
+  return {};
 }
 
 template <class T>
-void one_row_share(const OneRowPlan& plan, int t, int threads, const T* a, const T* B, T beta, T* c) {
-  if (!plan.on_team) {   // as parallel_gemm runs it: on one thread, from B itself
-    if (t == 0) gemm(false, false, 1, plan.N, plan.K, T(1), a, plan.K, B, plan.N, beta, c, plan.N, false);
+void rows_share(const RowsPlan& plan, int t, int threads, const T* A, std::int64_t lda, const T* B, T beta, T* C,
+                std::int64_t ldc) {
+  const std::int64_t M = plan.M, N = plan.N, K = plan.K;
+  if (plan.cut == RowsPlan::Cut::alone) {   // as parallel_gemm runs it: on one thread, from B itself
+    if (t == 0) gemm(false, false, M, N, K, T(1), A, lda, B, N, beta, C, ldc, false);
     return;
   }
-  one_row_share(t, threads, false, plan.N, plan.K, T(1), a, plan.K, B, beta, c, false, plan.packed);
+  if (M == 1) {
+    one_row_share(t, threads, false, N, K, T(1), A, K, B, beta, C, false, plan.packed);
+    return;
+  }
+  if (plan.cut == RowsPlan::Cut::panels) {
+    using Kernel = void (*)(std::int64_t, std::int64_t, std::int64_t, T, const T*, std::int64_t, const T*, T, T*,
+                            std::int64_t);
+    static constexpr Kernel kernels[] = {nullptr, nullptr, few_rows_panels<T, 2>, few_rows_panels<T, 3>,
+                                         few_rows_panels<T, 4>, few_rows_panels<T, 5>, few_rows_panels<T, 6>,
+                                         few_rows_panels<T, 7>, few_rows_panels<T, 8>};
+    panels_share<T>(
+        t, threads, N, K, B, *plan.packed,
+        [&](std::int64_t p0, std::int64_t p1, const T* panels) { kernels[M](p0, p1, K, T(1), A, lda, panels, beta, C, ldc); },
+        [&](std::int64_t c) { few_rows_any_n(M, N - c, K, T(1), A, lda, B + c, N, beta, C + c, ldc); });
+    return;
+  }
+  for (std::int64_t p = plan.parts * t / threads; p < plan.parts * (t + 1) / threads; ++p) {   // parallel_parts
+    const std::int64_t start = p * plan.block, stop = std::min(N, start + plan.block);
+    if (start < stop) gemm(false, false, M, stop - start, K, T(1), A, lda, B + start, N, beta, C + start, ldc, false);
+  }
 }
 
-template void one_row_share<float>(const OneRowPlan&, int, int, const float*, const float*, float, float*);
-template void one_row_share<double>(const OneRowPlan&, int, int, const double*, const double*, double, double*);
+template void rows_share<float>(const RowsPlan&, int, int, const float*, std::int64_t, const float*, float, float*,
+                                std::int64_t);
+template void rows_share<double>(const RowsPlan&, int, int, const double*, std::int64_t, const double*, double,
+                                 double*, std::int64_t);
 
 template void one_row_relu_chain<float>(std::int64_t, const float*, const float*, std::int64_t, float*, const float*,
                                         std::int64_t, float*);

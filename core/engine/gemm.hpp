@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/engine/weight_panels.hpp"
@@ -62,28 +63,34 @@ template <class T>
 void one_row_relu_chain(std::int64_t K, const T* a, const T* W1, std::int64_t F, T* h, const T* W2, std::int64_t N,
                         T* c);
 
-// ONE ROW, SHARED BY A TEAM THE CALLER RUNS (a decoded token's program, core/decode/internal/
+// A FEW ROWS, SHARED BY A TEAM THE CALLER RUNS (a decoded token's program, core/decode/internal/
 // token_program.hpp, runs the whole token as one team job and calls these from inside it): how
-// c = a·B + beta·c (B a dense K × N, not transposed) is cut between the threads, which columns
-// thread t makes, and making them. The cut is parallel_gemm's for a one-row product — B's panels
-// when the planning thread's WeightPanels scope holds B (packed by their threads at the first
-// share), blocks of 16 columns otherwise, and all of it on thread 0 when the product is too
-// small for a team — so every column gets the bits parallel_gemm(false, false, 1, N, K, 1, a, B,
-// beta, c) gives it. Plan on the thread that holds the scope; share from any.
-struct OneRowPlan {
-  std::int64_t N = 0, K = 0;
-  bool on_team = false;                  // false: thread 0 makes every column
-  WeightPanels::Packed* packed = nullptr;   // B's panels, when the scope holds B
+// C = A·B + beta·C (A: M rows, 1 ≤ M ≤ 8, of K; B a dense K × N, not transposed) is cut between
+// the threads, which columns thread t makes, and making them. The cut is parallel_gemm's for such
+// a product — B's panels when the planning thread's WeightPanels scope holds B (packed by their
+// threads at the first share), else blocks of columns, and all of it on thread 0 when the product
+// is too small for a team — so every element gets the bits parallel_gemm(false, false, M, N, K,
+// 1, A, B, beta, C) gives it. Plan on the thread that holds the scope; share from any.
+struct RowsPlan {
+  enum class Cut { alone, panels, blocks };
+  std::int64_t M = 0, N = 0, K = 0;
+  Cut cut = Cut::alone;
+  WeightPanels::Packed* packed = nullptr;   // B's panels (cut panels)
+  std::int64_t parts = 1, block = 0;         // the blocks (cut blocks): parts of `block` columns
 };
 struct Columns {
   std::int64_t begin = 0, end = 0;
 };
-OneRowPlan one_row_plan(std::int64_t N, std::int64_t K, const void* B, std::size_t element_size);
-Columns one_row_columns(const OneRowPlan& plan, int t, int threads);
+// nullopt: M outside 1 … 8, or M ≥ N (parallel_gemm cuts those by rows).
+std::optional<RowsPlan> rows_plan(std::int64_t M, std::int64_t N, std::int64_t K, const void* B,
+                                  std::size_t element_size);
+Columns rows_columns(const RowsPlan& plan, int t, int threads);
+// A's rows lda apart and C's ldc apart.
 template <class T>
-void one_row_share(const OneRowPlan& plan, int t, int threads, const T* a, const T* B, T beta, T* c);
+void rows_share(const RowsPlan& plan, int t, int threads, const T* A, std::int64_t lda, const T* B, T beta, T* C,
+                std::int64_t ldc);
 // Once every thread has made its first share from B's panels: later shares read them.
-inline void one_row_mark_packed(const OneRowPlan& plan) {
+inline void rows_mark_packed(const RowsPlan& plan) {
   if (plan.packed) plan.packed->ready = true;
 }
 

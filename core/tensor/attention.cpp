@@ -197,7 +197,7 @@ void apply_keep(const T* P, const std::uint8_t* keep, T s, std::int64_t count, T
 }
 
 // The slices [n0, n1) on this thread alone when n1 >= 0 (a team the caller runs shares them:
-// attention_row_heads), else every slice, on all threads when that pays.
+// attention_rows_heads), else every slice, on all threads when that pays.
 template <class T>
 void forward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex& mask, const LinearBias& bias,
              const std::uint8_t* keep, T keep_scale, T* P, T* out, bool bf16, std::int64_t n0 = 0,
@@ -520,19 +520,21 @@ Tensor attention_heads_over_prefix(const Tensor& q, const Tensor& k_cache, const
 }
 
 template <class T>
-void attention_row_heads(const T* q, const T* k_cache, const T* v_cache, std::int64_t H, std::int64_t d,
-                         std::int64_t dv, std::int64_t max_len, std::int64_t L_k, const LinearBias& bias,
-                         std::int64_t h0, std::int64_t h1, T* P, T* out) {
-  Dims D{H, 1, L_k, d, dv, max_len, H};   // attention_heads_over_prefix's, B = 1
+void attention_rows_heads(const T* q, const T* k_cache, const T* v_cache, std::int64_t B, std::int64_t H,
+                          std::int64_t d, std::int64_t dv, std::int64_t max_len, std::int64_t L_k,
+                          const LinearBias& bias, std::int64_t h0, std::int64_t h1, T* P, T* out) {
+  Dims D{B * H, 1, L_k, d, dv, max_len, H};   // attention_heads_over_prefix's, one position
   D.kv_split = true;
-  forward<T>(D, q, k_cache, v_cache, MaskIndex(Tensor(), {1, H, 1, L_k}), bias, nullptr, T(1), P, out, false, h0, h1);
+  const MaskIndex none(Tensor(), {B, H, 1, L_k});
+  for (std::int64_t b = 0; b < B; ++b)
+    forward<T>(D, q, k_cache, v_cache, none, bias, nullptr, T(1), P, out, false, b * H + h0, b * H + h1);
 }
-template void attention_row_heads<float>(const float*, const float*, const float*, std::int64_t, std::int64_t,
-                                         std::int64_t, std::int64_t, std::int64_t, const LinearBias&, std::int64_t,
-                                         std::int64_t, float*, float*);
-template void attention_row_heads<double>(const double*, const double*, const double*, std::int64_t, std::int64_t,
-                                          std::int64_t, std::int64_t, std::int64_t, const LinearBias&, std::int64_t,
-                                          std::int64_t, double*, double*);
+template void attention_rows_heads<float>(const float*, const float*, const float*, std::int64_t, std::int64_t,
+                                          std::int64_t, std::int64_t, std::int64_t, std::int64_t, const LinearBias&,
+                                          std::int64_t, std::int64_t, float*, float*);
+template void attention_rows_heads<double>(const double*, const double*, const double*, std::int64_t, std::int64_t,
+                                           std::int64_t, std::int64_t, std::int64_t, std::int64_t, const LinearBias&,
+                                           std::int64_t, std::int64_t, double*, double*);
 
 void write_heads_to_cache(Tensor& cache, const Tensor& x, int n_heads, std::int64_t start) {
   const std::int64_t H = n_heads;

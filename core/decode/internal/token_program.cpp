@@ -7,7 +7,9 @@
 #include <cstring>
 #include <new>
 
+#include "core/decode/sampling.hpp"
 #include "core/engine/flush_denormals.hpp"
+#include "core/tensor/ops.hpp"
 #include "core/tensor/internal/row_kernels.hpp"
 #include "core/tensor/runtime.hpp"
 
@@ -25,8 +27,9 @@ bool float_tensor(const Tensor& t, int rank) {
 
 }  // namespace
 
-TokenProgramBuilder::TokenProgramBuilder(int threads)
-    : threads_(threads), phases_(std::make_unique<TeamPhases>(threads)) {}
+TokenProgramBuilder::TokenProgramBuilder(int threads, std::int64_t rows)
+    : threads_(threads), rows_(rows), phases_(std::make_unique<TeamPhases>(threads)),
+      tokens_(static_cast<std::size_t>(rows)) {}
 
 std::vector<TokenProgramBuilder::Value> TokenProgramBuilder::take(int n) {
   if (n < 0 || n > static_cast<int>(stack_.size())) return {};
@@ -57,7 +60,7 @@ TokenProgramBuilder::Value TokenProgramBuilder::new_value(std::int64_t width, bo
   Info i;
   i.width = width;
   i.shared = shared;
-  i.stride = padded(width);
+  i.stride = padded(rows_ * width);   // each thread's copy on cache lines of its own
   const std::int64_t n = shared ? i.stride : i.stride * threads_;
   auto* block = static_cast<float*>(std::aligned_alloc(64, static_cast<std::size_t>(n) * sizeof(float)));
   if (block == nullptr) throw std::bad_alloc();
@@ -99,9 +102,14 @@ TokenProgramBuilder::Value TokenProgramBuilder::embed(Value token, const Tensor&
   const std::int64_t V = table.dim(0), d = table.dim(1);
   const Value out = new_value(d, false);
   const float* rows = table.data<float>();
-  before_.push_back([this, V] { return token_ >= 0 && token_ < V; });   // else the tree's error
+  before_.push_back([this, V] {   // else the tree's error
+    return std::all_of(tokens_.begin(), tokens_.end(), [V](std::int32_t id) { return id >= 0 && id < V; });
+  });
   steps_.push_back([this, out, rows, d](int t) {
-    std::memcpy(row(out, t), rows + static_cast<std::int64_t>(token_) * d, static_cast<std::size_t>(d) * sizeof(float));
+    float* y = row(out, t);
+    for (std::int64_t r = 0; r < rows_; ++r)
+      std::memcpy(y + r * d, rows + static_cast<std::int64_t>(tokens_[static_cast<std::size_t>(r)]) * d,
+                  static_cast<std::size_t>(d) * sizeof(float));
   });
   return out;
 }
@@ -122,9 +130,10 @@ TokenProgramBuilder::Value TokenProgramBuilder::add_position(Value x, const Tens
   });
   steps_.push_back([this, x, out, rows, d, position](int t) {
     const float* a = row(x, t);
-    const float* p = rows + *position * d;
+    const float* p = rows + *position * d;   // every row is at the same position
     float* y = row(out, t);
-    for (std::int64_t j = 0; j < d; ++j) y[j] = a[j] + p[j];   // x + pe[p], add's expression
+    for (std::int64_t r = 0; r < rows_; ++r)
+      for (std::int64_t j = 0; j < d; ++j) y[r * d + j] = a[r * d + j] + p[j];   // x + pe[p], add's expression
   });
   after_.push_back([layer, slot, position] {
     layer->state()[static_cast<std::size_t>(slot)] = Tensor::scalar(static_cast<double>(*position + 1), DType::int32);
@@ -142,7 +151,7 @@ TokenProgramBuilder::Value TokenProgramBuilder::layer_norm(Value x, const Tensor
   const Value out = new_value(d, false);
   const float *s = scale.data<float>(), *b = bias.data<float>();
   steps_.push_back([this, x, out, s, b, d, epsilon](int t) {
-    layer_norm_rows(row(x, t), s, b, row(out, t), 0, 1, d, epsilon);
+    layer_norm_rows(row(x, t), s, b, row(out, t), 0, rows_, d, epsilon);
   });
   return out;
 }
@@ -156,10 +165,11 @@ TokenProgramBuilder::Value TokenProgramBuilder::add(Value a, Value b) {
   const std::int64_t d = info(a).width;
   const Value out = new_value(d, false);
   info(out).heads = info(a).heads;
-  steps_.push_back([this, a, b, out, d](int t) {
+  const std::int64_t n = rows_ * d;
+  steps_.push_back([this, a, b, out, n](int t) {
     const float *x = row(a, t), *y = row(b, t);
     float* z = row(out, t);
-    for (std::int64_t j = 0; j < d; ++j) z[j] = x[j] + y[j];
+    for (std::int64_t j = 0; j < n; ++j) z[j] = x[j] + y[j];
   });
   return out;
 }
@@ -168,21 +178,23 @@ TokenProgramBuilder::Value TokenProgramBuilder::dense(Value x, const Tensor& w, 
   if (x < 0 || info(x).token || info(x).heads != 0 || !float_tensor(w, 2) || w.dim(0) != info(x).width ||
       w.dim(0) == 0 || (b.defined() && (!float_tensor(b, 1) || b.dim(0) != w.dim(1))))
     return -1;
-  need_whole(x);
   const std::int64_t K = w.dim(0), N = w.dim(1);
-  const blas::OneRowPlan plan = blas::one_row_plan(N, K, w.data<float>(), sizeof(float));
-  products_.push_back(plan);
-  split_ = split_ || plan.on_team;
+  const std::optional<blas::RowsPlan> plan = blas::rows_plan(rows_, N, K, w.data<float>(), sizeof(float));
+  if (!plan) return -1;
+  need_whole(x);
+  products_.push_back(*plan);
+  split_ = split_ || plan->cut != blas::RowsPlan::Cut::alone;
   const Value out = new_value(N, true);
-  for (int t = 0; t < threads_; ++t) info(out).parts.push_back(blas::one_row_columns(plan, t, threads_));
+  for (int t = 0; t < threads_; ++t) info(out).parts.push_back(blas::rows_columns(*plan, t, threads_));
   const float* W = w.data<float>();
   const float* bias = b.defined() ? b.data<float>() : nullptr;
   const int threads = threads_;
-  steps_.push_back([this, x, out, plan, W, bias, threads](int t) {
+  steps_.push_back([this, x, out, plan = *plan, W, bias, threads, K, N](int t) {
     float* c = row(out, t);
     const blas::Columns own = info(out).parts[static_cast<std::size_t>(t)];
-    if (bias) std::copy(bias + own.begin, bias + own.end, c + own.begin);   // C starts as b (linear's beta 1)
-    blas::one_row_share(plan, t, threads, row(x, t), W, bias ? 1.0f : 0.0f, c);
+    if (bias)   // C starts as b (linear's beta 1)
+      for (std::int64_t r = 0; r < rows_; ++r) std::copy(bias + own.begin, bias + own.end, c + r * N + own.begin);
+    blas::rows_share(plan, t, threads, row(x, t), K, W, bias ? 1.0f : 0.0f, c, N);
   });
   return out;
 }
@@ -199,7 +211,9 @@ TokenProgramBuilder::Value TokenProgramBuilder::relu(Value x) {
     const blas::Columns c = i.shared ? i.parts[static_cast<std::size_t>(t)] : blas::Columns{0, i.width};
     const float* a = row(x, t);
     float* y = row(out, t);
-    for (std::int64_t j = c.begin; j < c.end; ++j) y[j] = a[j] > 0 ? a[j] : 0.0f;   // relu's expression
+    for (std::int64_t r = 0; r < rows_; ++r)
+      for (std::int64_t j = r * i.width + c.begin; j < r * i.width + c.end; ++j)
+        y[j] = a[j] > 0 ? a[j] : 0.0f;   // relu's expression
   });
   return out;
 }
@@ -229,7 +243,7 @@ TokenProgramBuilder::Value TokenProgramBuilder::causal_attention(Value q, Value 
     return -1;
   Tensor K = owner.state()[0], V = owner.state()[1];
   const std::int64_t d = info(q).width / H, dv = info(v).width / H;
-  if (!float_tensor(K, 3) || !float_tensor(V, 3) || K.dim(0) != H || V.dim(0) != H || K.dim(2) != d ||
+  if (!float_tensor(K, 3) || !float_tensor(V, 3) || K.dim(0) != rows_ * H || V.dim(0) != K.dim(0) || K.dim(2) != d ||
       V.dim(2) != dv || V.dim(1) != K.dim(1) || (!bias.slopes.empty() && H % static_cast<int>(bias.slopes.size()) != 0))
     return -1;
   const std::int64_t max_len = K.dim(1);
@@ -248,7 +262,7 @@ TokenProgramBuilder::Value TokenProgramBuilder::causal_attention(Value q, Value 
   info(out).parts = v_cols;
   info(out).heads = H;
   split_ = split_ || threads_ > 1;
-  auto P = std::shared_ptr<float[]>(new float[static_cast<std::size_t>(H * max_len)]());
+  auto P = std::shared_ptr<float[]>(new float[static_cast<std::size_t>(rows_ * H * max_len)]());
   auto at = std::make_shared<std::int64_t>(0);
   auto run_bias = std::make_shared<LinearBias>(bias);
   Layer* layer = &owner;
@@ -264,11 +278,14 @@ TokenProgramBuilder::Value TokenProgramBuilder::causal_attention(Value q, Value 
   steps_.push_back([this, q, k, v, out, heads, d, dv, H, max_len, keys, values, P, at, run_bias](int t) {
     const auto [h0, h1] = heads[static_cast<std::size_t>(t)];
     const float *pq = row(q, t), *pk = row(k, t), *pv = row(v, t);
-    for (std::int64_t h = h0; h < h1; ++h) {   // write_heads_to_cache's copies, this thread's heads
-      std::memcpy(keys + (h * max_len + *at) * d, pk + h * d, static_cast<std::size_t>(d) * sizeof(float));
-      std::memcpy(values + (h * max_len + *at) * dv, pv + h * dv, static_cast<std::size_t>(dv) * sizeof(float));
-    }
-    attention_row_heads(pq, keys, values, H, d, dv, max_len, *at + 1, *run_bias, h0, h1, P.get(), row(out, t));
+    for (std::int64_t r = 0; r < rows_; ++r)
+      for (std::int64_t h = h0; h < h1; ++h) {   // write_heads_to_cache's copies, this thread's heads
+        const std::int64_t slice = r * H + h;
+        std::memcpy(keys + (slice * max_len + *at) * d, pk + slice * d, static_cast<std::size_t>(d) * sizeof(float));
+        std::memcpy(values + (slice * max_len + *at) * dv, pv + slice * dv,
+                    static_cast<std::size_t>(dv) * sizeof(float));
+      }
+    attention_rows_heads(pq, keys, values, rows_, H, d, dv, max_len, *at + 1, *run_bias, h0, h1, P.get(), row(out, t));
   });
   after_.push_back([layer, at] { layer->state()[2] = Tensor::scalar(static_cast<double>(*at + 1), DType::int32); });
   return out;
@@ -277,12 +294,12 @@ TokenProgramBuilder::Value TokenProgramBuilder::causal_attention(Value q, Value 
 TokenProgram::TokenProgram(std::unique_ptr<TokenProgramBuilder> b, TokenProgramBuilder::Value out)
     : b_(std::move(b)), out_(out) {}
 
-std::unique_ptr<TokenProgram> TokenProgram::compile(Layer& model) {
-  if (!model.execution_plan() || model.n_in() != 1 || model.n_out() < 1) return nullptr;
+std::unique_ptr<TokenProgram> TokenProgram::compile(Layer& model, std::int64_t rows) {
+  if (!model.execution_plan() || model.n_in() != 1 || model.n_out() < 1 || rows < 1 || rows > 8) return nullptr;
   // Two passes at most: for the team, then — when no step was cut between threads (a small
   // model: every product too small to share) — for thread 0 alone, with no meetings at all.
   for (const int threads : {num_threads(), 1}) {
-    auto b = std::unique_ptr<TokenProgramBuilder>(new TokenProgramBuilder(threads));
+    auto b = std::unique_ptr<TokenProgramBuilder>(new TokenProgramBuilder(threads, rows));
     TokenProgramBuilder::Info token;   // value 0: the token id the program starts from
     token.token = true;
     b->values_.push_back(token);
@@ -296,11 +313,13 @@ std::unique_ptr<TokenProgram> TokenProgram::compile(Layer& model) {
   return nullptr;
 }
 
-std::optional<Tensor> TokenProgram::logits(std::int32_t token) {
+std::optional<Tensor> TokenProgram::logits(const Tensor& tokens) {
   if (!b_) return std::nullopt;   // a step of an earlier token threw
   TokenProgramBuilder& b = *b_;
-  if (b.threads_ > 1 && num_threads() != b.threads_) return std::nullopt;
-  b.token_ = token;
+  if ((b.threads_ > 1 && num_threads() != b.threads_) || tokens.is_meta() || tokens.dtype() != DType::int32 ||
+      tokens.shape() != Shape{b.rows_, 1})
+    return std::nullopt;
+  std::copy_n(tokens.data<std::int32_t>(), b.rows_, b.tokens_.begin());
   for (const auto& check : b.before_)
     if (!check()) return std::nullopt;
   // A step that throws (memory ran out) abandons the meetings, so the other threads stop too
@@ -339,14 +358,21 @@ std::optional<Tensor> TokenProgram::logits(std::int32_t token) {
     std::rethrow_exception(error);
   }
   if (!packed_) {
-    for (const blas::OneRowPlan& plan : b.products_) blas::one_row_mark_packed(plan);
+    for (const blas::RowsPlan& plan : b.products_) blas::rows_mark_packed(plan);
     packed_ = true;
   }
   for (const auto& update : b.after_) update();
   const std::int64_t V = b.info(out_).width;
-  Tensor out = Tensor::empty({1, 1, V}, DType::float32);
-  std::copy_n(b.row(out_, 0), V, out.data<float>());
+  Tensor out = Tensor::empty({b.rows_, 1, V}, DType::float32);
+  std::copy_n(b.row(out_, 0), b.rows_ * V, out.data<float>());
   return out;
+}
+
+Tensor next_token_log_probs(TokenProgram* program, Layer& model, const Tensor& inputs, const Tensor& tokens) {
+  if (program)
+    if (const std::optional<Tensor> logits = program->logits(tokens))   // as next_token_log_probs takes the last
+      return log_softmax(reshape(*logits, {logits->dim(0), logits->dim(2)}).to(DType::float64), -1);
+  return next_token_log_probs(model, inputs, tokens);
 }
 
 }  // namespace ctrax::decode

@@ -46,7 +46,7 @@ class TokenProgram;
 
 class TokenProgramBuilder {
  public:
-  using Value = int;   // a row of the program (or the token id it starts from); -1: unsupported
+  using Value = int;   // the rows of a value (or the token ids the program starts from); -1: unsupported
 
   // The stack the layers work on, as a Stack: element 0 is the top.
   std::vector<Value>& stack() { return stack_; }
@@ -69,7 +69,7 @@ class TokenProgramBuilder {
 
   // The steps. Each returns the new value, or -1 when its inputs are not what it takes (the layer
   // then returns false).
-  // Row `token` of a (vocab, d) table.
+  // Row `token` of a (vocab, d) table, for each row's token.
   Value embed(Value token, const Tensor& table);
   // x + table[p], p the position counter owner.state()[slot] holds; afterwards the counter is p + 1.
   Value add_position(Value x, const Tensor& table, Layer& owner, int slot);
@@ -82,14 +82,16 @@ class TokenProgramBuilder {
   Value split_heads(Value x, int n_heads);
   Value merge_heads(Value x, int n_heads);
   // Causal attention of one new position over owner's KV cache: owner.state() holds the keys
-  // (H, max_len, d), the values (H, max_len, d_v) and the filled count; q, k, v split into H heads.
+  // (B·H, max_len, d), the values (B·H, max_len, d_v) and the filled count; q, k, v split into H
+  // heads.
   // Writes k and v at the count, attends over count + 1 positions, then the count is count + 1.
   Value causal_attention(Value q, Value k, Value v, Layer& owner, const LinearBias& bias);
 
  private:
   friend class TokenProgram;
-  // A value: a row of `width` floats — each thread's own copy, or (shared) one row the threads
-  // make in parts, thread t columns parts[t] — or the token id the program starts from.
+  // A value: B rows of `width` floats, one after the other — each thread's own copy, or (shared)
+  // one set the threads make in parts, thread t columns parts[t] of every row — or the token ids
+  // the program starts from.
   struct Info {
     std::int64_t width = 0;
     bool token = false;
@@ -97,19 +99,20 @@ class TokenProgramBuilder {
     int heads = 0;                      // split into this many heads (split_heads); 0: not split
     std::vector<blas::Columns> parts;   // shared: who makes which columns
     int phase = -1;                     // shared: the phase (between two meetings) that made it
-    float* data = nullptr;              // shared: the row; own: thread t's copy at data + t · stride
+    float* data = nullptr;              // shared: the rows; own: thread t's copy at data + t · stride
     std::int64_t stride = 0;
   };
-  explicit TokenProgramBuilder(int threads);
+  TokenProgramBuilder(int threads, std::int64_t rows);
   Info& info(Value v);
   Value new_value(std::int64_t width, bool shared);
   // Makes sure every thread may read all of v: a meeting if v's parts were written since the last.
   void need_whole(Value v);
   // Thread t will read columns [begin, end) of v: a meeting unless t made them itself.
   void need_columns(Value v, const std::vector<blas::Columns>& wanted);
-  float* row(Value v, int t);   // thread t's copy (a shared value: the one row)
+  float* row(Value v, int t);   // thread t's copy of the rows (a shared value: the one set)
 
   int threads_;
+  std::int64_t rows_;
   std::vector<Value> stack_;
   std::vector<Info> values_;
   std::vector<std::unique_ptr<float, void (*)(void*)>> storage_;
@@ -118,22 +121,24 @@ class TokenProgramBuilder {
   std::vector<std::function<void(int t)>> steps_;
   std::vector<std::function<bool()>> before_;   // thread 0, before the job: false declines the token
   std::vector<std::function<void()>> after_;    // thread 0, after it: the layers' state
-  std::vector<blas::OneRowPlan> products_;
+  std::vector<blas::RowsPlan> products_;
   std::unique_ptr<TeamPhases> phases_;
-  std::int32_t token_ = 0;   // this token's id, set before the job
+  std::vector<std::int32_t> tokens_;   // this step's token ids, one a row, set before the job
 };
 
 class TokenProgram {
  public:
-  // The program for decoding one row of `model` (its state started: start_decoding), or nullptr
-  // when a layer cannot be lowered, the execution plan is off, or the model does not take one input.
-  // Build it inside the call's WeightPanels scope (PackedWeights): its products read the panels.
-  static std::unique_ptr<TokenProgram> compile(Layer& model);
+  // The program for decoding `rows` rows (1 to 8) of `model` together (its state started for
+  // them: start_decoding), or nullptr when a layer cannot be lowered, the execution plan is off,
+  // or the model does not take one input. Build it inside the call's WeightPanels scope
+  // (PackedWeights): its products read the panels.
+  static std::unique_ptr<TokenProgram> compile(Layer& model, std::int64_t rows = 1);
 
-  // The model's logits (1, 1, vocab) for this token, the layers' state advanced as the tree advances
-  // it; nullopt when the program declines this token (a cache full, a token out of range, a team of
-  // another size): then the tree runs it and gives its answer or its error.
-  std::optional<Tensor> logits(std::int32_t token);
+  // The model's logits (rows, 1, vocab) for these tokens (rows, 1) int32, the layers' state
+  // advanced as the tree advances it; nullopt when the program declines them (a cache full, a
+  // token out of range, a team of another size, another shape): then the tree runs them and gives
+  // its answer or its error.
+  std::optional<Tensor> logits(const Tensor& tokens);
 
  private:
   explicit TokenProgram(std::unique_ptr<TokenProgramBuilder> b, TokenProgramBuilder::Value out);
@@ -141,5 +146,9 @@ class TokenProgram {
   TokenProgramBuilder::Value out_;
   bool packed_ = false;   // the products' panels are filled (after the first token)
 };
+
+// next_token_log_probs (sampling.hpp) through the program when there is one and it takes these
+// tokens: the same numbers.
+Tensor next_token_log_probs(TokenProgram* program, Layer& model, const Tensor& inputs, const Tensor& tokens);
 
 }  // namespace ctrax::decode

@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "core/decode/beam_search.hpp"
 #include "core/decode/internal/packed_weights.hpp"
 #include "core/decode/internal/token_program.hpp"
 #include "core/decode/sampling.hpp"
@@ -28,28 +29,34 @@ LayerPtr predict_lm(models::TransformerConfig c, std::int64_t vocab, std::uint64
   return predict;
 }
 
-// One row: a start token and a prompt of two as one chunk (the tree), then `n` tokens one at a time
-// — by the program where `program` (the tree where it declines), else by the tree — inside one
-// parallel region, as autoregressive_sample runs them. Every token's log-probabilities, then every
-// state tensor's values.
-std::vector<double> decode_row(Layer& model, bool program, bool packed, int n, std::int64_t vocab) {
+// `rows` rows: a start token and a prompt of two as one chunk (the tree), then `n` tokens a row one
+// at a time — by the program where `program`, else by the tree — inside one parallel region, as the
+// decoders run them. Every token's log-probabilities, then every state tensor's values.
+std::vector<double> decode_rows(Layer& model, bool program, bool packed, int n, std::int64_t vocab,
+                                std::int64_t rows) {
   std::vector<double> out;
-  start_decoding(model, Tensor(), 1);
+  start_decoding(model, Tensor(), rows);
   std::optional<PackedWeights> scope;
   if (packed) scope.emplace(model);
-  std::unique_ptr<TokenProgram> p = program ? TokenProgram::compile(model) : nullptr;
+  std::unique_ptr<TokenProgram> p = program ? TokenProgram::compile(model, rows) : nullptr;
   if (program) REQUIRE(p != nullptr);
   in_one_region([&] {
-    Tensor tokens = Tensor::from_doubles({0, 5, 9}, {1, 3}, DType::int32);
+    std::vector<double> chunk;
+    for (std::int64_t r = 0; r < rows; ++r) chunk.insert(chunk.end(), {0.0, 5.0 + r, 9.0});
+    Tensor tokens = Tensor::from_doubles(chunk, {rows, 3}, DType::int32);
     for (int t = 0; t < n; ++t) {
       std::optional<Tensor> logits;
-      if (p && tokens.numel() == 1) logits = p->logits(tokens.data<std::int32_t>()[0]);
-      const Tensor logp = logits ? log_softmax(reshape(*logits, {1, vocab}).to(DType::float64), -1)
+      if (p && tokens.dim(1) == 1) {
+        logits = p->logits(tokens);
+        CHECK(logits.has_value());   // the program ran this token
+      }
+      const Tensor logp = logits ? log_softmax(reshape(*logits, {rows, vocab}).to(DType::float64), -1)
                                  : next_token_log_probs(model, Tensor(), tokens);
-      if (p && tokens.numel() == 1) CHECK(logits.has_value());
       const std::vector<double> lp = logp.to_doubles();
       out.insert(out.end(), lp.begin(), lp.end());
-      tokens = Tensor::from_doubles({static_cast<double>((37 * t + 11) % vocab)}, {1, 1}, DType::int32);
+      std::vector<double> next;
+      for (std::int64_t r = 0; r < rows; ++r) next.push_back(static_cast<double>((37 * t + 11 * r + 11) % vocab));
+      tokens = Tensor::from_doubles(next, {rows, 1}, DType::int32);
     }
   });
   for (const auto& [name, s] : model.named_state()) {
@@ -62,6 +69,7 @@ std::vector<double> decode_row(Layer& model, bool program, bool packed, int n, s
 }  // namespace
 
 TEST_CASE("a decoded token as one program: the tree's log-probabilities and state, bit for bit") {
+  // One row, and a batch of rows (sampled rows, beams) with the products' few-rows kernels.
   // Models whose every layer lowers: products too small for the team (d_model 16: the program runs
   // on thread 0 alone), products cut between the threads with heads that line up with the columns
   // each thread makes (d_model 128, 4 heads of 32) and heads that do not (d_model 200, 5 heads of 40:
@@ -87,11 +95,13 @@ TEST_CASE("a decoded token as one program: the tree's log-probabilities and stat
     for (int threads : {1, 2, 3}) {
       set_num_threads(threads);
       CAPTURE(threads);
-      for (bool packed : {true, false}) {
-        CAPTURE(packed);
-        const std::vector<double> tree = decode_row(*model, false, packed, 8, k.vocab);
-        CHECK(decode_row(*model, true, packed, 8, k.vocab) == tree);
-      }
+      for (bool packed : {true, false})
+        for (std::int64_t rows : {1, 3, 8}) {
+          CAPTURE(packed);
+          CAPTURE(rows);
+          const std::vector<double> tree = decode_rows(*model, false, packed, 6, k.vocab, rows);
+          CHECK(decode_rows(*model, true, packed, 6, k.vocab, rows) == tree);
+        }
     }
   }
   set_num_threads(threads_before);
@@ -104,16 +114,19 @@ TEST_CASE("the program declines what the tree refuses, and the tree then gives i
   const PackedWeights scope(*model);
   std::unique_ptr<TokenProgram> p = TokenProgram::compile(*model);
   REQUIRE(p != nullptr);
+  const auto token = [](double id) { return Tensor::from_doubles({id}, {1, 1}, DType::int32); };
   in_one_region([&] {
-    CHECK_FALSE(p->logits(50).has_value());   // outside the vocabulary: nothing ran
-    CHECK_FALSE(p->logits(-1).has_value());
-    CHECK_THROWS_WITH_AS(next_token_log_probs(*model, Tensor(), Tensor::from_doubles({50}, {1, 1}, DType::int32)),
+    CHECK_FALSE(p->logits(token(50)).has_value());   // outside the vocabulary: nothing ran
+    CHECK_FALSE(p->logits(token(-1)).has_value());
+    CHECK_FALSE(p->logits(Tensor::from_doubles({1, 2}, {2, 1}, DType::int32)).has_value());   // two rows: not its
+    CHECK_FALSE(p->logits(Tensor::from_doubles({1}, {1, 1}, DType::float32)).has_value());
+    CHECK_THROWS_WITH_AS(next_token_log_probs(p.get(), *model, Tensor(), token(50)),
                          doctest::Contains("outside the vocabulary"), std::exception);
     start_decoding(*model, Tensor(), 1);
-    for (int t = 0; t < 5; ++t) CHECK(p->logits(t).has_value());
-    CHECK_FALSE(p->logits(1).has_value());   // the cache holds max_len = 5 positions, all filled
-    CHECK_THROWS_WITH_AS(next_token_log_probs(*model, Tensor(), Tensor::from_doubles({1}, {1, 1}, DType::int32)),
-                         doctest::Contains("exceed max_len"), std::exception);
+    for (int t = 0; t < 5; ++t) CHECK(p->logits(token(t)).has_value());
+    CHECK_FALSE(p->logits(token(1)).has_value());   // the cache holds max_len = 5 positions, all filled
+    CHECK_THROWS_WITH_AS(next_token_log_probs(p.get(), *model, Tensor(), token(1)), doctest::Contains("exceed max_len"),
+                         std::exception);
   });
 }
 
@@ -138,19 +151,31 @@ TEST_CASE("no program where a layer does not lower, where the plan is off, or fo
   CHECK(TokenProgram::compile(*model) == nullptr);
 }
 
-TEST_CASE("autoregressive_sample with the program gives the tree's tokens, greedy and sampled") {
+TEST_CASE("the decoders with the program give the tree's tokens: greedy, sampled rows, beams") {
   models::TransformerConfig c{.d_model = 128, .d_ff = 512, .n_layers = 2, .n_heads = 4, .max_len = 40};
   auto model = predict_lm(c, 300, 9);
   const Tensor prompt = Tensor::from_doubles({4, 8, 15}, {1, 3}, DType::int32);
+  const auto both = [&](const auto& decode) {
+    model->set_execution_plan(true);
+    const std::vector<double> with = decode();
+    model->set_execution_plan(false);   // the tree, op by op
+    CHECK(decode() == with);
+  };
   for (double temperature : {0.0, 1.0}) {
     CAPTURE(temperature);
     const SampleOptions o{.temperature = temperature, .eos_id = -1, .max_length = 30, .seed = 3};
-    model->set_execution_plan(true);
-    const Tensor with = autoregressive_sample(*model, prompt, 1, o);
-    model->set_execution_plan(false);
-    const Tensor without = autoregressive_sample(*model, prompt, 1, o);
-    CHECK(with.to_doubles() == without.to_doubles());
+    both([&] { return autoregressive_sample(*model, prompt, 1, o).to_doubles(); });
+    both([&] { return autoregressive_sample(*model, Tensor(), 5, o).to_doubles(); });
   }
+  both([&] {
+    std::vector<double> out;
+    for (const auto& row : beam_search(*model, prompt, 1, {.n_beams = 4, .eos_id = 7, .max_length = 20}))
+      for (const Hypothesis& h : row) {
+        out.push_back(h.log_prob);
+        out.insert(out.end(), h.tokens.begin(), h.tokens.end());
+      }
+    return out;
+  });
 }
 
 TEST_CASE("the stack's plumbing lowers too: a model of Dup, Swap, Drop, Select, Parallel and Add") {
@@ -175,10 +200,9 @@ TEST_CASE("the stack's plumbing lowers too: a model of Dup, Swap, Drop, Select, 
       if (program) REQUIRE(p != nullptr);
       std::vector<double> out;
       in_one_region([&] {
-        for (std::int32_t token : {3, 17, 49, 0}) {
-          const Tensor logits = p ? *p->logits(token)
-                                  : (*model)(Stack{Tensor::from_doubles({static_cast<double>(token)}, {1, 1},
-                                                                         DType::int32)})[0];
+        for (std::int32_t id : {3, 17, 49, 0}) {
+          const Tensor token = Tensor::from_doubles({static_cast<double>(id)}, {1, 1}, DType::int32);
+          const Tensor logits = p ? *p->logits(token) : (*model)(Stack{token})[0];
           const std::vector<double> v = logits.to_doubles();
           out.insert(out.end(), v.begin(), v.end());
         }
