@@ -25,8 +25,9 @@
 // Layer::lower_token(TokenProgramBuilder&): it pops its n_in values from the builder's stack and
 // pushes its n_out, emitting steps (a Dense: builder.dense(x, w, b)), or returns false — then no
 // program is built and the tree decodes. The program is derived from the tree, so a user's model
-// made of these layers gets it too; anything else (rotary attention, a batch of rows, beams,
-// float64 weights) decodes as before.
+// made of these layers gets it too; anything else (rotary attention, more than 8 rows, float64
+// weights) decodes as before. Up to 8 rows run together (sampled rows, a beam search's beams):
+// every value is then that many rows, one after the other.
 #pragma once
 
 #include <cstdint>
