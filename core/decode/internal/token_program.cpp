@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
-#include <exception>
 #include <cstring>
+#include <exception>
 #include <new>
 
 #include "core/decode/sampling.hpp"
@@ -15,10 +15,9 @@
 
 namespace ctrax::decode {
 
-
 namespace {
 
-// Rows start on their own cache lines: one thread's copy never shares a line with another's.
+// Each thread's copy of a value starts on cache lines of its own: never a line shared with another's.
 std::int64_t padded(std::int64_t width) { return (width + 15) / 16 * 16; }
 
 bool float_tensor(const Tensor& t, int rank) {
@@ -247,7 +246,7 @@ TokenProgramBuilder::Value TokenProgramBuilder::causal_attention(Value q, Value 
       V.dim(2) != dv || V.dim(1) != K.dim(1) || (!bias.slopes.empty() && H % static_cast<int>(bias.slopes.size()) != 0))
     return -1;
   const std::int64_t max_len = K.dim(1);
-  // Thread t's heads, as the tree's attention cuts them (for_each_slice: slices n·t/threads …).
+  // Thread t's heads, the same of every row (which thread computes a head changes none of its bits).
   std::vector<blas::Columns> heads, q_cols, v_cols;
   for (int t = 0; t < threads_; ++t) {
     const std::int64_t h0 = H * t / threads_, h1 = H * (t + 1) / threads_;
