@@ -234,6 +234,12 @@ namespace {
 // A product of a few rows or one column splits over the team from a matrix of this many elements.
 constexpr std::int64_t kStreamedOnTeam = 1 << 15;
 
+// Thread t's columns of an N-column product cut without panels: blocks in multiples of 16, the
+// last thread to the end.
+Columns sixteen_columns(std::int64_t N, int t, int threads) {
+  return {N * t / threads / 16 * 16, t + 1 == threads ? N : N * (t + 1) / threads / 16 * 16};
+}
+
 // Thread t's share (of `threads`) of a product from the panels of its dense K × N matrix B
 // (weight_panels.hpp): packs its panels first if they are not yet, runs kernel(p0, p1, panels) on
 // them, and the last thread tail(c0) on the columns c0 … N − 1 after the last whole panel, from B.
@@ -241,7 +247,8 @@ template <class T, class Kernel, class Tail>
 void panels_share(int t, int threads, std::int64_t N, std::int64_t K, const T* B, const WeightPanels::Packed& packed,
                   Kernel&& kernel, Tail&& tail) {
   constexpr std::int64_t PW = WeightPanels::kPanelBytes / static_cast<std::int64_t>(sizeof(T));
-  const std::int64_t P = N / PW, p0 = P * t / threads, p1 = P * (t + 1) / threads;
+  const std::int64_t P = N / PW;
+  const auto [p0, p1] = team_share(P, t, threads);
   T* const panels = reinterpret_cast<T*>(packed.panels.get());
   if (!packed.ready) pack_panels(p0, p1, K, N, B, panels);
   kernel(p0, p1, static_cast<const T*>(panels));
@@ -276,7 +283,7 @@ void one_row_share(int t, int threads, bool ta, std::int64_t N, std::int64_t K, 
         });
     return;
   }
-  const std::int64_t c0 = N * t / threads / 16 * 16, c1 = t + 1 == threads ? N : N * (t + 1) / threads / 16 * 16;
+  const auto [c0, c1] = sixteen_columns(N, t, threads);
   if (c1 > c0) {
     gemm(ta, false, 1, c1 - c0, K, alpha, A, lda, B + c0, N, beta, C + c0, N, bf16);
     done(c0, c1);
@@ -464,14 +471,14 @@ Columns rows_columns(const RowsPlan& plan, int t, int threads) {
       return t == 0 ? Columns{0, N} : Columns{N, N};
     case RowsPlan::Cut::panels: {   // panels_share's cut; the last thread takes the columns after the last panel
       const std::int64_t PW = WeightPanels::kPanelBytes / static_cast<std::int64_t>(plan.packed->matrix.element_size);
-      const std::int64_t P = N / PW;
-      return {P * t / threads * PW, t + 1 == threads ? N : P * (t + 1) / threads * PW};
+      const auto [p0, p1] = team_share(N / PW, t, threads);
+      return {p0 * PW, t + 1 == threads ? N : p1 * PW};
     }
-    case RowsPlan::Cut::blocks:
-      if (plan.M == 1)   // one_row_share's blocks of 16
-        return {N * t / threads / 16 * 16, t + 1 == threads ? N : N * (t + 1) / threads / 16 * 16};
-      // parallel_parts' parts of this thread, blocks_of's columns
-      return {std::min(N, plan.parts * t / threads * plan.block), std::min(N, plan.parts * (t + 1) / threads * plan.block)};
+    case RowsPlan::Cut::blocks: {
+      if (plan.M == 1) return sixteen_columns(N, t, threads);   // one_row_share's
+      const auto [p0, p1] = team_share(plan.parts, t, threads);   // parallel_parts', blocks_of's columns
+      return {std::min(N, p0 * plan.block), std::min(N, p1 * plan.block)};
+    }
   }
   return {};
 }
@@ -500,7 +507,8 @@ void rows_share(const RowsPlan& plan, int t, int threads, const T* A, std::int64
         [&](std::int64_t c) { few_rows_any_n(M, N - c, K, T(1), A, lda, B + c, N, beta, C + c, ldc); });
     return;
   }
-  for (std::int64_t p = plan.parts * t / threads; p < plan.parts * (t + 1) / threads; ++p) {   // parallel_parts
+  const auto [first, last] = team_share(plan.parts, t, threads);   // parallel_parts' cut
+  for (std::int64_t p = first; p < last; ++p) {
     const std::int64_t start = p * plan.block, stop = std::min(N, start + plan.block);
     if (start < stop) gemm(false, false, M, stop - start, K, T(1), A, lda, B + start, N, beta, C + start, ldc, false);
   }

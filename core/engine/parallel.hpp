@@ -140,6 +140,15 @@ void parallel_chunks(std::int64_t n, bool worth_it, F&& body) {
 // (fixed_parts below), and body(part) runs once for each part 0 … n_parts − 1, the parts spread
 // over whatever team there is (one thread runs them all, in order). So training's numbers are the
 // same bits on 1 thread or 16, and a run may resume with another --threads.
+// Thread t's parts among `threads`: parts first … last − 1 of n_parts — the one cut parallel_parts
+// makes, and that a caller running its own team job repeats to know who made what.
+struct TeamShare {
+  std::int64_t first, last;
+};
+inline TeamShare team_share(std::int64_t n_parts, int t, int threads) {
+  return {n_parts * t / threads, n_parts * (t + 1) / threads};
+}
+
 template <class F>
 void parallel_parts(std::int64_t n_parts, F&& body) {
   if (num_threads() < 2 || n_parts < 2) {
@@ -148,7 +157,8 @@ void parallel_parts(std::int64_t n_parts, F&& body) {
     return;
   }
   parallel_team([&](int t, int threads) {
-    for (std::int64_t p = n_parts * t / threads; p < n_parts * (t + 1) / threads; ++p) body(p);
+    const auto [first, last] = team_share(n_parts, t, threads);
+    for (std::int64_t p = first; p < last; ++p) body(p);
   });
 }
 

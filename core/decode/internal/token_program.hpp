@@ -1,16 +1,16 @@
 // core/decode/internal/token_program.hpp — a decoded token as ONE team job: the layer tree,
 // lowered once to a flat program of row steps that every thread of the team runs.
 //
-// Not installed (an `internal/` folder). Decoding a token the tree's way walks ~50 layers and
-// hands ~17 jobs to the other core and back; on a VM whose two cores sit on different dies each
-// hand-over waits on a cache line crossing between them (docs/11_performance.md), and the walk
-// runs on one core while the other waits. A TokenProgram is the same token as one job:
+// Not installed (an `internal/` folder). Decoding a token the tree's way walks every layer on
+// thread 0 and hands each product to the other threads and back; where the cores sit on different
+// dies each hand-over waits on a cache line crossing between them, and the walk runs on one core
+// while the others wait (docs/11_performance.md has the measurements). A TokenProgram is the same token as one job:
 //
 //   - each thread keeps its own copy of the small rows (the residual stream, a layer norm's
 //     output) and computes them itself, so nothing is handed over to start a product;
 //   - a product's columns are cut between the threads exactly as the tree's product cuts them
-//     (blas::one_row_plan, its panels), into one row both read;
-//   - attention's heads are cut as the tree's attention cuts them (attention_row_heads), each
+//     (blas::rows_plan: its panels or blocks), into one set of rows both read;
+//   - attention's heads are cut as the tree's attention cuts them (attention_rows_heads), each
 //     thread writing its heads' keys and values into the KV cache;
 //   - the threads meet (TeamPhases) only where one reads what the other wrote: before a product
 //     reads a row the team made, before a row op reads one. A ReLU on a product's own columns, or
