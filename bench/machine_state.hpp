@@ -11,7 +11,9 @@
 //
 // The clock: a chain of integer additions, each waiting for the one before — one cycle each on
 // every x86-64 core — eight to a loop turn, so the loop's own branch and count hide behind the
-// chain. Cycles per second = additions per second. Each of num_threads() threads times its own
+// chain. Each adds a register, not a constant: Intel's cores since Golden Cove fold a chain of
+// constant additions in the renamer, several to a cycle, and the clock read several times too
+// high. Cycles per second = additions per second. Each of num_threads() threads times its own
 // chain at once (a team waits for its slowest core); the best of eight tries of the slowest — an
 // idle core's clock climbs for a few milliseconds once work arrives, and the first tries see it.
 // The round trip: threads 0 and 1 pass a counter back and forth through one cache line (each
@@ -41,11 +43,13 @@ inline double core_clock_ghz() {
 #pragma omp parallel num_threads(num_threads()) reduction(min : slowest)
     {
       std::uint64_t x = 0;
+      const std::uint64_t one = 1;
       const auto t0 = std::chrono::steady_clock::now();
       for (std::int64_t i = 0; i < kTurns; ++i)
-        asm volatile("add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
-                     "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0"
-                     : "+r"(x));
+        asm volatile("add %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\t"
+                     "add %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\tadd %1, %0"
+                     : "+r"(x)
+                     : "r"(one));
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       slowest = static_cast<double>(kTurns * kAddsPerTurn) / s / 1e9;
     }
