@@ -132,6 +132,15 @@ void zero_rows(T* p, std::int64_t rows, std::int64_t cols, std::int64_t ld) {
 // (padding masks) are skipped the same way. Results are those of the full products.
 constexpr std::int64_t kQueryBlock = 64;
 
+// How far a row's element-wise passes run: the key extent Le rounded up to a whole number of
+// vector loop turns (at most L_k). Past Le every key is masked for the row, so the passes compute
+// what the fill would (softmax 0, its gradient 0); without the rounding each row ended in a scalar
+// remainder of up to a loop turn, whose dropout and mask tests branch at random.
+std::int64_t vector_width(std::int64_t Le, std::int64_t Lk) {
+  constexpr std::int64_t kTurn = 64;
+  return std::min(Lk, (Le + kTurn - 1) / kTurn * kTurn);
+}
+
 // Key extents of every query block of every slice, computed once per distinct mask slice (a
 // causal mask broadcast over batch and heads is one).
 class KeyExtents {
@@ -193,6 +202,7 @@ void for_each_slice(const Dims& D, std::int64_t scratch_size, F&& f) {
 // P̃ = P · keep · s into out.
 template <class T>
 void apply_keep(const T* P, const std::uint8_t* keep, T s, std::int64_t count, T* out) {
+#pragma omp simd
   for (std::int64_t i = 0; i < count; ++i) out[i] = keep[i] ? P[i] * s : T(0);
 }
 
@@ -216,6 +226,7 @@ void forward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex&
       const auto [i0, rows, Le, next_block] = extents.run(n, b, D.Lq);
       b = next_block;
       blas::gemm(false, true, rows, Le, D.d, sc, qn + i0 * ld_q, ld_q, kn, ld_k, T(0), Pn + i0 * D.Lk, D.Lk, bf16);
+      const std::int64_t Lw = vector_width(Le, D.Lk);
       for (std::int64_t i = i0; i < i0 + rows; ++i) {
         T* row = Pn + i * D.Lk;
         if (n_slopes > 0) {
@@ -224,25 +235,26 @@ void forward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex&
           for (std::int64_t j = 0; j < Le; ++j) row[j] -= slope * static_cast<T>(at > j ? at - j : j - at);
         }
         // Three passes over the row, which sits in L1: the mask's −1e9 with the max, e^(s − max)
-        // with its sum, then the division with dropout's P̃ (the first Le columns: the product
-        // with V reads no further).
+        // with its sum, then the division with dropout's P̃ — over the first Lw columns (Le
+        // rounded up: vector_width), of which the product with V reads the first Le. The columns
+        // from Le on are masked, so they come out 0, as the fill past Lw makes the rest.
         const std::uint8_t* mi = m ? mask.contiguous_row(m, i) : nullptr;
-        if (m && !mi) mask.fill_masked(m, i, row, Le, T(-1e9));
+        if (m && !mi) mask.fill_masked(m, i, row, Lw, T(-1e9));
         T mx = std::numeric_limits<T>::lowest();
         if (mi) {
 #pragma omp simd reduction(max : mx)
-          for (std::int64_t j = 0; j < Le; ++j) {
+          for (std::int64_t j = 0; j < Lw; ++j) {
             const T s = mi[j] ? row[j] : T(-1e9);
             row[j] = s;
             mx = s > mx ? s : mx;
           }
         } else {
 #pragma omp simd reduction(max : mx)
-          for (std::int64_t j = 0; j < Le; ++j) mx = row[j] > mx ? row[j] : mx;
+          for (std::int64_t j = 0; j < Lw; ++j) mx = row[j] > mx ? row[j] : mx;
         }
         T sum = 0;
 #pragma omp simd reduction(+ : sum)
-        for (std::int64_t j = 0; j < Le; ++j) {
+        for (std::int64_t j = 0; j < Lw; ++j) {
           const T e = exp_nonpositive(row[j] - mx);
           row[j] = e;
           sum += e;
@@ -251,15 +263,17 @@ void forward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex&
         if (keep) {
           const std::uint8_t* ki = keep + n * LL + i * D.Lk;
           T* kept = scratch + (i - i0) * D.Lk;
-          for (std::int64_t j = 0; j < Le; ++j) {
+#pragma omp simd
+          for (std::int64_t j = 0; j < Lw; ++j) {
             const T p = row[j] * inv;
             row[j] = p;
             kept[j] = ki[j] ? p * ks : T(0);
           }
         } else {
-          for (std::int64_t j = 0; j < Le; ++j) row[j] *= inv;
+#pragma omp simd
+          for (std::int64_t j = 0; j < Lw; ++j) row[j] *= inv;
         }
-        std::fill(row + Le, row + D.Lk, T(0));
+        std::fill(row + Lw, row + D.Lk, T(0));
       }
       const T* Pd = keep ? scratch : Pn + i0 * D.Lk;
       blas::gemm(false, false, rows, D.dv, Le, T(1), Pd, D.Lk, vn, ld_v, T(0), out + D.out_at(n) + i0 * ld_out, ld_out,
@@ -301,35 +315,39 @@ void backward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex
       b = next_block;
       const T* dOb = dOn + i0 * ld_out;
       T* dSb = dS + i0 * D.Lk;
+      const std::int64_t Lw = vector_width(Le, D.Lk);   // P is 0 from Le on (forward)
       if (keep)
         for (std::int64_t i = i0; i < i0 + rows; ++i)
-          apply_keep(Pn + i * D.Lk, keep + n * LL + i * D.Lk, ks, Le, Pd + i * D.Lk);
+          apply_keep(Pn + i * D.Lk, keep + n * LL + i * D.Lk, ks, Lw, Pd + i * D.Lk);
       blas::gemm(true, false, Le, D.dv, rows, T(1), (keep ? Pd : Pn) + i0 * D.Lk, D.Lk, dOb, ld_out, T(1), dvn, ld_v,
                  bf16);
       blas::gemm(false, true, rows, Le, D.dv, T(1), dOb, ld_out, vn, ld_v, T(0), dSb, D.Lk, bf16);
       for (std::int64_t i = i0; i < i0 + rows; ++i) {
         T* row = dS + i * D.Lk;
         const T* p = Pn + i * D.Lk;
+        std::fill(row + Le, row + Lw, T(0));   // the product wrote Le columns; the passes read Lw
         // Two passes: dP = D(dP̃) with its dot product with P, then dS, zero where masked.
         T dot = 0;
         if (keep) {
           const std::uint8_t* ki = keep + n * LL + i * D.Lk;
 #pragma omp simd reduction(+ : dot)
-          for (std::int64_t j = 0; j < Le; ++j) {
+          for (std::int64_t j = 0; j < Lw; ++j) {
             const T dp = ki[j] ? row[j] * ks : T(0);
             row[j] = dp;
             dot += dp * p[j];
           }
         } else {
 #pragma omp simd reduction(+ : dot)
-          for (std::int64_t j = 0; j < Le; ++j) dot += row[j] * p[j];
+          for (std::int64_t j = 0; j < Lw; ++j) dot += row[j] * p[j];
         }
         const std::uint8_t* mi = m ? mask.contiguous_row(m, i) : nullptr;
         if (mi) {
-          for (std::int64_t j = 0; j < Le; ++j) row[j] = mi[j] ? p[j] * (row[j] - dot) * sc : T(0);
+#pragma omp simd
+          for (std::int64_t j = 0; j < Lw; ++j) row[j] = mi[j] ? p[j] * (row[j] - dot) * sc : T(0);
         } else {
-          for (std::int64_t j = 0; j < Le; ++j) row[j] = p[j] * (row[j] - dot) * sc;
-          if (m) mask.fill_masked(m, i, row, Le, T(0));
+#pragma omp simd
+          for (std::int64_t j = 0; j < Lw; ++j) row[j] = p[j] * (row[j] - dot) * sc;
+          if (m) mask.fill_masked(m, i, row, Lw, T(0));
         }
       }
       blas::gemm(false, false, rows, D.d, Le, T(1), dSb, D.Lk, kn, ld_k, T(0), dqn + i0 * ld_q, ld_q, bf16);
