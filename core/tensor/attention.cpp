@@ -4,10 +4,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <vector>
 
@@ -182,21 +184,42 @@ class KeyExtents {
 };
 
 // Runs f(n, scratch) for every slice n, in parallel when that pays, with scratch room of
-// `scratch_size` elements per thread. It pays from ~16k multiply-adds in all (one decoded position
-// of 4 heads over 32 cached keys): below that, waking the other threads costs more than the
-// products; above it, two cores read the KV cache about twice as fast as one.
+// `scratch_size` elements per thread (uninitialised: each pass writes what it reads). It pays
+// from ~16k multiply-adds in all (one decoded position of 4 heads over 32 cached keys): below
+// that, waking the other threads costs more than the products; above it, two cores read the KV
+// cache about twice as fast as one. The threads take the slices one at a time, the costliest
+// first (by their key extents), each the next when it is done: under a padding mask one
+// example's slices multiply by 128 keys and the next's by 256, and halves cut in advance left one
+// thread waiting for the other. Which thread computes a slice changes no number: each slice's
+// products and passes are its own.
 template <class T, class F>
-void for_each_slice(const Dims& D, std::int64_t scratch_size, F&& f) {
+void for_each_slice(const Dims& D, const KeyExtents& extents, std::int64_t scratch_size, F&& f) {
   const std::int64_t N = D.N, multiply_adds = D.N * D.Lq * D.Lk * (D.d + D.dv);
+  const auto scratch = [&] { return std::unique_ptr<T[]>(new T[static_cast<std::size_t>(scratch_size)]); };
   if (N > 1 && num_threads() > 1 && multiply_adds >= (std::int64_t{1} << 14)) {
-    parallel_chunks(N, true, [&](std::int64_t n0, std::int64_t n1) {
-      std::vector<T> scratch(static_cast<std::size_t>(scratch_size));
-      for (std::int64_t n = n0; n < n1; ++n) f(n, scratch.data());
+    std::vector<std::int64_t> cost(static_cast<std::size_t>(N), 0), order(static_cast<std::size_t>(N));
+    for (std::int64_t n = 0; n < N; ++n) {
+      order[static_cast<std::size_t>(n)] = n;
+      for (std::int64_t b = 0; b * kQueryBlock < D.Lq;) {
+        const auto run = extents.run(n, b, D.Lq);
+        cost[static_cast<std::size_t>(n)] += run.rows * run.Le;
+        b = run.next_block;
+      }
+    }
+    std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
+      return cost[static_cast<std::size_t>(a)] > cost[static_cast<std::size_t>(b)];
+    });
+    std::atomic<std::int64_t> next{0};
+    parallel_team([&](int, int) {
+      const auto room = scratch();
+      for (std::int64_t i = next.fetch_add(1, std::memory_order_relaxed); i < N;
+           i = next.fetch_add(1, std::memory_order_relaxed))
+        f(order[static_cast<std::size_t>(i)], room.get());
     });
     return;
   }
-  std::vector<T> scratch(static_cast<std::size_t>(scratch_size));
-  for (std::int64_t n = 0; n < N; ++n) f(n, scratch.data());
+  const auto room = scratch();
+  for (std::int64_t n = 0; n < N; ++n) f(n, room.get());
 }
 
 // P̃ = P · keep · s into out.
@@ -281,7 +304,7 @@ void forward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex&
     }
   };
   if (n1 < 0) {
-    for_each_slice<T>(D, keep ? LL : 0, slice);
+    for_each_slice<T>(D, extents, keep ? LL : 0, slice);
     return;
   }
   std::vector<T> scratch(keep ? static_cast<std::size_t>(LL) : 0);
@@ -295,7 +318,7 @@ void backward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex
   const T scale = T(1) / std::sqrt(static_cast<T>(D.d));
   const std::int64_t LL = D.Lq * D.Lk;
   const KeyExtents extents(mask, D);
-  for_each_slice<T>(D, 2 * LL, [&](std::int64_t n, T* scratch) {
+  for_each_slice<T>(D, extents, 2 * LL, [&](std::int64_t n, T* scratch) {
     // Local copies: read through the lambda's capture, the compiler must assume a store to a row
     // could change them, reloads them per element and keeps the loops scalar (the dropout loop
     // below ran several times slower so: docs/11_performance.md).
