@@ -1,5 +1,6 @@
 #include "core/tensor/dropout.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "core/engine/broadcast.hpp"
@@ -20,6 +21,18 @@ constexpr OpDef kReluDropout{"relu_dropout", profile::Family::random};
 // relu_dropout's two passes: forward with x as its own gate (relu's v > 0 ? v : 0, then the
 // product), backward with g gated by x (relu's select around dropout's product) — the same
 // expressions as the two ops one after the other, so the same bits.
+// out[i0, i1) = in · (keep ? s : 0), gated as masked_scale says.
+template <class T>
+void scale_kept(const T* pi, const std::uint8_t* k, const T* pgate, T kept, std::int64_t i0, std::int64_t i1, T* po) {
+  if (pgate == nullptr)
+    for (std::int64_t i = i0; i < i1; ++i) po[i] = pi[i] * (k[i] ? kept : T(0));
+  else   // the product unconditionally, then the select: a loop g++ vectorises
+    for (std::int64_t i = i0; i < i1; ++i) {
+      const T scaled = pi[i] * (k[i] ? kept : T(0));
+      po[i] = pgate[i] > 0 ? scaled : T(0);
+    }
+}
+
 Tensor masked_scale(const Tensor& in, const Tensor& keep, double s, const Tensor* gate = nullptr) {
   Tensor out = Tensor::empty(in.shape(), in.dtype());
   dispatch_float(in.dtype(), [&]<class T>(T) {
@@ -29,18 +42,39 @@ Tensor masked_scale(const Tensor& in, const Tensor& keep, double s, const Tensor
     T* po = out.data<T>();
     const T kept = static_cast<T>(s);
     const std::int64_t n = in.numel();
-    parallel_chunks(n, n >= kParallelElements, [&](std::int64_t i0, std::int64_t i1) {
-      const T s_kept = kept;
-      if (pgate == nullptr)
-        for (std::int64_t i = i0; i < i1; ++i) po[i] = pi[i] * (k[i] ? s_kept : T(0));
-      else   // the product unconditionally, then the select: a loop g++ vectorises
-        for (std::int64_t i = i0; i < i1; ++i) {
-          const T scaled = pi[i] * (k[i] ? s_kept : T(0));
-          po[i] = pgate[i] > 0 ? scaled : T(0);
-        }
-    });
+    parallel_chunks(n, n >= kParallelElements,
+                    [&](std::int64_t i0, std::int64_t i1) { scale_kept(pi, k, pgate, kept, i0, i1, po); });
   });
   return out;
+}
+
+// Dropout's forward, its keep mask drawn in the same pass: each thread draws a block of the
+// decisions rng.bernoulli(in.shape(), p_keep) would make, then scales that block while the
+// decisions are still in L1 — one pass over memory where the draw and the scaling took two, and
+// the mask is read back from L1, not from memory. Returns {out, keep}; keep is the backward's.
+struct Dropped {
+  Tensor out, keep;
+};
+Dropped draw_and_scale(const Tensor& in, const Rng& rng, double p_keep, double s, const Tensor* gate = nullptr) {
+  constexpr std::int64_t kBlock = 4096;   // decisions per block: 4 KB of mask, 16 KB of float32
+  const std::int64_t n = in.numel();
+  const Rng::BernoulliBlocks blocks = rng.bernoulli_blocks(n, p_keep);
+  Dropped d{Tensor::empty(in.shape(), in.dtype()), Tensor::empty(in.shape(), DType::bool_)};
+  dispatch_float(in.dtype(), [&]<class T>(T) {
+    std::uint8_t* k = d.keep.data<std::uint8_t>();
+    const T* pi = in.data<T>();
+    const T* pgate = gate ? gate->data<T>() : nullptr;
+    T* po = d.out.data<T>();
+    const T kept = static_cast<T>(s);
+    parallel_chunks(n, n >= kParallelElements, [&](std::int64_t i0, std::int64_t i1) {
+      for (std::int64_t b0 = i0; b0 < i1; b0 += kBlock) {
+        const std::int64_t b1 = std::min(i1, b0 + kBlock);
+        blocks.draw(b0, b1, k + b0);
+        scale_kept(pi, k, pgate, kept, b0, b1, po);
+      }
+    });
+  });
+  return d;
 }
 
 }  // namespace
@@ -62,11 +96,14 @@ Tensor dropout(const Tensor& x, double rate, const Rng& rng, const std::vector<i
   }
   const double s = 1.0 / (1.0 - rate);
   return define_op(kDropout, {x}, x.shape(), x.dtype(), [&] {
-    const Tensor keep = (batch_shared ? rng.without_rows() : rng).bernoulli(mask_shape, 1.0 - rate);
-    if (mask_shape == x.shape())
-      return record(kDropout, masked_scale(x, keep, s), {x}, [keep, s](const Tensor& g) {
+    const Rng draws = batch_shared ? rng.without_rows() : rng;
+    if (mask_shape == x.shape()) {
+      const auto [out, keep] = draw_and_scale(x, draws, 1.0 - rate, s);
+      return record(kDropout, out, {x}, [keep, s](const Tensor& g) {
         return std::vector<Tensor>{masked_scale(g, keep, s)};
       });
+    }
+    const Tensor keep = draws.bernoulli(mask_shape, 1.0 - rate);
     // Shared axes: the mask broadcasts, so it becomes a float scale for mul.
     Tensor scale = Tensor::empty(mask_shape, x.dtype());
     dispatch_float(x.dtype(), [&]<class T>(T) {
@@ -88,8 +125,8 @@ Tensor relu_dropout(const Tensor& x, double rate, const Rng& rng, const std::vec
   if (rate == 0.0 || !shared_axes.empty()) return dropout(relu(x), rate, rng, shared_axes);
   const double s = 1.0 / (1.0 - rate);
   return define_op(kReluDropout, {x}, x.shape(), x.dtype(), [&] {
-    const Tensor keep = rng.bernoulli(x.shape(), 1.0 - rate);
-    return record(kReluDropout, masked_scale(x, keep, s, &x), {x}, [x, keep, s](const Tensor& g) {
+    const auto [out, keep] = draw_and_scale(x, rng, 1.0 - rate, s, &x);
+    return record(kReluDropout, out, {x}, [x, keep, s](const Tensor& g) {
       return std::vector<Tensor>{masked_scale(g, keep, s, &x)};
     });
   });

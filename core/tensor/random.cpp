@@ -97,41 +97,46 @@ Tensor Rng::normal(const Shape& shape, double mean, double stddev, DType dtype) 
   return t;
 }
 
+// Each 64-bit draw decides two elements: element i compares half (i mod 2) of bits(i / 2) with
+// ⌈p·2³²⌉, so p is resolved to 2⁻³² (a float32 uniform resolves 2⁻²⁴) and the hashing costs half
+// of one 53-bit uniform per element — dropout masks are the largest draws of a training step.
+// Element i depends on (key, i) alone, so threads and blocks may split the range anywhere.
+Rng::BernoulliBlocks Rng::bernoulli_blocks(std::int64_t numel, double p) const {
+  const auto threshold = static_cast<std::uint64_t>(std::ceil(std::clamp(p, 0.0, 1.0) * 0x1.0p32));
+  return BernoulliBlocks(key_, threshold, static_cast<std::int64_t>(first_element(numel)));
+}
+
+void Rng::BernoulliBlocks::draw(std::int64_t begin, std::int64_t end, std::uint8_t* out) const {
+  // Global elements [first, stop) (a row window shifts them); pair j decides 2j and 2j + 1. All
+  // locals: stores through a byte pointer may alias anything read through `this`.
+  const std::uint64_t k = key_, th = threshold_;
+  const std::int64_t first = first_ + begin, stop = first_ + end;
+  std::uint8_t* const shifted = out - first;
+  const auto decide = [&](std::int64_t j) {
+    const std::uint64_t r = mix(k + mix(static_cast<std::uint64_t>(j)));
+    if (2 * j >= first) shifted[2 * j] = (r & 0xffffffffULL) < th ? 1 : 0;
+    if (2 * j + 1 < stop) shifted[2 * j + 1] = (r >> 32) < th ? 1 : 0;
+  };
+  // The pairs wholly inside [first, stop) without the edge tests, so the loop vectorises
+  // (AVX-512's 64-bit multiplies: 8 pairs at a time); the edge pairs one by one.
+  const std::int64_t j0 = first / 2, j1 = (stop + 1) / 2;
+  const std::int64_t inner0 = std::max(j0, (first + 1) / 2), inner1 = std::min(j1, stop / 2);
+  for (std::int64_t j = j0; j < std::min(inner0, j1); ++j) decide(j);
+  for (std::int64_t j = inner0; j < inner1; ++j) {
+    const std::uint64_t r = mix(k + mix(static_cast<std::uint64_t>(j)));
+    shifted[2 * j] = (r & 0xffffffffULL) < th ? 1 : 0;
+    shifted[2 * j + 1] = (r >> 32) < th ? 1 : 0;
+  }
+  for (std::int64_t j = std::max(inner1, j0); j < j1; ++j) decide(j);
+}
+
 Tensor Rng::bernoulli(const Shape& shape, double p) const {
   profile::Scope profile_scope(profile::Family::random);
   Tensor t = Tensor::empty(shape, DType::bool_);
-  std::uint8_t* d = t.data<std::uint8_t>();
-  // Each 64-bit draw decides two elements: element i compares half (i mod 2) of bits(i / 2) with
-  // ⌈p·2³²⌉, so p is resolved to 2⁻³² (a float32 uniform resolves 2⁻²⁴) and the hashing costs half
-  // of one 53-bit uniform per element — dropout masks are the largest draws of a training
-  // step. Element i still depends on (key, i) alone, so threads may split the range.
-  const auto threshold = static_cast<std::uint64_t>(std::ceil(std::clamp(p, 0.0, 1.0) * 0x1.0p32));
-  // Global elements [g0, g1) (a row window shifts them: first_element); pair j decides 2j, 2j + 1.
-  const auto g0 = static_cast<std::int64_t>(first_element(t.numel())), g1 = g0 + t.numel();
-  const std::int64_t j0 = g0 / 2, j1 = (g1 + 1) / 2;
-  const std::uint64_t key = key_;
-  parallel_chunks(j1 - j0, t.numel() > (1 << 16), [&](std::int64_t c0, std::int64_t c1) {
-    // All locals: stores through a byte pointer may alias anything captured by reference.
-    std::uint8_t* const out = d;
-    const std::uint64_t k = key, th = threshold;
-    const std::int64_t first = g0, end = g1, begin = j0 + c0, stop = j0 + c1;
-    const auto decide = [&](std::int64_t j) {
-      const std::uint64_t r = mix(k + mix(static_cast<std::uint64_t>(j)));
-      if (2 * j >= first) out[2 * j - first] = (r & 0xffffffffULL) < th ? 1 : 0;
-      if (2 * j + 1 < end) out[2 * j + 1 - first] = (r >> 32) < th ? 1 : 0;
-    };
-    // The pairs wholly inside [first, end) without the edge tests, so the loop vectorises
-    // (AVX-512's 64-bit multiplies: 8 pairs at a time); the edge pairs one by one.
-    const std::int64_t inner0 = std::max(begin, (first + 1) / 2), inner1 = std::min(stop, end / 2);
-    std::uint8_t* const shifted = out - first;
-    for (std::int64_t j = begin; j < std::min(inner0, stop); ++j) decide(j);
-    for (std::int64_t j = inner0; j < inner1; ++j) {
-      const std::uint64_t r = mix(k + mix(static_cast<std::uint64_t>(j)));
-      shifted[2 * j] = (r & 0xffffffffULL) < th ? 1 : 0;
-      shifted[2 * j + 1] = (r >> 32) < th ? 1 : 0;
-    }
-    for (std::int64_t j = std::max(inner1, begin); j < stop; ++j) decide(j);
-  });
+  const BernoulliBlocks blocks = bernoulli_blocks(t.numel(), p);
+  std::uint8_t* const d = t.data<std::uint8_t>();
+  parallel_chunks(t.numel(), t.numel() > (1 << 16),
+                  [&](std::int64_t i0, std::int64_t i1) { blocks.draw(i0, i1, d + i0); });
   return t;
 }
 

@@ -41,6 +41,23 @@ class Rng {
   Tensor normal(const Shape& shape, double mean = 0.0, double stddev = 1.0,
                 DType dtype = DType::float32) const;
   Tensor bernoulli(const Shape& shape, double p) const;               // bool, true w.p. p
+  // bernoulli's decisions a block at a time, for an op that draws them in the pass that uses them
+  // (dropout scales each block while its decisions are still in L1):
+  //   const auto blocks = rng.bernoulli_blocks(n, p);   // checks the draw as bernoulli({n}, p) does
+  //   blocks.draw(begin, end, out);   // out[0 … end − begin) = bernoulli's elements [begin, end)
+  // draw never throws, so the threads of a parallel loop may call it on their own blocks.
+  class BernoulliBlocks {
+   public:
+    void draw(std::int64_t begin, std::int64_t end, std::uint8_t* out) const;
+
+   private:
+    friend class Rng;
+    BernoulliBlocks(std::uint64_t key, std::uint64_t threshold, std::int64_t first)
+        : key_(key), threshold_(threshold), first_(first) {}
+    std::uint64_t key_, threshold_;
+    std::int64_t first_;   // element 0's index in the whole batch's draw (a row window's)
+  };
+  BernoulliBlocks bernoulli_blocks(std::int64_t numel, double p) const;
   Tensor randint(const Shape& shape, std::int32_t low, std::int32_t high) const;  // [low, high)
   // A permutation of 0..n-1 (Fisher-Yates driven by this key).
   std::vector<std::int64_t> permutation(std::int64_t n) const;

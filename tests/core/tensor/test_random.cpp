@@ -67,6 +67,26 @@ TEST_CASE("dropout with shared axes makes one decision along them") {
     for (int i = 1; i < 4; ++i) CHECK(v[i * 50 + j] == v[j]);
 }
 
+TEST_CASE("dropout and relu_dropout drop exactly bernoulli's elements, across draw blocks and row windows") {
+  // Dropout draws its mask block by block in the pass that scales (dropout.cpp): the decisions
+  // must be bernoulli(x.shape(), 1 − rate)'s, for sizes across the blocks and the threads' chunks,
+  // odd sizes, and a process's row window starting at an odd element.
+  const double rate = 0.3, s = 1 / (1 - rate);
+  for (const Shape& shape : std::vector<Shape>{{7}, {4097}, {3, 40000}, {5, 3, 7001}}) {
+    CAPTURE(to_string(shape));
+    const Tensor x = randn(shape, 11).to(DType::float32);
+    const Rng key = Rng(12).fold_in(static_cast<std::uint64_t>(x.numel()));
+    const Tensor keep = key.bernoulli(shape, 1 - rate).to(DType::float32);
+    expect_close(dropout(x, rate, key), x * keep * s, 0);
+    expect_close(relu_dropout(x, rate, key), relu(x) * keep * s, 0);
+    if (shape[0] > 1) {   // rows [1, 2) of the batch: its first element is odd when a row's size is
+      const Rng window = detail::with_rows(key, 1, 1);
+      const Tensor row = slice(x, 0, 1, 2);
+      expect_close(dropout(row, rate, window), row * slice(keep, 0, 1, 2) * s, 0);
+    }
+  }
+}
+
 TEST_CASE("dropout is differentiable: the gradient is the mask") {
   const Rng r(10);
   expect_gradients([r](const std::vector<Tensor>& v) { return dropout(v[0], 0.5, r); }, {randn({3, 4})});
