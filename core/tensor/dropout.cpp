@@ -15,13 +15,7 @@ namespace {
 constexpr OpDef kDropout{"dropout", profile::Family::random};
 constexpr OpDef kReluDropout{"relu_dropout", profile::Family::random};
 
-// y = x · (keep ? s : 0), elementwise: mul(x, scale) without building the float scale tensor —
-// one pass over the activations fewer each way. Products, not selects, so the results are mul's
-// bit for bit (a dropped NaN stays NaN). With a gate, y = gate > 0 ? x · (keep ? s : 0) : 0 —
-// relu_dropout's two passes: forward with x as its own gate (relu's v > 0 ? v : 0, then the
-// product), backward with g gated by x (relu's select around dropout's product) — the same
-// expressions as the two ops one after the other, so the same bits.
-// out[i0, i1) = in · (keep ? s : 0), gated as masked_scale says.
+// out[i0, i1) = in · (keep ? s : 0), gated as masked_scale below says.
 template <class T>
 void scale_kept(const T* pi, const std::uint8_t* k, const T* pgate, T kept, std::int64_t i0, std::int64_t i1, T* po) {
   if (pgate == nullptr)
@@ -33,6 +27,12 @@ void scale_kept(const T* pi, const std::uint8_t* k, const T* pgate, T kept, std:
     }
 }
 
+// y = x · (keep ? s : 0), elementwise: mul(x, scale) without building the float scale tensor —
+// one pass over the activations fewer each way. Products, not selects, so the results are mul's
+// bit for bit (a dropped NaN stays NaN). With a gate, y = gate > 0 ? x · (keep ? s : 0) : 0 —
+// relu_dropout's two passes: forward with x as its own gate (relu's v > 0 ? v : 0, then the
+// product), backward with g gated by x (relu's select around dropout's product) — the same
+// expressions as the two ops one after the other, so the same bits.
 Tensor masked_scale(const Tensor& in, const Tensor& keep, double s, const Tensor* gate = nullptr) {
   Tensor out = Tensor::empty(in.shape(), in.dtype());
   dispatch_float(in.dtype(), [&]<class T>(T) {
