@@ -255,6 +255,25 @@ void panels_share(int t, int threads, std::int64_t N, std::int64_t K, const T* B
   if (t + 1 == threads && P * PW < N) tail(P * PW);
 }
 
+// Thread t's share of C = alpha·A·B + beta·C for 2 ≤ M ≤ 8 rows of A from B's panels: the few-rows
+// panel kernel on its panels, few_rows_any_n on the columns after the last one.
+template <class T>
+void few_rows_panels_share(int t, int threads, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A,
+                           std::int64_t lda, const T* B, const WeightPanels::Packed& packed, T beta, T* C,
+                           std::int64_t ldc) {
+  using Kernel = void (*)(std::int64_t, std::int64_t, std::int64_t, T, const T*, std::int64_t, const T*, T, T*,
+                          std::int64_t);
+  static constexpr Kernel kernels[] = {nullptr, nullptr, few_rows_panels<T, 2>, few_rows_panels<T, 3>,
+                                       few_rows_panels<T, 4>, few_rows_panels<T, 5>, few_rows_panels<T, 6>,
+                                       few_rows_panels<T, 7>, few_rows_panels<T, 8>};
+  panels_share<T>(
+      t, threads, N, K, B, packed,
+      [&](std::int64_t p0, std::int64_t p1, const T* panels) {
+        kernels[M](p0, p1, K, alpha, A, lda, panels, beta, C, ldc);
+      },
+      [&](std::int64_t c) { few_rows_any_n(M, N - c, K, alpha, A, lda, B + c, N, beta, C + c, ldc); });
+}
+
 // Thread t's share (of `threads`) of one row of C = op(A)·B, B a dense K × N: its block of columns,
 // in multiples of 16; or, when B's panels are packed or to be packed (weight_panels.hpp), its
 // panels — packing them first if they are not yet — and for the last thread the columns after the
@@ -340,18 +359,8 @@ void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_
   // that the two give the same bits.
   if (!ta && !tb && !bf16 && few_rows_fit(M, narrowest_block(N), K))
     if (WeightPanels::Packed* const packed = WeightPanels::find(B, K, N, sizeof(T))) {
-      using Kernel = void (*)(std::int64_t, std::int64_t, std::int64_t, T, const T*, std::int64_t, const T*, T, T*,
-                              std::int64_t);
-      static constexpr Kernel kernels[] = {nullptr, nullptr, few_rows_panels<T, 2>, few_rows_panels<T, 3>,
-                                           few_rows_panels<T, 4>, few_rows_panels<T, 5>, few_rows_panels<T, 6>,
-                                           few_rows_panels<T, 7>, few_rows_panels<T, 8>};
       parallel_team([&](int t, int threads) {
-        panels_share<T>(
-            t, threads, N, K, B, *packed,
-            [&](std::int64_t p0, std::int64_t p1, const T* panels) {
-              kernels[M](p0, p1, K, alpha, A, lda, panels, beta, C, ldc);
-            },
-            [&](std::int64_t c) { few_rows_any_n(M, N - c, K, alpha, A, lda, B + c, ldb, beta, C + c, ldc); });
+        few_rows_panels_share(t, threads, M, N, K, alpha, A, lda, B, *packed, beta, C, ldc);
       });
       packed->ready = true;
       return;
@@ -496,15 +505,7 @@ void rows_share(const RowsPlan& plan, int t, int threads, const T* A, std::int64
     return;
   }
   if (plan.cut == RowsPlan::Cut::panels) {
-    using Kernel = void (*)(std::int64_t, std::int64_t, std::int64_t, T, const T*, std::int64_t, const T*, T, T*,
-                            std::int64_t);
-    static constexpr Kernel kernels[] = {nullptr, nullptr, few_rows_panels<T, 2>, few_rows_panels<T, 3>,
-                                         few_rows_panels<T, 4>, few_rows_panels<T, 5>, few_rows_panels<T, 6>,
-                                         few_rows_panels<T, 7>, few_rows_panels<T, 8>};
-    panels_share<T>(
-        t, threads, N, K, B, *plan.packed,
-        [&](std::int64_t p0, std::int64_t p1, const T* panels) { kernels[M](p0, p1, K, T(1), A, lda, panels, beta, C, ldc); },
-        [&](std::int64_t c) { few_rows_any_n(M, N - c, K, T(1), A, lda, B + c, N, beta, C + c, ldc); });
+    few_rows_panels_share(t, threads, M, N, K, T(1), A, lda, B, *plan.packed, beta, C, ldc);
     return;
   }
   const auto [first, last] = team_share(plan.parts, t, threads);   // parallel_parts' cut

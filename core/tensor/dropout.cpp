@@ -15,7 +15,7 @@ namespace {
 constexpr OpDef kDropout{"dropout", profile::Family::random};
 constexpr OpDef kReluDropout{"relu_dropout", profile::Family::random};
 
-// out[i0, i1) = in · (keep ? s : 0), gated as masked_scale below says.
+// out[i0, i1) = in · (keep ? s : 0), gated as masked_scale (below) says.
 template <class T>
 void scale_kept(const T* pi, const std::uint8_t* k, const T* pgate, T kept, std::int64_t i0, std::int64_t i1, T* po) {
   if (pgate == nullptr)
@@ -27,53 +27,52 @@ void scale_kept(const T* pi, const std::uint8_t* k, const T* pgate, T kept, std:
     }
 }
 
+// The pass itself, into out. With `draws`, each thread first draws a block of keep's decisions
+// into keep (draw_and_scale below) and scales that block while they are still in L1; without,
+// keep is only read.
+void scale_pass(const Tensor& in, Tensor& keep, double s, const Tensor* gate, const Rng::BernoulliBlocks* draws,
+                Tensor& out) {
+  constexpr std::int64_t kBlock = 4096;   // decisions per drawn block: 4 KB of mask, 16 KB of float32
+  dispatch_float(in.dtype(), [&]<class T>(T) {
+    std::uint8_t* k = keep.data<std::uint8_t>();
+    const T* pi = in.data<T>();
+    const T* pgate = gate ? gate->data<T>() : nullptr;
+    T* po = out.data<T>();
+    const T kept = static_cast<T>(s);
+    const std::int64_t n = in.numel();
+    parallel_chunks(n, n >= kParallelElements, [&](std::int64_t i0, std::int64_t i1) {
+      const std::int64_t block = draws ? kBlock : i1 - i0;   // without draws, the chunk in one go
+      for (std::int64_t b0 = i0; b0 < i1; b0 += block) {
+        const std::int64_t b1 = std::min(i1, b0 + block);
+        if (draws) draws->draw(b0, b1, k + b0);
+        scale_kept(pi, k, pgate, kept, b0, b1, po);
+      }
+    });
+  });
+}
+
 // y = x · (keep ? s : 0), elementwise: mul(x, scale) without building the float scale tensor —
 // one pass over the activations fewer each way. Products, not selects, so the results are mul's
 // bit for bit (a dropped NaN stays NaN). With a gate, y = gate > 0 ? x · (keep ? s : 0) : 0 —
 // relu_dropout's two passes: forward with x as its own gate (relu's v > 0 ? v : 0, then the
 // product), backward with g gated by x (relu's select around dropout's product) — the same
 // expressions as the two ops one after the other, so the same bits.
-Tensor masked_scale(const Tensor& in, const Tensor& keep, double s, const Tensor* gate = nullptr) {
+Tensor masked_scale(const Tensor& in, Tensor keep, double s, const Tensor* gate = nullptr) {
   Tensor out = Tensor::empty(in.shape(), in.dtype());
-  dispatch_float(in.dtype(), [&]<class T>(T) {
-    const std::uint8_t* k = keep.data<std::uint8_t>();
-    const T* pi = in.data<T>();
-    const T* pgate = gate ? gate->data<T>() : nullptr;
-    T* po = out.data<T>();
-    const T kept = static_cast<T>(s);
-    const std::int64_t n = in.numel();
-    parallel_chunks(n, n >= kParallelElements,
-                    [&](std::int64_t i0, std::int64_t i1) { scale_kept(pi, k, pgate, kept, i0, i1, po); });
-  });
+  scale_pass(in, keep, s, gate, nullptr, out);
   return out;
 }
 
-// Dropout's forward, its keep mask drawn in the same pass: each thread draws a block of the
-// decisions rng.bernoulli(in.shape(), p_keep) would make, then scales that block while the
-// decisions are still in L1 — one pass over memory where the draw and the scaling took two, and
-// the mask is read back from L1, not from memory. Returns {out, keep}; keep is the backward's.
+// Dropout's forward, its keep mask drawn in the same pass: the decisions rng.bernoulli(in.shape(),
+// p_keep) would make — one pass over memory where the draw and the scaling took two, and the mask
+// read back from L1, not from memory. Returns {out, keep}; keep is the backward's.
 struct Dropped {
   Tensor out, keep;
 };
 Dropped draw_and_scale(const Tensor& in, const Rng& rng, double p_keep, double s, const Tensor* gate = nullptr) {
-  constexpr std::int64_t kBlock = 4096;   // decisions per block: 4 KB of mask, 16 KB of float32
-  const std::int64_t n = in.numel();
-  const Rng::BernoulliBlocks blocks = rng.bernoulli_blocks(n, p_keep);
+  const Rng::BernoulliBlocks draws = rng.bernoulli_blocks(in.numel(), p_keep);
   Dropped d{Tensor::empty(in.shape(), in.dtype()), Tensor::empty(in.shape(), DType::bool_)};
-  dispatch_float(in.dtype(), [&]<class T>(T) {
-    std::uint8_t* k = d.keep.data<std::uint8_t>();
-    const T* pi = in.data<T>();
-    const T* pgate = gate ? gate->data<T>() : nullptr;
-    T* po = d.out.data<T>();
-    const T kept = static_cast<T>(s);
-    parallel_chunks(n, n >= kParallelElements, [&](std::int64_t i0, std::int64_t i1) {
-      for (std::int64_t b0 = i0; b0 < i1; b0 += kBlock) {
-        const std::int64_t b1 = std::min(i1, b0 + kBlock);
-        blocks.draw(b0, b1, k + b0);
-        scale_kept(pi, k, pgate, kept, b0, b1, po);
-      }
-    });
-  });
+  scale_pass(in, d.keep, s, gate, &draws, d.out);
   return d;
 }
 
