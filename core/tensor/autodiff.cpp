@@ -24,6 +24,10 @@ namespace detail {
 struct Tape {
   static const std::shared_ptr<Node>& node(const Tensor& t) { return t.node(); }
   static void set_node(Tensor& t, std::shared_ptr<Node> node) { t.set_node(std::move(node)); }
+  // No other handle, view (reshape_view shares the storage) or tape node reaches t's elements.
+  static bool sole_owner(const Tensor& t) {
+    return t.impl_.use_count() == 1 && t.impl_->storage.use_count() == 1 && !t.impl_->node;
+  }
 };
 
 bool recording(const Tensor& out, const Tensor* inputs, std::size_t n) {
@@ -33,11 +37,12 @@ bool recording(const Tensor& out, const Tensor* inputs, std::size_t n) {
   return false;
 }
 
-Tensor attach(const OpDef& op, Tensor out, std::vector<Tensor> inputs, BackwardFn backward) {
+Tensor attach(const OpDef& op, Tensor out, std::vector<Tensor> inputs, BackwardFn backward, bool adds_into) {
   auto node = std::make_shared<Node>();
   node->op = &op;
   node->inputs = std::move(inputs);
   node->backward = std::move(backward);
+  node->adds_into = adds_into;
   Tape::set_node(out, std::move(node));
   return out;
 }
@@ -136,10 +141,25 @@ std::vector<Tensor> grad(const Tensor& y, const std::vector<Tensor>& xs, const G
       continue;
     }
     const Tensor g_out = found->second;
+    // The gradients so far that this op may add into (autodiff.hpp): each input's, when grad's
+    // map holds the only handle to it — not a tensor a caller or another slot still sees (an op
+    // that passes its gradient on, as add does, gives two inputs the same tensor), not the seed.
+    std::vector<Tensor> into;
+    if (node->adds_into) {
+      into.resize(node->inputs.size());
+      for (std::size_t i = 0; i < node->inputs.size(); ++i) {
+        const Tensor& in = node->inputs[i];
+        if (!in.requires_grad()) continue;
+        const auto slot = grads.find(node_of(in).get());
+        if (slot != grads.end() && detail::Tape::sole_owner(slot->second) && slot->second.shape() == in.shape() &&
+            slot->second.dtype() == in.dtype())
+          into[i] = slot->second;
+      }
+    }
     std::vector<Tensor> g_in;
     {
       profile::Scope profile_scope(node->op->family);
-      g_in = node->backward(g_out);
+      g_in = node->backward(g_out, into);
     }
     if (g_in.size() != node->inputs.size())
       throw std::logic_error(fmt::format("backward of {} returned {} gradients for {} inputs",
@@ -151,6 +171,7 @@ std::vector<Tensor> grad(const Tensor& y, const std::vector<Tensor>& xs, const G
         throw std::logic_error(fmt::format("backward of {} gave gradient {} for input {}",
                                            node->op->name, g_in[i].signature(), in.signature()));
       Node* target = node_of(in).get();
+      if (i < into.size() && into[i].defined() && g_in[i].same_as(into[i])) continue;   // added in place
       auto [slot, inserted] = grads.try_emplace(target, g_in[i]);
       if (!inserted) slot->second = add(slot->second, g_in[i]);
     }

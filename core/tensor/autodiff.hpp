@@ -22,7 +22,9 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -43,12 +45,25 @@ struct OpDef {
 
 // Given dL/d(output), returns dL/d(input_i) for each recorded input (an undefined Tensor where
 // the input needs no gradient). Each returned gradient has its input's shape.
-using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output)>;
+//
+// ADDING INTO A GRADIENT ALREADY THERE. A value used twice — a layer's input read by the Q, K and
+// V projections, a residual's input read by its shortcut and by its branch's LayerNorm — gets the
+// sum of its uses' gradients, and grad adds each new one to the sum so far: a pass that reads both
+// and writes a third tensor, after the op has written the new one in full (for a product, over an
+// output BLAS first zeroes). An op whose backward can add its share in the same pass takes a second
+// argument, `into`: into[i], when defined, is input i's gradient so far — owned by grad alone,
+// so no one else sees it change — and the op may add its share to it in place and return into[i]
+// itself for that input (or ignore it and return a new tensor, as ever). The sum is the same up
+// to the rounding of its terms (a product's partial sums may go into it one by one, a multiply
+// and its add may fuse), and the same bits on every run and any thread count.
+//   record(kOp, out, {x, w}, [x, w](const Tensor& g, std::span<const Tensor> into) { … });
+using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output, std::span<const Tensor> into)>;
 
 struct Node {
   const OpDef* op = nullptr;    // the op that made this value; null for a leaf
   std::vector<Tensor> inputs;   // the op's inputs, in the order BackwardFn returns gradients
   BackwardFn backward;          // empty for a leaf
+  bool adds_into = false;       // backward may add into the gradients so far (grad offers them)
   bool freed = false;           // set once grad() has consumed this part of the tape
   bool is_leaf() const { return op == nullptr; }
 };
@@ -73,7 +88,16 @@ namespace detail {   // record's two halves
 // and one of the inputs requires a gradient.
 bool recording(const Tensor& out, const Tensor* inputs, std::size_t n);
 // Attaches the Node.
-Tensor attach(const OpDef& op, Tensor out, std::vector<Tensor> inputs, BackwardFn backward);
+Tensor attach(const OpDef& op, Tensor out, std::vector<Tensor> inputs, BackwardFn backward, bool adds_into);
+// A closure of either kind (g) or (g, into) as a BackwardFn, and whether it takes `into`.
+template <class Backward>
+std::pair<BackwardFn, bool> backward_fn(Backward&& backward) {
+  if constexpr (std::is_invocable_v<Backward&, const Tensor&, std::span<const Tensor>>)
+    return {BackwardFn(std::forward<Backward>(backward)), true};
+  else
+    return {BackwardFn([b = std::forward<Backward>(backward)](const Tensor& g, std::span<const Tensor>) { return b(g); }),
+            false};
+}
 }  // namespace detail
 
 // Called by ops after computing `out`: when recording() says so, attaches a Node (op must outlive
@@ -83,12 +107,14 @@ Tensor attach(const OpDef& op, Tensor out, std::vector<Tensor> inputs, BackwardF
 template <class Backward>
 Tensor record(const OpDef& op, Tensor out, std::initializer_list<Tensor> inputs, Backward&& backward) {
   if (!detail::recording(out, inputs.begin(), inputs.size())) return out;
-  return detail::attach(op, std::move(out), std::vector<Tensor>(inputs), BackwardFn(std::forward<Backward>(backward)));
+  auto [fn, adds_into] = detail::backward_fn(std::forward<Backward>(backward));
+  return detail::attach(op, std::move(out), std::vector<Tensor>(inputs), std::move(fn), adds_into);
 }
 template <class Backward>
 Tensor record(const OpDef& op, Tensor out, const std::vector<Tensor>& inputs, Backward&& backward) {
   if (!detail::recording(out, inputs.data(), inputs.size())) return out;
-  return detail::attach(op, std::move(out), inputs, BackwardFn(std::forward<Backward>(backward)));
+  auto [fn, adds_into] = detail::backward_fn(std::forward<Backward>(backward));
+  return detail::attach(op, std::move(out), inputs, std::move(fn), adds_into);
 }
 
 // Called by grad with (i, dL/dxs[i]) as soon as that gradient is complete — every op that used

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <span>
 #include <stdexcept>
 
 #include "core/engine/broadcast.hpp"
@@ -122,12 +123,23 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
       if (M > 0 && N > 0 && K > 0)
         blas::parallel_gemm(false, false, M, N, K, T(1), x.data<T>(), w.data<T>(), T(1), po, product_rounds(x.dtype()));
     });
-    return record(kLinear, out, {x, w, b}, [x, w, K, N, b_grad = b.requires_grad(),
-                                            precision = product_precision()](const Tensor& g) {
+    return record(kLinear, out, {x, w, b}, [x, w, K, N, b_grad = b.requires_grad(), precision = product_precision()](
+                                               const Tensor& g, std::span<const Tensor> into) {
       const ProductPrecision as_forward(precision);
       const Tensor g2 = reshape(g, {-1, N});
-      return std::vector<Tensor>{x.requires_grad() ? matmul(g, w, false, true) : Tensor(),
-                                 w.requires_grad() ? matmul(reshape(x, {-1, K}), g2, true, false) : Tensor(),
+      // dx = g·wᵀ, added into x's gradient so far when grad offers it (autodiff.hpp): BLAS's
+      // beta = 1, instead of zeroing a new (…, K) output first and adding the two after.
+      Tensor dx;
+      if (x.requires_grad() && into[0].defined() && g.numel() > 0 && K > 0) {
+        dx = into[0];
+        dispatch_float(g.dtype(), [&]<class T>(T) {
+          blas::parallel_gemm(false, true, g2.dim(0), K, N, T(1), g2.data<T>(), w.data<T>(), T(1), dx.data<T>(),
+                              product_rounds(g.dtype()));
+        });
+      } else if (x.requires_grad()) {
+        dx = matmul(g, w, false, true);
+      }
+      return std::vector<Tensor>{dx, w.requires_grad() ? matmul(reshape(x, {-1, K}), g2, true, false) : Tensor(),
                                  b_grad ? sum(g2, {0}) : Tensor()};
     });
   });

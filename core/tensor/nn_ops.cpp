@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <span>
 #include <stdexcept>
 #include <type_traits>
 #include <vector>
@@ -196,8 +197,12 @@ Tensor layer_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, doub
         layer_norm_rows(px, ps, pb, py, r0, r1, d, epsilon, ph, pr);
       });
     });
-    return record(kLayerNorm, y, {x, scale, bias}, [xhat, rstd, scale, rows, d](const Tensor& g) {
-      Tensor dx = Tensor::empty(g.shape(), g.dtype());
+    return record(kLayerNorm, y, {x, scale, bias}, [xhat, rstd, scale, rows, d](const Tensor& g,
+                                                                                std::span<const Tensor> into) {
+      // dx added into x's gradient so far when grad offers it (autodiff.hpp): a residual's input
+      // gets its shortcut's gradient and this one's, in this pass instead of an add after it.
+      const bool adding = into[0].defined();
+      Tensor dx = adding ? into[0] : Tensor::empty(g.shape(), g.dtype());
       Tensor dscale = Tensor::zeros({d}, g.dtype()), dbias = Tensor::zeros({d}, g.dtype());
       dispatch_float(g.dtype(), [&]<class T>(T) {
         const T *pg = g.data<T>(), *ph = xhat.data<T>(), *pr = rstd.data<T>(),
@@ -224,8 +229,13 @@ Tensor layer_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, doub
             const T a = pr[r], b = static_cast<T>(mean_gh / static_cast<double>(d)),
                     c = static_cast<T>(mean_ghx / static_cast<double>(d));
             T* dxr = pdx + r * d;
+            if (adding) {
   #pragma omp simd
-            for (std::int64_t j = 0; j < d; ++j) dxr[j] = a * (gr[j] * ps[j] - b - hr[j] * c);
+              for (std::int64_t j = 0; j < d; ++j) dxr[j] += a * (gr[j] * ps[j] - b - hr[j] * c);
+            } else {
+  #pragma omp simd
+              for (std::int64_t j = 0; j < d; ++j) dxr[j] = a * (gr[j] * ps[j] - b - hr[j] * c);
+            }
           }
         });
         for (std::int64_t p = 0; p < parts; ++p)

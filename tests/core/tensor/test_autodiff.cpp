@@ -25,6 +25,89 @@ TEST_CASE("a diamond graph accumulates through both paths") {
   expect_tensor(grad(y, {x})[0], {1}, {e2 + 2 * e2 * e2}, 1e-9);
 }
 
+namespace {
+constexpr OpDef kTwiceInto{"twice_into", profile::Family::elementwise};
+// 2x, whose backward adds its share 2g into the gradient so far when grad offers it (autodiff.hpp),
+// and says whether it was offered.
+Tensor twice_into(const Tensor& x, bool& offered) {
+  return record(kTwiceInto, x * 2.0, {x}, [&offered](const Tensor& g, std::span<const Tensor> into) {
+    offered = into[0].defined();
+    if (!offered) return std::vector<Tensor>{g * 2.0};
+    Tensor sum_so_far = into[0];
+    double* s = sum_so_far.data<double>();
+    const double* pg = g.data<double>();
+    for (std::int64_t i = 0; i < g.numel(); ++i) s[i] += 2 * pg[i];
+    return std::vector<Tensor>{sum_so_far};
+  });
+}
+}  // namespace
+
+TEST_CASE("an op adds its share into the gradient so far when grad alone holds it") {
+  // y = Σ (2x + 3x): the product's gradient (3) reaches x first and is grad's alone; twice_into adds 2.
+  Tensor x = tensor({1.0, -2.0}, {2}).requires_grad_();
+  bool offered = false;
+  Tensor y = sum(twice_into(x, offered) + x * 3.0);
+  expect_tensor(grad(y, {x})[0], {2}, {5, 5});
+  CHECK(offered);
+  // The first use to send a gradient has nothing to add into.
+  bool first = true;
+  Tensor z = tensor({1.0, 2.0}, {2}).requires_grad_();
+  expect_tensor(grad(sum(twice_into(z, first)), {z})[0], {2}, {2, 2});
+  CHECK_FALSE(first);
+}
+
+TEST_CASE("a gradient another tensor's gradient shares is never added into") {
+  // y = Σ (2x + (x + u)): add hands one tensor to x and u alike; twice_into, later, must not add
+  // into x's gradient in place — u's would change with it.
+  Tensor x = tensor({1.0, 2.0}, {2}).requires_grad_(), u = tensor({3.0, 4.0}, {2}).requires_grad_();
+  bool offered = true;
+  Tensor y = sum(twice_into(x, offered) + (x + u));
+  const auto g = grad(y, {x, u});
+  CHECK_FALSE(offered);
+  expect_tensor(g[0], {2}, {3, 3});
+  expect_tensor(g[1], {2}, {1, 1});
+  // Nor the seed, which the caller holds.
+  Tensor a = tensor({1.0, 2.0}, {2}).requires_grad_();
+  bool seed_offered = true;
+  const Tensor seed = tensor({1.0, 1.0}, {2});
+  grad(twice_into(a, seed_offered) + a, {a}, {.seed = seed});
+  CHECK_FALSE(seed_offered);
+  expect_tensor(seed, {2}, {1, 1});
+}
+
+TEST_CASE("a layer's input read by three linears and a residual's LayerNorm gets the sum of its uses' gradients") {
+  // The Q, K, V projections add dx into x's gradient (BLAS's beta = 1), LayerNorm its dx into the
+  // shortcut's: the same sums as matmul + add, which add nothing in place.
+  for (DType dtype : {DType::float64, DType::float32}) {
+    const auto r = [&](const Shape& shape, std::uint64_t seed) { return randn(shape, seed).to(dtype); };
+    const Tensor x = r({3, 70, 16}, 31), scale = r({16}, 32), shift = r({16}, 33);
+    std::vector<Tensor> ws, bs;
+    for (int i = 0; i < 3; ++i) {
+      ws.push_back(r({16, 16}, 40 + i).requires_grad_());
+      bs.push_back(r({16}, 50 + i).requires_grad_());
+    }
+    const Tensor c = r({3, 70, 16}, 34), c2 = r({3, 70, 16}, 35);
+    // x + (h·w0 + b0) with h = LayerNorm(x), and h's two other projections: h's gradient starts
+    // as one projection's dx, the others add theirs into it; the shortcut's reaches x first.
+    const auto loss = [&](const Tensor& xi, bool fused) {
+      const Tensor h = layer_norm(xi, scale, shift);
+      const auto project = [&](int i) { return fused ? linear(h, ws[i], bs[i]) : matmul(h, ws[i]) + bs[i]; };
+      return sum((xi + project(0)) * c2) + sum(project(1) * c) + sum(project(2) * c);
+    };
+    Tensor xa = x.clone().requires_grad_(), xb = x.clone().requires_grad_();
+    const auto ga = grad(loss(xa, true), {xa, ws[0], bs[2]}), gb = grad(loss(xb, false), {xb, ws[0], bs[2]});
+    const double tol = dtype == DType::float64 ? 1e-12 : 1e-4;
+    for (std::size_t i = 0; i < ga.size(); ++i) expect_close(ga[i], gb[i], tol);
+  }
+  expect_gradients(
+      [](const std::vector<Tensor>& v) {
+        const Tensor h = layer_norm(v[0], v[1], v[2]);
+        return v[0] + h + linear(h, v[3], v[4]) + linear(h, v[5], v[6]);
+      },
+      {randn({2, 3, 4}, 60), randn({4}, 61), randn({4}, 62), randn({4, 4}, 63), randn({4}, 64), randn({4, 4}, 65),
+       randn({4}, 66)});
+}
+
 TEST_CASE("an input the value does not depend on gets zeros") {
   Tensor x = tensor({1.0}, {1}).requires_grad_();
   Tensor z = tensor({1.0, 2.0}, {2}).requires_grad_();
