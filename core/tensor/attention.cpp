@@ -15,6 +15,7 @@
 
 #include "core/engine/fast_exp.hpp"
 #include "core/engine/gemm.hpp"
+#include "core/engine/small_gemm.hpp"
 #include "core/tensor/op.hpp"
 #include "core/tensor/precision.hpp"
 #include "core/engine/parallel.hpp"
@@ -222,6 +223,26 @@ void for_each_slice(const Dims& D, const KeyExtents& extents, std::int64_t scrat
   for (std::int64_t n = 0; n < N; ++n) f(n, room.get());
 }
 
+// A slice's product, C = alpha · op(A) op(B) + beta · C: small_gemm's (core/engine/small_gemm.hpp:
+// no zeroing of C, op(B) alone copied, into `pack`) from 8 rows of C where it pays, products not
+// rounded; else BLAS's. Decoding's one row per token keeps BLAS's matrix-vector kernels, which
+// read the cached keys once, where a copy of them would be a second read.
+template <class T>
+void slice_product(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A,
+                   std::int64_t lda, const T* B, std::int64_t ldb, T beta, T* C, std::int64_t ldc, bool bf16, T* pack) {
+  if (!bf16 && M >= 8 && blas::small_gemm_pays(K))
+    blas::small_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, pack);
+  else
+    blas::gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bf16);
+}
+
+// Room for slice_product's copy of op(B) in any of a slice's products (op(B) at most
+// max(L_q, L_k) × max(d, d_v, L_k)).
+std::int64_t pack_room(const Dims& D, std::size_t element_size) {
+  const std::int64_t terms = std::max({D.Lq, D.Lk, D.d, D.dv}), columns = std::max({D.Lk, D.d, D.dv});
+  return blas::small_gemm_scratch(std::min(terms, blas::kSmallGemmMaxTerms), columns, element_size);
+}
+
 // P̃ = P · keep · s into out.
 template <class T>
 void apply_keep(const T* P, const std::uint8_t* keep, T s, std::int64_t count, T* out) {
@@ -239,8 +260,10 @@ void forward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex&
   const T scale = T(1) / std::sqrt(static_cast<T>(D.d));
   const std::int64_t LL = D.Lq * D.Lk;
   const KeyExtents extents(mask, D);
+  const std::int64_t kept_room = keep ? LL : 0, room = kept_room + pack_room(D, sizeof(T));
   const auto slice = [&](std::int64_t n, T* scratch) {
     const T sc = scale, ks = keep_scale;   // locals, not captures: see backward
+    T* const pack = scratch + kept_room;
     T* Pn = P + n * LL;
     const T *qn = q + D.q_at(n), *kn = k + D.k_at(n), *vn = v + D.v_at(n);
     const std::int64_t ld_q = D.ld_q(), ld_k = D.ld_k(), ld_v = D.ld_v(), ld_out = D.ld_out();
@@ -248,7 +271,8 @@ void forward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex&
     for (std::int64_t b = 0; b * kQueryBlock < D.Lq;) {
       const auto [i0, rows, Le, next_block] = extents.run(n, b, D.Lq);
       b = next_block;
-      blas::gemm(false, true, rows, Le, D.d, sc, qn + i0 * ld_q, ld_q, kn, ld_k, T(0), Pn + i0 * D.Lk, D.Lk, bf16);
+      slice_product(false, true, rows, Le, D.d, sc, qn + i0 * ld_q, ld_q, kn, ld_k, T(0), Pn + i0 * D.Lk, D.Lk, bf16,
+                    pack);
       const std::int64_t Lw = vector_width(Le, D.Lk);
       for (std::int64_t i = i0; i < i0 + rows; ++i) {
         T* row = Pn + i * D.Lk;
@@ -299,15 +323,15 @@ void forward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex&
         std::fill(row + Lw, row + D.Lk, T(0));
       }
       const T* Pd = keep ? scratch : Pn + i0 * D.Lk;
-      blas::gemm(false, false, rows, D.dv, Le, T(1), Pd, D.Lk, vn, ld_v, T(0), out + D.out_at(n) + i0 * ld_out, ld_out,
-                 bf16);
+      slice_product(false, false, rows, D.dv, Le, T(1), Pd, D.Lk, vn, ld_v, T(0), out + D.out_at(n) + i0 * ld_out,
+                    ld_out, bf16, pack);
     }
   };
   if (n1 < 0) {
-    for_each_slice<T>(D, extents, keep ? LL : 0, slice);
+    for_each_slice<T>(D, extents, room, slice);
     return;
   }
-  std::vector<T> scratch(keep ? static_cast<std::size_t>(LL) : 0);
+  std::vector<T> scratch(static_cast<std::size_t>(room));
   for (std::int64_t n = n0; n < n1; ++n) slice(n, scratch.data());
 }
 
@@ -318,7 +342,7 @@ void backward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex
   const T scale = T(1) / std::sqrt(static_cast<T>(D.d));
   const std::int64_t LL = D.Lq * D.Lk;
   const KeyExtents extents(mask, D);
-  for_each_slice<T>(D, extents, 2 * LL, [&](std::int64_t n, T* scratch) {
+  for_each_slice<T>(D, extents, 2 * LL + pack_room(D, sizeof(T)), [&](std::int64_t n, T* scratch) {
     // Local copies: read through the lambda's capture, the compiler must assume a store to a row
     // could change them, reloads them per element and keeps the loops scalar (the dropout loop
     // below ran several times slower so: docs/11_performance.md).
@@ -330,8 +354,11 @@ void backward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex
     T *dqn = dq + D.q_at(n), *dkn = dk + D.k_at(n), *dvn = dv + D.v_at(n);
     T* Pd = scratch;        // P̃ (each block's rows up to its key extent; P itself without dropout)
     T* dS = scratch + LL;   // dP̃, then dP, then dS
-    zero_rows(dkn, D.Lk, D.d, ld_k);   // blocks add their share of dK and dV
-    zero_rows(dvn, D.Lk, D.dv, ld_v);
+    T* const pack = scratch + 2 * LL;
+    // The blocks add their shares of dK and dV (rows = keys) into the rows the blocks before them
+    // wrote, the first `written`, and write the rest up to their key extent; rows no block reaches
+    // are zeroed at the end. Cut by rows of the result, the products' numbers are the same.
+    std::int64_t written = 0;
     const std::uint8_t* m = mask.data ? mask.slice(n) : nullptr;
     for (std::int64_t b = 0; b * kQueryBlock < D.Lq;) {
       const auto [i0, rows, Le, next_block] = extents.run(n, b, D.Lq);
@@ -339,12 +366,19 @@ void backward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex
       const T* dOb = dOn + i0 * ld_out;
       T* dSb = dS + i0 * D.Lk;
       const std::int64_t Lw = vector_width(Le, D.Lk);   // P is 0 from Le on (forward)
+      const std::int64_t added = std::min(written, Le);
+      const auto key_rows = [&](auto&& product) {   // product(j0, j1, beta) on rows j0 … j1 − 1
+        if (added > 0) product(0, added, T(1));
+        if (Le > added) product(added, Le, T(0));
+      };
       if (keep)
         for (std::int64_t i = i0; i < i0 + rows; ++i)
           apply_keep(Pn + i * D.Lk, keep + n * LL + i * D.Lk, ks, Lw, Pd + i * D.Lk);
-      blas::gemm(true, false, Le, D.dv, rows, T(1), (keep ? Pd : Pn) + i0 * D.Lk, D.Lk, dOb, ld_out, T(1), dvn, ld_v,
-                 bf16);
-      blas::gemm(false, true, rows, Le, D.dv, T(1), dOb, ld_out, vn, ld_v, T(0), dSb, D.Lk, bf16);
+      key_rows([&](std::int64_t j0, std::int64_t j1, T beta) {   // dV
+        slice_product(true, false, j1 - j0, D.dv, rows, T(1), (keep ? Pd : Pn) + i0 * D.Lk + j0, D.Lk, dOb, ld_out,
+                      beta, dvn + j0 * ld_v, ld_v, bf16, pack);
+      });
+      slice_product(false, true, rows, Le, D.dv, T(1), dOb, ld_out, vn, ld_v, T(0), dSb, D.Lk, bf16, pack);
       for (std::int64_t i = i0; i < i0 + rows; ++i) {
         T* row = dS + i * D.Lk;
         const T* p = Pn + i * D.Lk;
@@ -373,9 +407,15 @@ void backward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex
           if (m) mask.fill_masked(m, i, row, Lw, T(0));
         }
       }
-      blas::gemm(false, false, rows, D.d, Le, T(1), dSb, D.Lk, kn, ld_k, T(0), dqn + i0 * ld_q, ld_q, bf16);
-      blas::gemm(true, false, Le, D.d, rows, T(1), dSb, D.Lk, qn + i0 * ld_q, ld_q, T(1), dkn, ld_k, bf16);
+      slice_product(false, false, rows, D.d, Le, T(1), dSb, D.Lk, kn, ld_k, T(0), dqn + i0 * ld_q, ld_q, bf16, pack);
+      key_rows([&](std::int64_t j0, std::int64_t j1, T beta) {   // dK
+        slice_product(true, false, j1 - j0, D.d, rows, T(1), dSb + j0, D.Lk, qn + i0 * ld_q, ld_q, beta,
+                      dkn + j0 * ld_k, ld_k, bf16, pack);
+      });
+      written = std::max(written, Le);
     }
+    zero_rows(dkn + written * ld_k, D.Lk - written, D.d, ld_k);
+    zero_rows(dvn + written * ld_v, D.Lk - written, D.dv, ld_v);
   });
 }
 

@@ -1,0 +1,147 @@
+#include "core/engine/small_gemm.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <utility>
+
+#include "core/engine/full_width.hpp"
+
+namespace ctrax::blas {
+
+namespace {
+
+#if defined(__AVX512F__) || defined(CTRAX_AVX512_KERNELS)
+constexpr int kRows = 12;            // MR
+constexpr int kVectorBytes = 64;
+#else
+constexpr int kRows = 6;
+constexpr int kVectorBytes = 32;
+#endif
+// NB: two vectors of T.
+template <class T>
+constexpr std::int64_t kColumns = 2 * kVectorBytes / static_cast<std::int64_t>(sizeof(T));
+
+// op(B) (K × N) into panels of NB columns: panel p holds columns p·NB … of every row k at
+// panels[(p·K + k)·NB …], the last panel's columns past N zero.
+template <class T>
+void pack(bool tb, std::int64_t K, std::int64_t N, const T* B, std::int64_t ldb, T* panels) {
+  constexpr std::int64_t NB = kColumns<T>;
+  for (std::int64_t n0 = 0; n0 < N; n0 += NB) {
+    T* const panel = panels + n0 * K;
+    const std::int64_t w = std::min(NB, N - n0);
+    for (std::int64_t k = 0; k < K; ++k) {
+      T* const row = panel + k * NB;
+      if (tb) {   // op(B)ₖⱼ = B[j·ldb + k]
+        const T* const from = B + n0 * ldb + k;
+        for (std::int64_t j = 0; j < w; ++j) row[j] = from[j * ldb];
+      } else if (w == NB) {
+        const T* const from = B + k * ldb + n0;
+#pragma omp simd
+        for (std::int64_t j = 0; j < NB; ++j) row[j] = from[j];
+        continue;
+      } else {
+        std::copy_n(B + k * ldb + n0, w, row);
+      }
+      for (std::int64_t j = w; j < NB; ++j) row[j] = T(0);
+    }
+  }
+}
+
+// One block: rows 0 … MR − 1 of op(A) (A at its first row, or with ta its first column) times one
+// panel, into NB columns of C's MR rows.
+template <class T, int MR, bool TA>
+CTRAX_FULL_WIDTH_VECTORS void block(std::int64_t K, T alpha, const T* A, std::int64_t lda, const T* panel, T beta,
+                                    T* C, std::int64_t ldc) {
+  constexpr int NB = static_cast<int>(kColumns<T>);
+  T acc[MR][NB];
+  for (int m = 0; m < MR; ++m)
+#pragma omp simd
+    for (int j = 0; j < NB; ++j) acc[m][j] = T(0);
+  const T* b = panel;
+  for (std::int64_t k = 0; k < K; ++k, b += NB)
+    for (int m = 0; m < MR; ++m) {
+      const T a = TA ? A[k * lda + m] : A[m * lda + k];
+#pragma omp simd
+      for (int j = 0; j < NB; ++j) acc[m][j] = std::fma(a, b[j], acc[m][j]);
+    }
+  for (int m = 0; m < MR; ++m) {
+    T* const c = C + m * ldc;
+    if (beta == T(0)) {
+#pragma omp simd
+      for (int j = 0; j < NB; ++j) c[j] = alpha * acc[m][j];
+    } else {
+#pragma omp simd
+      for (int j = 0; j < NB; ++j) c[j] = alpha * acc[m][j] + beta * c[j];
+    }
+  }
+}
+
+template <class T, bool TA, int... MRs>
+constexpr auto block_table(std::integer_sequence<int, MRs...>) {
+  using Block = void (*)(std::int64_t, T, const T*, std::int64_t, const T*, T, T*, std::int64_t);
+  return std::array<Block, sizeof...(MRs)>{block<T, MRs + 1, TA>...};
+}
+
+template <class T, bool TA>
+void blocks(std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A, std::int64_t lda, const T* panels,
+            T beta, T* C, std::int64_t ldc) {
+  static constexpr auto table = block_table<T, TA>(std::make_integer_sequence<int, kRows>{});
+  constexpr std::int64_t NB = kColumns<T>;
+  for (std::int64_t n0 = 0; n0 < N; n0 += NB) {
+    const T* const panel = panels + n0 * K;
+    const std::int64_t w = std::min(NB, N - n0);
+    for (std::int64_t m0 = 0; m0 < M; m0 += kRows) {
+      const std::int64_t rows = std::min<std::int64_t>(kRows, M - m0);
+      const auto run = [&](T* c, std::int64_t ldc_) {
+        table[static_cast<std::size_t>(rows - 1)](K, alpha, TA ? A + m0 : A + m0 * lda, lda, panel, beta, c, ldc_);
+      };
+      T* const c = C + m0 * ldc + n0;
+      if (w == NB) {
+        run(c, ldc);
+        continue;
+      }
+      // The last panel's block, narrower than NB: through a whole-width block of its own, so that
+      // the kernel keeps one form (its sums stored from the registers).
+      T edge[kRows * NB];
+      for (std::int64_t m = 0; m < rows; ++m)
+        for (std::int64_t j = 0; j < NB; ++j) edge[m * NB + j] = beta == T(0) || j >= w ? T(0) : c[m * ldc + j];
+      run(edge, NB);
+      for (std::int64_t m = 0; m < rows; ++m) std::copy_n(edge + m * NB, w, c + m * ldc);
+    }
+  }
+}
+
+}  // namespace
+
+bool small_gemm_pays(std::int64_t K) {
+#if defined(__AVX512F__) || defined(CTRAX_AVX512_KERNELS)
+  return K >= 1 && K <= kSmallGemmMaxTerms;
+#else
+  (void)K;
+  return false;   // see the header
+#endif
+}
+
+std::int64_t small_gemm_scratch(std::int64_t K, std::int64_t N, std::size_t element_size) {
+  const std::int64_t NB = 2 * kVectorBytes / static_cast<std::int64_t>(element_size);
+  return K * ((N + NB - 1) / NB) * NB;
+}
+
+template <class T>
+void small_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A,
+                std::int64_t lda, const T* B, std::int64_t ldb, T beta, T* C, std::int64_t ldc, T* scratch) {
+  if (M <= 0 || N <= 0) return;
+  pack(tb, K, N, B, ldb, scratch);
+  if (ta)
+    blocks<T, true>(M, N, K, alpha, A, lda, scratch, beta, C, ldc);
+  else
+    blocks<T, false>(M, N, K, alpha, A, lda, scratch, beta, C, ldc);
+}
+
+template void small_gemm<float>(bool, bool, std::int64_t, std::int64_t, std::int64_t, float, const float*,
+                                std::int64_t, const float*, std::int64_t, float, float*, std::int64_t, float*);
+template void small_gemm<double>(bool, bool, std::int64_t, std::int64_t, std::int64_t, double, const double*,
+                                 std::int64_t, const double*, std::int64_t, double, double*, std::int64_t, double*);
+
+}  // namespace ctrax::blas

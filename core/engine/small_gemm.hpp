@@ -1,0 +1,48 @@
+// ctrax/core/engine/small_gemm.hpp — products too small for BLAS's copies (engine room: not installed).
+//
+// Attention multiplies, per (batch, head) slice, matrices of a few hundred rows by one head's 64
+// columns: Q·Kᵀ (L_q × L_k scores from d terms each), P·V (L_q × d_v from L_k terms), and four
+// such products backward. OpenBLAS runs each as it runs any product: with beta = 0 it first zeroes
+// the output (a pass of its own — for an output whose rows are not contiguous, a slow one), then
+// copies both operands into its panel layouts, and only then multiplies. At these sizes the
+// zeroing and the copies cost about half as much as its kernel (docs/11_performance.md). Here only
+// op(B) is copied — into panels of NB columns, each panel's K rows one after the other, a few
+// dozen KB that stay in the core's cache — while each block of MR rows of op(A) is read where it
+// lies, and C is written once, from the registers:
+//
+//   for each panel of NB columns of op(B)             (packed: K × NB, the last zero-padded)
+//     for each block of MR rows of op(A)              (read in place: op(A)ᵢₖ broadcast)
+//       acc[MR][NB] = Σₖ op(A)ᵢₖ · panelₖ            (MR × NB sums in registers)
+//       C = alpha · acc + beta · C                    (beta 0: C is only written, never read)
+//
+// MR × NB: 12 rows × 2 vectors where the CPU has AVX-512's 32 vector registers (24 sums), 6 × 2
+// with AVX2's 16 (12 sums) — room left for the panel's two vectors and a broadcast.
+// Every element of C is one sum over k in order, one fused multiply-add per term, then scaled:
+// its bits do not depend on M, N, the blocks or the thread that makes it.
+//
+// WHERE IT PAYS: with AVX-512. With AVX2 alone the same products measured no faster than
+// OpenBLAS's Haswell kernels, and slower where the sums have only d = 64 terms
+// (docs/11_performance.md), so there attention keeps BLAS (small_gemm_pays).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ctrax::blas {
+
+// Terms per sum (K) small_gemm is for: its panel of op(B) stays in the cache's nearest levels.
+inline constexpr std::int64_t kSmallGemmMaxTerms = 512;
+// Whether a product with K terms per sum runs faster here than through BLAS, on this build's CPU.
+bool small_gemm_pays(std::int64_t K);
+
+// Elements of scratch small_gemm needs for an op(B) of K × N.
+std::int64_t small_gemm_scratch(std::int64_t K, std::int64_t N, std::size_t element_size);
+
+// C (M × N) = alpha · op(A) op(B) + beta · C, row-major, explicit leading dimensions, on this
+// thread; op(B) packed into `scratch` (small_gemm_scratch elements). With beta = 0, C may hold
+// anything (NaN too): it is not read.
+template <class T>
+void small_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A,
+                std::int64_t lda, const T* B, std::int64_t ldb, T beta, T* C, std::int64_t ldc, T* scratch);
+
+}  // namespace ctrax::blas
