@@ -5,7 +5,7 @@
 // such products backward. OpenBLAS runs each as it runs any product: with beta = 0 it first zeroes
 // the output (a pass of its own — for an output whose rows are not contiguous, a slow one), then
 // copies both operands into its panel layouts, and only then multiplies. At these sizes the
-// zeroing and the copies cost about half as much as its kernel (docs/11_performance.md). Here only
+// zeroing and the copies cost over half as much as its kernel (docs/11_performance.md). Here only
 // op(B) is copied — into panels of NB columns, each panel's K rows one after the other, a few
 // dozen KB that stay in the core's cache — while each block of MR rows of op(A) is read where it
 // lies, and C is written once, from the registers:
