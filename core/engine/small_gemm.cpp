@@ -23,7 +23,8 @@ template <class T>
 constexpr std::int64_t kColumns = 2 * kVectorBytes / static_cast<std::int64_t>(sizeof(T));
 
 // op(B) (K × N) into panels of NB columns: panel p holds columns p·NB … of every row k at
-// panels[(p·K + k)·NB …], the last panel's columns past N zero.
+// panels[(p·K + k)·NB …], the last panel's columns past N zero. A product may read the first rows
+// of each panel only (K_packed = this K apart).
 template <class T>
 void pack(bool tb, std::int64_t K, std::int64_t N, const T* B, std::int64_t ldb, T* panels) {
   constexpr std::int64_t NB = kColumns<T>;
@@ -85,11 +86,11 @@ constexpr auto block_table(std::integer_sequence<int, MRs...>) {
 
 template <class T, bool TA>
 void blocks(std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A, std::int64_t lda, const T* panels,
-            T beta, T* C, std::int64_t ldc) {
+            std::int64_t K_packed, T beta, T* C, std::int64_t ldc) {
   static constexpr auto table = block_table<T, TA>(std::make_integer_sequence<int, kRows>{});
   constexpr std::int64_t NB = kColumns<T>;
   for (std::int64_t n0 = 0; n0 < N; n0 += NB) {
-    const T* const panel = panels + n0 * K;
+    const T* const panel = panels + n0 * K_packed;
     const std::int64_t w = std::min(NB, N - n0);
     for (std::int64_t m0 = 0; m0 < M; m0 += kRows) {
       const std::int64_t rows = std::min<std::int64_t>(kRows, M - m0);
@@ -129,19 +130,36 @@ std::int64_t small_gemm_scratch(std::int64_t K, std::int64_t N, std::size_t elem
 }
 
 template <class T>
+void small_gemm_pack(bool tb, std::int64_t K_packed, std::int64_t N_packed, const T* B, std::int64_t ldb, T* panels) {
+  pack(tb, K_packed, N_packed, B, ldb, panels);
+}
+
+template <class T>
+void small_gemm_packed(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A, std::int64_t lda,
+                       const T* panels, std::int64_t K_packed, T beta, T* C, std::int64_t ldc) {
+  if (M <= 0 || N <= 0) return;
+  if (ta)
+    blocks<T, true>(M, N, K, alpha, A, lda, panels, K_packed, beta, C, ldc);
+  else
+    blocks<T, false>(M, N, K, alpha, A, lda, panels, K_packed, beta, C, ldc);
+}
+
+template <class T>
 void small_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A,
                 std::int64_t lda, const T* B, std::int64_t ldb, T beta, T* C, std::int64_t ldc, T* scratch) {
   if (M <= 0 || N <= 0) return;
   pack(tb, K, N, B, ldb, scratch);
-  if (ta)
-    blocks<T, true>(M, N, K, alpha, A, lda, scratch, beta, C, ldc);
-  else
-    blocks<T, false>(M, N, K, alpha, A, lda, scratch, beta, C, ldc);
+  small_gemm_packed(ta, M, N, K, alpha, A, lda, scratch, K, beta, C, ldc);
 }
 
-template void small_gemm<float>(bool, bool, std::int64_t, std::int64_t, std::int64_t, float, const float*,
-                                std::int64_t, const float*, std::int64_t, float, float*, std::int64_t, float*);
-template void small_gemm<double>(bool, bool, std::int64_t, std::int64_t, std::int64_t, double, const double*,
-                                 std::int64_t, const double*, std::int64_t, double, double*, std::int64_t, double*);
+#define CTRAX_SMALL_GEMM(T)                                                                                           \
+  template void small_gemm<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t, T, const T*, std::int64_t,        \
+                              const T*, std::int64_t, T, T*, std::int64_t, T*);                                       \
+  template void small_gemm_pack<T>(bool, std::int64_t, std::int64_t, const T*, std::int64_t, T*);                     \
+  template void small_gemm_packed<T>(bool, std::int64_t, std::int64_t, std::int64_t, T, const T*, std::int64_t,       \
+                                     const T*, std::int64_t, T, T*, std::int64_t);
+CTRAX_SMALL_GEMM(float)
+CTRAX_SMALL_GEMM(double)
+#undef CTRAX_SMALL_GEMM
 
 }  // namespace ctrax::blas

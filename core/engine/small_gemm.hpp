@@ -45,4 +45,15 @@ template <class T>
 void small_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A,
                 std::int64_t lda, const T* B, std::int64_t ldb, T beta, T* C, std::int64_t ldc, T* scratch);
 
+// The same in two steps, for an op(B) several products read a corner of: attention's keys and
+// values, which a causal slice's query blocks read in growing prefixes. small_gemm_pack packs
+// op(B), K_packed × N_packed, into `panels` (small_gemm_scratch(K_packed, N_packed) elements);
+// small_gemm_packed multiplies by its first K rows and N columns (K ≤ K_packed, N ≤ N_packed),
+// with small_gemm's bits.
+template <class T>
+void small_gemm_pack(bool tb, std::int64_t K_packed, std::int64_t N_packed, const T* B, std::int64_t ldb, T* panels);
+template <class T>
+void small_gemm_packed(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A, std::int64_t lda,
+                       const T* panels, std::int64_t K_packed, T beta, T* C, std::int64_t ldc);
+
 }  // namespace ctrax::blas

@@ -170,6 +170,12 @@ class KeyExtents {
   // Query rows [i0, i0 + rows) of slice n: the blocks from block b on that share b's key extent
   // Le. They go through one product: no mask, or one without padding, makes a single L_q-row
   // product, which BLAS runs faster than four 64-row ones. next_block follows the run.
+  // The most keys any of slice n's blocks multiplies by.
+  std::int64_t widest(std::int64_t n, std::int64_t Lq) const {
+    const std::int64_t* e = of(n);
+    return *std::max_element(e, e + (Lq + kQueryBlock - 1) / kQueryBlock);
+  }
+
   struct Run { std::int64_t i0, rows, Le, next_block; };
   Run run(std::int64_t n, std::int64_t b, std::int64_t Lq) const {
     const std::int64_t* e = of(n);
@@ -223,22 +229,48 @@ void for_each_slice(const Dims& D, const KeyExtents& extents, std::int64_t scrat
   for (std::int64_t n = 0; n < N; ++n) f(n, room.get());
 }
 
-// A slice's product, C = alpha · op(A) op(B) + beta · C: small_gemm's (core/engine/small_gemm.hpp:
-// no zeroing of C, op(B) alone copied, into `pack`) from 8 rows of C where it pays, products not
-// rounded; else BLAS's. Decoding's one row per token keeps BLAS's matrix-vector kernels, which
+// Whether a slice's product of M rows with K terms per sum goes through small_gemm
+// (core/engine/small_gemm.hpp: no zeroing of C, op(B) alone copied): from 8 rows where it pays,
+// products not rounded. Decoding's one row per token keeps BLAS's matrix-vector kernels, which
 // read the cached keys once, where a copy of them would be a second read.
+bool small_product(bool bf16, std::int64_t M, std::int64_t K) { return !bf16 && M >= 8 && blas::small_gemm_pays(K); }
+
+// A slice's keys or values as small_gemm_pack packed them once for all its query blocks — a causal
+// slice's blocks read growing prefixes of them — or nothing (panels null).
+template <class T>
+struct Packed {
+  const T* panels = nullptr;
+  std::int64_t rows = 0;   // K_packed
+};
+
+// A slice's product, C = alpha · op(A) op(B) + beta · C: small_gemm's when small_product says so —
+// from op(B) packed beforehand when given, else packed into `pack` — otherwise BLAS's.
 template <class T>
 void slice_product(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A,
-                   std::int64_t lda, const T* B, std::int64_t ldb, T beta, T* C, std::int64_t ldc, bool bf16, T* pack) {
-  if (!bf16 && M >= 8 && blas::small_gemm_pays(K))
-    blas::small_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, pack);
-  else
+                   std::int64_t lda, const T* B, std::int64_t ldb, T beta, T* C, std::int64_t ldc, bool bf16, T* pack,
+                   Packed<T> packed = {}) {
+  if (!small_product(bf16, M, K))
     blas::gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bf16);
+  else if (packed.panels)
+    blas::small_gemm_packed(ta, M, N, K, alpha, A, lda, packed.panels, packed.rows, beta, C, ldc);
+  else
+    blas::small_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, pack);
+}
+
+// op(B) (K × N) packed into `room` for the slice's blocks when their products take small_gemm.
+template <class T>
+Packed<T> pack_for_blocks(const Dims& D, bool tb, std::int64_t K, std::int64_t N, const T* B, std::int64_t ldb,
+                          bool bf16, T* room) {
+  if (!small_product(bf16, D.Lq, K)) return {};
+  blas::small_gemm_pack(tb, K, N, B, ldb, room);
+  return {room, K};
 }
 
 // Room for slice_product's copy of op(B) in any of a slice's products (op(B) at most
-// max(L_q, L_k) × max(d, d_v, L_k)).
-std::int64_t pack_room(const Dims& D, std::size_t element_size) {
+// max(L_q, L_k) × max(d, d_v, L_k)), and for keys or values packed for all its blocks; none when
+// no product can take small_gemm — results of at most `rows` rows (decoding's one), or rounded ones.
+std::int64_t pack_room(const Dims& D, std::int64_t rows, bool bf16, std::size_t element_size) {
+  if (!small_product(bf16, rows, 1)) return 0;
   const std::int64_t terms = std::max({D.Lq, D.Lk, D.d, D.dv}), columns = std::max({D.Lk, D.d, D.dv});
   return blas::small_gemm_scratch(std::min(terms, blas::kSmallGemmMaxTerms), columns, element_size);
 }
@@ -260,19 +292,24 @@ void forward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex&
   const T scale = T(1) / std::sqrt(static_cast<T>(D.d));
   const std::int64_t LL = D.Lq * D.Lk;
   const KeyExtents extents(mask, D);
-  const std::int64_t kept_room = keep ? LL : 0, room = kept_room + pack_room(D, sizeof(T));
+  const std::int64_t kept_room = keep ? LL : 0, pack_size = pack_room(D, D.Lq, bf16, sizeof(T)),
+                     room = kept_room + 3 * pack_size;
   const auto slice = [&](std::int64_t n, T* scratch) {
     const T sc = scale, ks = keep_scale;   // locals, not captures: see backward
-    T* const pack = scratch + kept_room;
+    T* const b_room = scratch + kept_room;   // op(B)'s copy for a product, then Kᵀ's and V's
     T* Pn = P + n * LL;
     const T *qn = q + D.q_at(n), *kn = k + D.k_at(n), *vn = v + D.v_at(n);
     const std::int64_t ld_q = D.ld_q(), ld_k = D.ld_k(), ld_v = D.ld_v(), ld_out = D.ld_out();
+    // Kᵀ and V packed once for the blocks (each reads their first Le keys).
+    const std::int64_t widest = extents.widest(n, D.Lq);
+    const Packed<T> k_t = pack_for_blocks(D, true, D.d, widest, kn, ld_k, bf16, b_room + pack_size),
+                    v_p = pack_for_blocks(D, false, widest, D.dv, vn, ld_v, bf16, b_room + 2 * pack_size);
     const std::uint8_t* m = mask.data ? mask.slice(n) : nullptr;
     for (std::int64_t b = 0; b * kQueryBlock < D.Lq;) {
       const auto [i0, rows, Le, next_block] = extents.run(n, b, D.Lq);
       b = next_block;
       slice_product(false, true, rows, Le, D.d, sc, qn + i0 * ld_q, ld_q, kn, ld_k, T(0), Pn + i0 * D.Lk, D.Lk, bf16,
-                    pack);
+                    b_room, k_t);
       const std::int64_t Lw = vector_width(Le, D.Lk);
       for (std::int64_t i = i0; i < i0 + rows; ++i) {
         T* row = Pn + i * D.Lk;
@@ -324,15 +361,15 @@ void forward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex&
       }
       const T* Pd = keep ? scratch : Pn + i0 * D.Lk;
       slice_product(false, false, rows, D.dv, Le, T(1), Pd, D.Lk, vn, ld_v, T(0), out + D.out_at(n) + i0 * ld_out,
-                    ld_out, bf16, pack);
+                    ld_out, bf16, b_room, v_p);
     }
   };
   if (n1 < 0) {
     for_each_slice<T>(D, extents, room, slice);
     return;
   }
-  std::vector<T> scratch(static_cast<std::size_t>(room));
-  for (std::int64_t n = n0; n < n1; ++n) slice(n, scratch.data());
+  const std::unique_ptr<T[]> scratch(new T[static_cast<std::size_t>(room)]);   // each pass writes what it reads
+  for (std::int64_t n = n0; n < n1; ++n) slice(n, scratch.get());
 }
 
 template <class T>
@@ -342,7 +379,8 @@ void backward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex
   const T scale = T(1) / std::sqrt(static_cast<T>(D.d));
   const std::int64_t LL = D.Lq * D.Lk;
   const KeyExtents extents(mask, D);
-  for_each_slice<T>(D, extents, 2 * LL + pack_room(D, sizeof(T)), [&](std::int64_t n, T* scratch) {
+  const std::int64_t pack_size = pack_room(D, std::max(D.Lq, D.Lk), bf16, sizeof(T));
+  for_each_slice<T>(D, extents, 2 * LL + 3 * pack_size, [&](std::int64_t n, T* scratch) {
     // Local copies: read through the lambda's capture, the compiler must assume a store to a row
     // could change them, reloads them per element and keeps the loops scalar (the dropout loop
     // below ran several times slower so: docs/11_performance.md).
@@ -354,7 +392,11 @@ void backward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex
     T *dqn = dq + D.q_at(n), *dkn = dk + D.k_at(n), *dvn = dv + D.v_at(n);
     T* Pd = scratch;        // P̃ (each block's rows up to its key extent; P itself without dropout)
     T* dS = scratch + LL;   // dP̃, then dP, then dS
-    T* const pack = scratch + 2 * LL;
+    T* const b_room = scratch + 2 * LL;   // op(B)'s copy for a product, then Vᵀ's and K's
+    // Vᵀ and K packed once for the blocks (each reads their first Le keys).
+    const std::int64_t widest = extents.widest(n, D.Lq);
+    const Packed<T> v_t = pack_for_blocks(D, true, D.dv, widest, vn, ld_v, bf16, b_room + pack_size),
+                    k_p = pack_for_blocks(D, false, widest, D.d, kn, ld_k, bf16, b_room + 2 * pack_size);
     // The blocks add their shares of dK and dV (rows = keys) into the rows the blocks before them
     // wrote, the first `written`, and write the rest up to their key extent; rows no block reaches
     // are zeroed at the end. Cut by rows of the result, the products' numbers are the same.
@@ -376,9 +418,9 @@ void backward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex
           apply_keep(Pn + i * D.Lk, keep + n * LL + i * D.Lk, ks, Lw, Pd + i * D.Lk);
       key_rows([&](std::int64_t j0, std::int64_t j1, T beta) {   // dV
         slice_product(true, false, j1 - j0, D.dv, rows, T(1), (keep ? Pd : Pn) + i0 * D.Lk + j0, D.Lk, dOb, ld_out,
-                      beta, dvn + j0 * ld_v, ld_v, bf16, pack);
+                      beta, dvn + j0 * ld_v, ld_v, bf16, b_room);
       });
-      slice_product(false, true, rows, Le, D.dv, T(1), dOb, ld_out, vn, ld_v, T(0), dSb, D.Lk, bf16, pack);
+      slice_product(false, true, rows, Le, D.dv, T(1), dOb, ld_out, vn, ld_v, T(0), dSb, D.Lk, bf16, b_room, v_t);
       for (std::int64_t i = i0; i < i0 + rows; ++i) {
         T* row = dS + i * D.Lk;
         const T* p = Pn + i * D.Lk;
@@ -407,10 +449,11 @@ void backward(const Dims& D, const T* q, const T* k, const T* v, const MaskIndex
           if (m) mask.fill_masked(m, i, row, Lw, T(0));
         }
       }
-      slice_product(false, false, rows, D.d, Le, T(1), dSb, D.Lk, kn, ld_k, T(0), dqn + i0 * ld_q, ld_q, bf16, pack);
+      slice_product(false, false, rows, D.d, Le, T(1), dSb, D.Lk, kn, ld_k, T(0), dqn + i0 * ld_q, ld_q, bf16,
+                    b_room, k_p);
       key_rows([&](std::int64_t j0, std::int64_t j1, T beta) {   // dK
         slice_product(true, false, j1 - j0, D.d, rows, T(1), dSb + j0, D.Lk, qn + i0 * ld_q, ld_q, beta,
-                      dkn + j0 * ld_k, ld_k, bf16, pack);
+                      dkn + j0 * ld_k, ld_k, bf16, b_room);
       });
       written = std::max(written, Le);
     }

@@ -321,8 +321,8 @@ TEST_CASE("products of 2 to 8 rows (decoding a batch or a beam) equal the refere
   expect_gradients([](const V& v) { return matmul(v[0], v[1]); }, {randn({4, 16}, 42), randn({16, 64}, 43)});
 }
 
-TEST_CASE("small_gemm (attention's slices) equals the reference, every transpose, tail and beta; any block of C alone "
-          "gets the same bits") {
+TEST_CASE("small_gemm (attention's slices) equals the reference, every transpose, tail and beta; any block of C alone, "
+          "or a corner of a packed op(B), gets the same bits") {
   // Sizes around its blocks (12 or 6 rows, 2 vectors of columns) and tails, in matrices with
   // leading dimensions past their extents, as attention's heads lie.
   for (const bool ta : {false, true})
@@ -357,6 +357,15 @@ TEST_CASE("small_gemm (attention's slices) equals the reference, every transpose
                            scratch.data());
           for (std::int64_t m = m0; m < M; ++m)
             for (std::int64_t n = n0; n < N; ++n) REQUIRE(part[m * ldc + n] == C[m * ldc + n]);
+          // op(B) packed once, a product from its first K' rows and N' columns (a causal block's
+          // keys): small_gemm's bits on that corner.
+          const std::int64_t K1 = (K + 1) / 2, N1 = (N + 1) / 2;
+          std::vector<float> panels(static_cast<std::size_t>(blas::small_gemm_scratch(K, N, sizeof(float))));
+          blas::small_gemm_pack(tb, K, N, B.data(), ldb, panels.data());
+          std::vector<float> corner(C.size(), 0.25f), direct(C.size(), 0.25f);
+          blas::small_gemm_packed(ta, M, N1, K1, 0.5f, A.data(), lda, panels.data(), K, beta, corner.data(), ldc);
+          blas::small_gemm(ta, tb, M, N1, K1, 0.5f, A.data(), lda, B.data(), ldb, beta, direct.data(), ldc, scratch.data());
+          REQUIRE(corner == direct);
         }
       }
 }
