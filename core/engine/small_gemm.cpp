@@ -18,9 +18,12 @@ constexpr int kVectorBytes = 64;
 constexpr int kRows = 6;
 constexpr int kVectorBytes = 32;
 #endif
-// NB: two vectors of T.
+// NB: two vectors of elements of this size.
+constexpr std::int64_t columns(std::size_t element_size) {
+  return 2 * kVectorBytes / static_cast<std::int64_t>(element_size);
+}
 template <class T>
-constexpr std::int64_t kColumns = 2 * kVectorBytes / static_cast<std::int64_t>(sizeof(T));
+constexpr std::int64_t kColumns = columns(sizeof(T));
 
 // op(B) (K × N) into panels of NB columns: panel p holds columns p·NB … of every row k at
 // panels[(p·K + k)·NB …], the last panel's columns past N zero. A product may read the first rows
@@ -125,7 +128,7 @@ bool small_gemm_pays(std::int64_t K) {
 }
 
 std::int64_t small_gemm_scratch(std::int64_t K, std::int64_t N, std::size_t element_size) {
-  const std::int64_t NB = 2 * kVectorBytes / static_cast<std::int64_t>(element_size);
+  const std::int64_t NB = columns(element_size);
   return K * ((N + NB - 1) / NB) * NB;
 }
 
