@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <type_traits>
 #include <utility>
 
 #include "core/engine/full_width.hpp"
 #include "core/engine/gemm_bf16.hpp"
 #include "core/engine/parallel.hpp"
+#include "core/engine/small_gemm.hpp"
 #include "core/engine/weight_panels.hpp"
 
 namespace ctrax::blas {
@@ -233,6 +235,9 @@ namespace {
 
 // A product of a few rows or one column splits over the team from a matrix of this many elements.
 constexpr std::int64_t kStreamedOnTeam = 1 << 15;
+// The least rows and columns a product needs to go through small_gemm_team: a few of its blocks of
+// rows, and panels mostly full (narrower ones are padded with zeros).
+constexpr std::int64_t kTeamGemmRows = 96, kTeamGemmColumns = 64;
 
 // Thread t's columns of an N-column product cut without panels: blocks in multiples of 16, the
 // last thread to the end.
@@ -389,6 +394,15 @@ void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_
     });
     return;
   }
+  // A large product of A itself (the layers' forward, and their inputs' gradients through Wᵀ): where
+  // our own kernel pays, op(B) packed once for the team and the rows taken in turn
+  // (small_gemm_team, small_gemm.hpp). Float only: double products (gradient checks) keep BLAS.
+  if constexpr (std::is_same_v<T, float>)
+    if (!ta && !bf16 && M >= kTeamGemmRows && N >= kTeamGemmColumns &&
+        small_gemm_pays(std::min(K, kSmallGemmMaxTerms))) {
+      small_gemm_team(tb, M, N, K, alpha, A, B, beta, C);
+      return;
+    }
   const bool by_rows = M >= N;
   const std::int64_t extent = by_rows ? M : N;
   const auto [parts, block] = blocks_of(extent);

@@ -3,7 +3,9 @@
 // ONE THREAD POOL. OpenBLAS runs single-threaded, always; ctrax parallelises with OpenMP:
 //   - one large product is cut into 2 or 4 blocks of rows (or of columns, when the result is
 //     wide and short), by its size alone (runtime.hpp, FIXED PARTS: the same bits on any number
-//     of threads), and the threads share the blocks, each running sgemm on its own;
+//     of threads), and the threads share the blocks, each running sgemm on its own — or, where
+//     our own kernel pays (small_gemm.hpp), the team packs op(B) once and the threads take
+//     blocks of rows in turn, each element's bits the same whoever makes it;
 //   - many small products (attention heads) run side by side, one per thread.
 // Two pools (OpenBLAS's pthreads and OpenMP's) each spin-wait after their work and steal the
 // other's core: on 2 cores a sizeable share of a Transformer step (docs/11_performance.md). With one

@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
+#include <memory>
 #include <utility>
 
 #include "core/engine/full_width.hpp"
+#include "core/engine/parallel.hpp"
 
 namespace ctrax::blas {
 
@@ -155,12 +158,54 @@ void small_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K
   small_gemm_packed(ta, M, N, K, alpha, A, lda, scratch, K, beta, C, ldc);
 }
 
+template <class T>
+void small_gemm_team(bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A, const T* B, T beta,
+                     T* C) {
+  if (M <= 0 || N <= 0) return;
+  constexpr std::int64_t NB = kColumns<T>;
+  // The rows a thread takes at a time: enough for the loop over them to stay out of the way, few
+  // enough that the last block leaves the other thread little to wait for.
+  constexpr std::int64_t kBlockRows = 8 * kRows;
+  const std::int64_t ldb = tb ? K : N;
+  const std::int64_t chunks = (K + kSmallGemmMaxTerms - 1) / kSmallGemmMaxTerms;
+  const std::int64_t panels = (N + NB - 1) / NB;
+  const std::int64_t chunk_size = small_gemm_scratch(kSmallGemmMaxTerms, N, sizeof(T));
+  // Uninitialised: every panel of every chunk is packed before it is read.
+  const std::unique_ptr<T[]> packed(new T[static_cast<std::size_t>(chunks * chunk_size)]);
+  const std::int64_t row_blocks = (M + kBlockRows - 1) / kBlockRows;
+  std::atomic<std::int64_t> next{0};
+  TeamBarrier packed_all;
+  parallel_team([&](int t, int threads) {
+    const std::int64_t units = chunks * panels;   // one panel of one chunk each
+    for (std::int64_t u = units * t / threads; u < units * (t + 1) / threads; ++u) {
+      const std::int64_t c = u / panels, n0 = u % panels * NB;
+      const std::int64_t k0 = c * kSmallGemmMaxTerms, terms = std::min(kSmallGemmMaxTerms, K - k0);
+      pack(tb, terms, std::min(NB, N - n0), tb ? B + n0 * ldb + k0 : B + k0 * ldb + n0, ldb,
+           packed.get() + c * chunk_size + n0 * terms);
+    }
+    packed_all.arrive_and_wait(threads);
+    for (std::int64_t b = next.fetch_add(1, std::memory_order_relaxed); b < row_blocks;
+         b = next.fetch_add(1, std::memory_order_relaxed)) {
+      const std::int64_t r1 = std::min(M, (b + 1) * kBlockRows);
+      // Each row block of kRows times every panel, chunk after chunk: its rows of A stay in the
+      // nearest cache while the panels stream past.
+      for (std::int64_t r0 = b * kBlockRows; r0 < r1; r0 += kRows)
+        for (std::int64_t c = 0; c < chunks; ++c) {
+          const std::int64_t k0 = c * kSmallGemmMaxTerms, terms = std::min(kSmallGemmMaxTerms, K - k0);
+          blocks<T, false>(std::min<std::int64_t>(kRows, r1 - r0), N, terms, alpha, A + r0 * K + k0, K,
+                           packed.get() + c * chunk_size, terms, c == 0 ? beta : T(1), C + r0 * N, N);
+        }
+    }
+  });
+}
+
 #define CTRAX_SMALL_GEMM(T)                                                                                           \
   template void small_gemm<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t, T, const T*, std::int64_t,        \
                               const T*, std::int64_t, T, T*, std::int64_t, T*);                                       \
   template void small_gemm_pack<T>(bool, std::int64_t, std::int64_t, const T*, std::int64_t, T*);                     \
   template void small_gemm_packed<T>(bool, std::int64_t, std::int64_t, std::int64_t, T, const T*, std::int64_t,       \
-                                     const T*, std::int64_t, T, T*, std::int64_t);
+                                     const T*, std::int64_t, T, T*, std::int64_t);                                   \
+  template void small_gemm_team<T>(bool, std::int64_t, std::int64_t, std::int64_t, T, const T*, const T*, T, T*);
 CTRAX_SMALL_GEMM(float)
 CTRAX_SMALL_GEMM(double)
 #undef CTRAX_SMALL_GEMM

@@ -1,4 +1,5 @@
-// ctrax/core/engine/small_gemm.hpp — products too small for BLAS's copies (engine room: not installed).
+// ctrax/core/engine/small_gemm.hpp — our own product kernel: products too small for BLAS's copies, and
+// large ones shared by the team (engine room: not installed).
 //
 // Attention multiplies, per (batch, head) slice, matrices of a few hundred rows by one head's 64
 // columns: Q·Kᵀ (L_q × L_k scores from d terms each), P·V (L_q × d_v from L_k terms), and four
@@ -55,5 +56,17 @@ void small_gemm_pack(bool tb, std::int64_t K_packed, std::int64_t N_packed, cons
 template <class T>
 void small_gemm_packed(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A, std::int64_t lda,
                        const T* panels, std::int64_t K_packed, T beta, T* C, std::int64_t ldc);
+
+// C (M × N) = alpha · A op(B) + beta · C, row-major, dense (lda K, ldb K or N, ldc N), on the whole
+// team: a large product's other way through the same kernel (parallel_gemm, gemm.hpp, takes it where
+// small_gemm_pays). The threads pack op(B) once, between them, in chunks of at most
+// kSmallGemmMaxTerms terms, then take blocks of rows of A in turn — whoever is free takes the next —
+// each block's rows times every panel. BLAS's way, a fixed share of rows per thread each packing
+// its own op(B), left the faster thread waiting for the slower at the end of every product
+// (docs/11_performance.md). Each element of C is its chunks' sums in order, each stored and the next
+// added to it: the same bits whoever makes its row, on any number of threads.
+template <class T>
+void small_gemm_team(bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A, const T* B, T beta,
+                     T* C);
 
 }  // namespace ctrax::blas

@@ -370,6 +370,46 @@ TEST_CASE("small_gemm (attention's slices) equals the reference, every transpose
       }
 }
 
+TEST_CASE("small_gemm_team (a large product on the team) equals the reference over chunks of terms; its bits are "
+          "small_gemm's within one chunk and the same on one thread or two") {
+  // Rows past its blocks (96 rows a take, 12 a block) and columns past its panels; K over one chunk
+  // of kSmallGemmMaxTerms and a tail; op(B) either way; beta 0 with NaN in C, 1 and 0.5.
+  const int threads = num_threads();
+  for (const bool tb : {false, true})
+    for (const auto [M, N, K] : std::array<std::array<std::int64_t, 3>, 3>{
+             {{203, 70, 300}, {97, 64, 2 * blas::kSmallGemmMaxTerms + 37}, {12, 33, 5}}}) {
+      std::vector<float> A(static_cast<std::size_t>(M * K)), B(static_cast<std::size_t>(K * N));
+      for (std::size_t i = 0; i < A.size(); ++i) A[i] = std::sin(0.37f * static_cast<float>(i));
+      for (std::size_t i = 0; i < B.size(); ++i) B[i] = std::cos(0.11f * static_cast<float>(i));
+      const auto b = [&](std::int64_t k, std::int64_t n) { return double(tb ? B[n * K + k] : B[k * N + n]); };
+      for (const float beta : {0.f, 1.f, 0.5f}) {
+        CAPTURE(tb); CAPTURE(M); CAPTURE(N); CAPTURE(K); CAPTURE(beta);
+        const float c0 = beta == 0.f ? NAN : 0.25f;
+        std::vector<float> C(static_cast<std::size_t>(M * N), c0), alone(C);
+        set_num_threads(2);
+        blas::small_gemm_team(tb, M, N, K, 0.5f, A.data(), B.data(), beta, C.data());
+        set_num_threads(1);
+        blas::small_gemm_team(tb, M, N, K, 0.5f, A.data(), B.data(), beta, alone.data());
+        set_num_threads(threads);
+        REQUIRE(C == alone);
+        for (std::int64_t m = 0; m < M; ++m)
+          for (std::int64_t n = 0; n < N; ++n) {
+            double sum = 0;
+            for (std::int64_t k = 0; k < K; ++k) sum += double(A[m * K + k]) * b(k, n);
+            const double want = 0.5 * sum + (beta == 0.f ? 0.0 : beta * 0.25);
+            REQUIRE(std::abs(C[m * N + n] - want) <= 1e-5 * (1 + std::abs(sum)));
+          }
+        if (K <= blas::kSmallGemmMaxTerms) {   // one chunk: small_gemm's bits
+          std::vector<float> one(static_cast<std::size_t>(M * N), c0);
+          std::vector<float> scratch(static_cast<std::size_t>(blas::small_gemm_scratch(K, N, sizeof(float))));
+          blas::small_gemm(false, tb, M, N, K, 0.5f, A.data(), K, B.data(), tb ? K : N, beta, one.data(), N,
+                           scratch.data());
+          REQUIRE(one == C);
+        }
+      }
+    }
+}
+
 TEST_CASE("float32 products agree with float64 ones") {
   const Tensor a = randn({64, 32}, 8), b = randn({32, 48}, 9);
   expect_close(matmul(a.to(DType::float32), b.to(DType::float32)), matmul(a, b), 1e-4);
