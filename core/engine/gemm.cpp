@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "core/engine/broadcast.hpp"
 #include "core/engine/full_width.hpp"
 #include "core/engine/gemm_bf16.hpp"
 #include "core/engine/parallel.hpp"
@@ -335,10 +336,26 @@ std::int64_t narrowest_block(std::int64_t extent) {
 
 }  // namespace
 
+// Whether parallel_gemm runs a product through small_gemm_team: a large product of A itself (the
+// layers' forward, and their inputs' gradients through Wᵀ), where our own kernel pays. Float only:
+// double products (gradient checks) keep BLAS.
+template <class T>
+bool team_takes(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, bool bf16) {
+  return std::is_same_v<T, float> && !ta && !bf16 && M >= kTeamGemmRows && N >= kTeamGemmColumns &&
+         small_gemm_pays(std::min(K, kSmallGemmMaxTerms));
+}
+
 template <class T>
 void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T alpha,
-                   const T* A, const T* B, T beta, T* C, bool bf16) {
+                   const T* A, const T* B, T beta, T* C, bool bf16, const T* bias) {
   const std::int64_t lda = ta ? M : K, ldb = tb ? K : N, ldc = N;
+  if (bias != nullptr && !team_takes<T>(ta, M, N, K, bf16)) {   // C starts as the bias, beta 1
+    parallel_chunks(M, M * N >= kParallelElements, [&](std::int64_t r0, std::int64_t r1) {
+      for (std::int64_t r = r0; r < r1; ++r) std::copy_n(bias, N, C + r * N);
+    });
+    beta = T(1);
+    bias = nullptr;
+  }
   // Below ~2 MFLOP a second thread costs more than it saves — except for products with a few rows
   // or one column (decoding), which are bound by reading the matrix: two cores stream it from the
   // caches ~4x faster than one (bench/run.sh M decode), so those split from 32k elements on.
@@ -394,15 +411,11 @@ void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_
     });
     return;
   }
-  // A large product of A itself (the layers' forward, and their inputs' gradients through Wᵀ): where
-  // our own kernel pays, op(B) packed once for the team and the rows taken in turn
-  // (small_gemm_team, small_gemm.hpp). Float only: double products (gradient checks) keep BLAS.
-  if constexpr (std::is_same_v<T, float>)
-    if (!ta && !bf16 && M >= kTeamGemmRows && N >= kTeamGemmColumns &&
-        small_gemm_pays(std::min(K, kSmallGemmMaxTerms))) {
-      small_gemm_team(tb, M, N, K, alpha, A, B, beta, C);
-      return;
-    }
+  // op(B) packed once for the team and the rows taken in turn (small_gemm_team, small_gemm.hpp).
+  if (team_takes<T>(ta, M, N, K, bf16)) {
+    small_gemm_team(tb, M, N, K, alpha, A, B, beta, C, bias);
+    return;
+  }
   const bool by_rows = M >= N;
   const std::int64_t extent = by_rows ? M : N;
   const auto [parts, block] = blocks_of(extent);
@@ -542,8 +555,8 @@ template void one_row_products<float>(std::int64_t, const float*, const std::vec
 template void one_row_products<double>(std::int64_t, const double*, const std::vector<RowProduct<double>>&);
 
 template void parallel_gemm<float>(bool, bool, std::int64_t, std::int64_t, std::int64_t, float,
-                                   const float*, const float*, float, float*, bool);
+                                   const float*, const float*, float, float*, bool, const float*);
 template void parallel_gemm<double>(bool, bool, std::int64_t, std::int64_t, std::int64_t, double,
-                                    const double*, const double*, double, double*, bool);
+                                    const double*, const double*, double, double*, bool, const double*);
 
 }  // namespace ctrax::blas

@@ -35,10 +35,12 @@ void gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, doub
           double* C, std::int64_t ldc, bool bf16 = false);
 
 // The same, dense operands (lda, ldb, ldc = row lengths), on all threads when large enough.
-// bf16 as for gemm.
+// bf16 as for gemm. With a bias (N values, beta 0): C = alpha · op(A) op(B) + bias in every row —
+// a Dense layer's output, the bias added as the sums are stored where our own kernel takes the
+// product (small_gemm_team), else C filled with it first and the product added (beta 1): the same bits.
 template <class T>
 void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T alpha,
-                   const T* A, const T* B, T beta, T* C, bool bf16 = false);
+                   const T* A, const T* B, T beta, T* C, bool bf16 = false, const T* bias = nullptr);
 
 // One row times several matrices, C_i = a·B_i + C_i (a of length K; each B_i a dense K × N_i, not
 // transposed, a different matrix from the others; float products, never rounded), in ONE team job

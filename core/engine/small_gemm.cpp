@@ -59,7 +59,7 @@ void pack(bool tb, std::int64_t K, std::int64_t N, const T* B, std::int64_t ldb,
 // panel, into NB columns of C's MR rows.
 template <class T, int MR, bool TA>
 CTRAX_FULL_WIDTH_VECTORS void block(std::int64_t K, T alpha, const T* A, std::int64_t lda, const T* panel, T beta,
-                                    T* C, std::int64_t ldc) {
+                                    const T* bias, T* C, std::int64_t ldc) {
   constexpr int NB = static_cast<int>(kColumns<T>);
   T acc[MR][NB];
   for (int m = 0; m < MR; ++m)
@@ -74,7 +74,10 @@ CTRAX_FULL_WIDTH_VECTORS void block(std::int64_t K, T alpha, const T* A, std::in
     }
   for (int m = 0; m < MR; ++m) {
     T* const c = C + m * ldc;
-    if (beta == T(0)) {
+    if (bias != nullptr) {   // in place of beta · C (the same bits as C holding the bias, beta 1)
+#pragma omp simd
+      for (int j = 0; j < NB; ++j) c[j] = alpha * acc[m][j] + bias[j];
+    } else if (beta == T(0)) {
 #pragma omp simd
       for (int j = 0; j < NB; ++j) c[j] = alpha * acc[m][j];
     } else {
@@ -86,13 +89,14 @@ CTRAX_FULL_WIDTH_VECTORS void block(std::int64_t K, T alpha, const T* A, std::in
 
 template <class T, bool TA, int... MRs>
 constexpr auto block_table(std::integer_sequence<int, MRs...>) {
-  using Block = void (*)(std::int64_t, T, const T*, std::int64_t, const T*, T, T*, std::int64_t);
+  using Block = void (*)(std::int64_t, T, const T*, std::int64_t, const T*, T, const T*, T*, std::int64_t);
   return std::array<Block, sizeof...(MRs)>{block<T, MRs + 1, TA>...};
 }
 
+// With a bias (N values), C = alpha · op(A) op(B) + bias in each row, beta unused.
 template <class T, bool TA>
 void blocks(std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A, std::int64_t lda, const T* panels,
-            std::int64_t K_packed, T beta, T* C, std::int64_t ldc) {
+            std::int64_t K_packed, T beta, T* C, std::int64_t ldc, const T* bias = nullptr) {
   static constexpr auto table = block_table<T, TA>(std::make_integer_sequence<int, kRows>{});
   constexpr std::int64_t NB = kColumns<T>;
   for (std::int64_t n0 = 0; n0 < N; n0 += NB) {
@@ -100,20 +104,23 @@ void blocks(std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A,
     const std::int64_t w = std::min(NB, N - n0);
     for (std::int64_t m0 = 0; m0 < M; m0 += kRows) {
       const std::int64_t rows = std::min<std::int64_t>(kRows, M - m0);
-      const auto run = [&](T* c, std::int64_t ldc_) {
-        table[static_cast<std::size_t>(rows - 1)](K, alpha, TA ? A + m0 : A + m0 * lda, lda, panel, beta, c, ldc_);
+      const auto run = [&](T b, const T* row_bias, T* c, std::int64_t ldc_) {
+        table[static_cast<std::size_t>(rows - 1)](K, alpha, TA ? A + m0 : A + m0 * lda, lda, panel, b, row_bias, c,
+                                                  ldc_);
       };
       T* const c = C + m0 * ldc + n0;
       if (w == NB) {
-        run(c, ldc);
+        run(beta, bias ? bias + n0 : nullptr, c, ldc);
         continue;
       }
       // The last panel's block, narrower than NB: through a whole-width block of its own, so that
-      // the kernel keeps one form (its sums stored from the registers).
+      // the kernel keeps one form (its sums stored from the registers); a bias there is what the
+      // block starts from, beta 1 (the same bits).
       T edge[kRows * NB];
       for (std::int64_t m = 0; m < rows; ++m)
-        for (std::int64_t j = 0; j < NB; ++j) edge[m * NB + j] = beta == T(0) || j >= w ? T(0) : c[m * ldc + j];
-      run(edge, NB);
+        for (std::int64_t j = 0; j < NB; ++j)
+          edge[m * NB + j] = j >= w ? T(0) : bias ? bias[n0 + j] : beta == T(0) ? T(0) : c[m * ldc + j];
+      run(bias ? T(1) : beta, nullptr, edge, NB);
       for (std::int64_t m = 0; m < rows; ++m) std::copy_n(edge + m * NB, w, c + m * ldc);
     }
   }
@@ -160,7 +167,7 @@ void small_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K
 
 template <class T>
 void small_gemm_team(bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A, const T* B, T beta,
-                     T* C) {
+                     T* C, const T* bias) {
   if (M <= 0 || N <= 0) return;
   constexpr std::int64_t NB = kColumns<T>;
   // The rows a thread takes at a time: enough for the loop over them to stay out of the way, few
@@ -193,7 +200,8 @@ void small_gemm_team(bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T 
         for (std::int64_t c = 0; c < chunks; ++c) {
           const std::int64_t k0 = c * kSmallGemmMaxTerms, terms = std::min(kSmallGemmMaxTerms, K - k0);
           blocks<T, false>(std::min<std::int64_t>(kRows, r1 - r0), N, terms, alpha, A + r0 * K + k0, K,
-                           packed.get() + c * chunk_size, terms, c == 0 ? beta : T(1), C + r0 * N, N);
+                           packed.get() + c * chunk_size, terms, c == 0 ? beta : T(1), C + r0 * N, N,
+                           c == 0 ? bias : nullptr);
         }
     }
   });
@@ -205,7 +213,8 @@ void small_gemm_team(bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T 
   template void small_gemm_pack<T>(bool, std::int64_t, std::int64_t, const T*, std::int64_t, T*);                     \
   template void small_gemm_packed<T>(bool, std::int64_t, std::int64_t, std::int64_t, T, const T*, std::int64_t,       \
                                      const T*, std::int64_t, T, T*, std::int64_t);                                   \
-  template void small_gemm_team<T>(bool, std::int64_t, std::int64_t, std::int64_t, T, const T*, const T*, T, T*);
+  template void small_gemm_team<T>(bool, std::int64_t, std::int64_t, std::int64_t, T, const T*, const T*, T, T*,    \
+                                   const T*);
 CTRAX_SMALL_GEMM(float)
 CTRAX_SMALL_GEMM(double)
 #undef CTRAX_SMALL_GEMM

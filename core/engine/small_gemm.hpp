@@ -64,9 +64,12 @@ void small_gemm_packed(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, 
 // each block's rows times every panel. BLAS's way, a fixed share of rows per thread each packing
 // its own op(B), left the faster thread waiting for the slower at the end of every product
 // (docs/11_performance.md). Each element of C is its chunks' sums in order, each stored and the next
-// added to it: the same bits whoever makes its row, on any number of threads.
+// added to it: the same bits whoever makes its row, on any number of threads. With a bias (N values),
+// C = alpha · A op(B) + bias in every row, beta unused: a Dense layer's bias added as its sums are
+// stored, where C filled with the bias first took a pass of its own and the sums read it back —
+// the same bits.
 template <class T>
 void small_gemm_team(bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A, const T* B, T beta,
-                     T* C);
+                     T* C, const T* bias = nullptr);
 
 }  // namespace ctrax::blas

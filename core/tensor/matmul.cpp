@@ -117,11 +117,11 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
     dispatch_float(x.dtype(), [&]<class T>(T) {
       const T* pb = b.data<T>();
       T* po = out.data<T>();
-      parallel_chunks(M, M * N >= kParallelElements, [&](std::int64_t r0, std::int64_t r1) {
-        for (std::int64_t r = r0; r < r1; ++r) std::copy_n(pb, N, po + r * N);
-      });
-      if (M > 0 && N > 0 && K > 0)
-        blas::parallel_gemm(false, false, M, N, K, T(1), x.data<T>(), w.data<T>(), T(1), po, product_rounds(x.dtype()));
+      if (M > 0 && N > 0 && K > 0)   // the bias added as the product is stored (gemm.hpp)
+        blas::parallel_gemm(false, false, M, N, K, T(1), x.data<T>(), w.data<T>(), T(0), po, product_rounds(x.dtype()),
+                            pb);
+      else
+        for (std::int64_t r = 0; r < M; ++r) std::copy_n(pb, N, po + r * N);
     });
     return record(kLinear, out, {x, w, b}, [x, w, K, N, b_grad = b.requires_grad(), precision = product_precision()](
                                                const Tensor& g, std::span<const Tensor> into) {

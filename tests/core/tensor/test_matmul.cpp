@@ -371,7 +371,7 @@ TEST_CASE("small_gemm (attention's slices) equals the reference, every transpose
 }
 
 TEST_CASE("small_gemm_team (a large product on the team) equals the reference over chunks of terms; its bits are "
-          "small_gemm's within one chunk and the same on one thread or two") {
+          "small_gemm's within one chunk, the same on one thread or two, and with a bias those of C holding it") {
   // Rows past its blocks (96 rows a take, 12 a block) and columns past its panels; K over one chunk
   // of kSmallGemmMaxTerms and a tail; op(B) either way; beta 0 with NaN in C, 1 and 0.5.
   const int threads = num_threads();
@@ -399,6 +399,14 @@ TEST_CASE("small_gemm_team (a large product on the team) equals the reference ov
             const double want = 0.5 * sum + (beta == 0.f ? 0.0 : beta * 0.25);
             REQUIRE(std::abs(C[m * N + n] - want) <= 1e-5 * (1 + std::abs(sum)));
           }
+        if (beta == 1.f) {   // a bias added as the sums are stored: C filled with it first, the same bits
+          std::vector<float> bias(static_cast<std::size_t>(N)), filled(C.size()), added(C.size(), NAN);
+          for (std::int64_t n = 0; n < N; ++n) bias[n] = std::cos(0.7f * static_cast<float>(n));
+          for (std::size_t i = 0; i < filled.size(); ++i) filled[i] = bias[i % N];
+          blas::small_gemm_team(tb, M, N, K, 0.5f, A.data(), B.data(), 1.f, filled.data());
+          blas::small_gemm_team(tb, M, N, K, 0.5f, A.data(), B.data(), 0.f, added.data(), bias.data());
+          REQUIRE(added == filled);
+        }
         if (K <= blas::kSmallGemmMaxTerms) {   // one chunk: small_gemm's bits
           std::vector<float> one(static_cast<std::size_t>(M * N), c0);
           std::vector<float> scratch(static_cast<std::size_t>(blas::small_gemm_scratch(K, N, sizeof(float))));
