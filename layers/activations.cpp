@@ -22,14 +22,22 @@ class ReluLayer final : public Layer {
     return b.replace_top(1, [&](const auto& x) { return b.relu(x[0]); });
   }
 
-  // The execution plan's rule (core/layer/plan.hpp): Relu then a Dropout that drops, as one op
-  // (relu_dropout) — the feed-forward block of every Transformer, Dense → Relu → Dropout.
+  // The execution plan's rules (core/layer/plan.hpp): Relu then a Dropout that drops, as one op
+  // (relu_dropout) — and with the Dense before it (with a bias), as one op too (linear_relu_dropout,
+  // core/tensor/matmul.hpp): the feed-forward block of every Transformer in training, Dense → Relu →
+  // Dropout.
   std::optional<FusedRun> fuses_with(const Layer* previous, std::span<const LayerPtr> after) const override {
-    if (previous || after.empty() || !drops(*after[0])) return std::nullopt;
-    return FusedRun{.n_after = 1};
+    if (after.empty() || !drops(*after[0])) return std::nullopt;
+    if (previous && !dense_weights(*previous)) return std::nullopt;
+    return FusedRun{.with_previous = previous != nullptr, .n_after = 1};
   }
-  std::optional<Stack> forward_fused(const Stack& inputs, Layer*, std::span<const LayerPtr> after) override {
-    return Stack{dropout_of_relu(*after[0], inputs[0])};
+  std::optional<Stack> forward_fused(const Stack& inputs, Layer* previous, std::span<const LayerPtr> after) override {
+    if (!previous) return Stack{dropout_of_relu(*after[0], inputs[0])};
+    const auto [w, b] = *dense_weights(*previous);
+    const Tensor& x = inputs[0];
+    // Inputs the Dense would refuse: decline, and the layers one by one give the tree's error.
+    if (x.rank() < 1 || x.dim(-1) != w.dim(0)) return std::nullopt;
+    return Stack{dropout_of_dense_relu(*after[0], x, w, b)};
   }
 };
 }  // namespace

@@ -1,6 +1,7 @@
 #include "layers/dropout.hpp"
 
 #include "core/tensor/dropout.hpp"
+#include "core/tensor/matmul.hpp"
 #include "layers/internal/plan_queries.hpp"
 
 namespace ctrax::layers {
@@ -24,6 +25,9 @@ class DropoutLayer final : public Layer {
   bool drops() const { return mode() == Mode::train && rate_ != 0.0; }
   bool passes_through() const override { return !drops(); }
   Tensor of_relu(const Tensor& x) const { return relu_dropout(x, rate_, rng(), shared_axes_); }
+  Tensor of_dense_relu(const Tensor& x, const Tensor& w, const Tensor& b) const {
+    return linear_relu_dropout(x, w, b, rate_, rng(), shared_axes_);
+  }
 
  private:
   double rate_;
@@ -39,6 +43,9 @@ bool drops(const Layer& layer) {
 
 Tensor dropout_of_relu(const Layer& dropout_layer, const Tensor& x) {
   return dynamic_cast<const DropoutLayer&>(dropout_layer).of_relu(x);
+}
+Tensor dropout_of_dense_relu(const Layer& dropout_layer, const Tensor& x, const Tensor& w, const Tensor& b) {
+  return dynamic_cast<const DropoutLayer&>(dropout_layer).of_dense_relu(x, w, b);
 }
 
 LayerPtr Dropout(DropoutOptions options, std::source_location created) {

@@ -236,6 +236,8 @@ namespace {
 
 // A product of a few rows or one column splits over the team from a matrix of this many elements.
 constexpr std::int64_t kStreamedOnTeam = 1 << 15;
+// Any other product runs on the team from this many multiply-adds (M·N·K) on: below, on this thread.
+constexpr std::int64_t kTeamProduct = 1 << 20;
 // The least rows and columns a product needs to go through small_gemm_team: a few of its blocks of
 // rows, and panels mostly full (narrower ones are padded with zeros).
 constexpr std::int64_t kTeamGemmRows = 96, kTeamGemmColumns = 64;
@@ -336,13 +338,12 @@ std::int64_t narrowest_block(std::int64_t extent) {
 
 }  // namespace
 
-// Whether parallel_gemm runs a product through small_gemm_team: a large product of A itself (the
-// layers' forward, and their inputs' gradients through Wᵀ), where our own kernel pays. Float only:
-// double products (gradient checks) keep BLAS.
+// A large product of A itself: the layers' forward, and their inputs' gradients through Wᵀ. Float
+// only: double products (gradient checks) keep BLAS.
 template <class T>
 bool team_takes(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, bool bf16) {
   return std::is_same_v<T, float> && !ta && !bf16 && M >= kTeamGemmRows && N >= kTeamGemmColumns &&
-         small_gemm_pays(std::min(K, kSmallGemmMaxTerms));
+         M * N * K >= kTeamProduct && small_gemm_pays(std::min(K, kSmallGemmMaxTerms));
 }
 
 template <class T>
@@ -362,7 +363,7 @@ void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_
   // Every decision here reads the sizes alone, never the team's (runtime.hpp, FIXED PARTS).
   const bool streaming = M <= 8 || N == 1;
   const std::int64_t streamed = M <= 8 ? N * K : M * K;   // the matrix those read
-  if (streaming ? streamed < kStreamedOnTeam : M * N * K < (1 << 20)) {
+  if (streaming ? streamed < kStreamedOnTeam : M * N * K < kTeamProduct) {
     gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bf16);
     return;
   }
@@ -554,6 +555,8 @@ template void one_row_relu_chain<double>(std::int64_t, const double*, const doub
 template void one_row_products<float>(std::int64_t, const float*, const std::vector<RowProduct<float>>&);
 template void one_row_products<double>(std::int64_t, const double*, const std::vector<RowProduct<double>>&);
 
+template bool team_takes<float>(bool, std::int64_t, std::int64_t, std::int64_t, bool);
+template bool team_takes<double>(bool, std::int64_t, std::int64_t, std::int64_t, bool);
 template void parallel_gemm<float>(bool, bool, std::int64_t, std::int64_t, std::int64_t, float,
                                    const float*, const float*, float, float*, bool, const float*);
 template void parallel_gemm<double>(bool, bool, std::int64_t, std::int64_t, std::int64_t, double,

@@ -41,6 +41,10 @@ void gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, doub
 template <class T>
 void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T alpha,
                    const T* A, const T* B, T beta, T* C, bool bf16 = false, const T* bias = nullptr);
+// Whether parallel_gemm runs such a product through small_gemm_team (small_gemm.hpp): a large
+// product of A itself, float, not rounded, where our own kernel pays.
+template <class T>
+bool team_takes(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, bool bf16);
 
 // One row times several matrices, C_i = a·B_i + C_i (a of length K; each B_i a dense K × N_i, not
 // transposed, a different matrix from the others; float products, never rounded), in ONE team job

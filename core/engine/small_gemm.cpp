@@ -167,7 +167,7 @@ void small_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K
 
 template <class T>
 void small_gemm_team(bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A, const T* B, T beta,
-                     T* C, const T* bias) {
+                     T* C, const T* bias, const RowsDone* rows_done) {
   if (M <= 0 || N <= 0) return;
   constexpr std::int64_t NB = kColumns<T>;
   // The rows a thread takes at a time: enough for the loop over them to stay out of the way, few
@@ -196,13 +196,15 @@ void small_gemm_team(bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T 
       const std::int64_t r1 = std::min(M, (b + 1) * kBlockRows);
       // Each row block of kRows times every panel, chunk after chunk: its rows of A stay in the
       // nearest cache while the panels stream past.
-      for (std::int64_t r0 = b * kBlockRows; r0 < r1; r0 += kRows)
+      for (std::int64_t r0 = b * kBlockRows; r0 < r1; r0 += kRows) {
+        const std::int64_t rows = std::min<std::int64_t>(kRows, r1 - r0);
         for (std::int64_t c = 0; c < chunks; ++c) {
           const std::int64_t k0 = c * kSmallGemmMaxTerms, terms = std::min(kSmallGemmMaxTerms, K - k0);
-          blocks<T, false>(std::min<std::int64_t>(kRows, r1 - r0), N, terms, alpha, A + r0 * K + k0, K,
-                           packed.get() + c * chunk_size, terms, c == 0 ? beta : T(1), C + r0 * N, N,
-                           c == 0 ? bias : nullptr);
+          blocks<T, false>(rows, N, terms, alpha, A + r0 * K + k0, K, packed.get() + c * chunk_size, terms,
+                           c == 0 ? beta : T(1), C + r0 * N, N, c == 0 ? bias : nullptr);
         }
+        if (rows_done) (*rows_done)(r0, r0 + rows);
+      }
     }
   });
 }
@@ -214,7 +216,7 @@ void small_gemm_team(bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T 
   template void small_gemm_packed<T>(bool, std::int64_t, std::int64_t, std::int64_t, T, const T*, std::int64_t,       \
                                      const T*, std::int64_t, T, T*, std::int64_t);                                   \
   template void small_gemm_team<T>(bool, std::int64_t, std::int64_t, std::int64_t, T, const T*, const T*, T, T*,    \
-                                   const T*);
+                                   const T*, const RowsDone*);
 CTRAX_SMALL_GEMM(float)
 CTRAX_SMALL_GEMM(double)
 #undef CTRAX_SMALL_GEMM

@@ -28,6 +28,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 namespace ctrax::blas {
 
@@ -67,9 +68,13 @@ void small_gemm_packed(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, 
 // added to it: the same bits whoever makes its row, on any number of threads. With a bias (N values),
 // C = alpha · A op(B) + bias in every row, beta unused: a Dense layer's bias added as its sums are
 // stored, where C filled with the bias first took a pass of its own and the sums read it back —
-// the same bits.
+// the same bits. With rows_done, each stripe of C's rows, once final, is handed to it on the thread that
+// made them — rows r0 … r1 − 1, still in that core's cache: a pass of the caller's own over them
+// there, where a pass of its own would read them back from memory (a Dense → Relu → Dropout's
+// activation, matmul.hpp's linear_relu_dropout). It must not throw.
+using RowsDone = std::function<void(std::int64_t r0, std::int64_t r1)>;
 template <class T>
 void small_gemm_team(bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A, const T* B, T beta,
-                     T* C, const T* bias = nullptr);
+                     T* C, const T* bias = nullptr, const RowsDone* rows_done = nullptr);
 
 }  // namespace ctrax::blas

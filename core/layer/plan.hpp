@@ -15,6 +15,9 @@
 //                                                                     one tensor less
 //   Relu, Dropout (the Dropout drops)  relu_dropout(…)                the same: the feed-forward
 //                                                                     block's Dense → Relu → Dropout
+//   Dense (with a bias), Relu, Dropout linear_relu_dropout(…): the    that pass too, and two of its
+//   (the Dropout drops)                ReLU and the mask on each      tensors (the pre-activation,
+//                                      stripe of rows as it is made   the mask)
 //   Dense, Relu, [Dropouts that pass   linear_relu_linear(…): the     the layers' calls; decoding,
 //   through], Dense (both with a       tree's three ops; one row      one of two team jobs and the
 //   bias: the feed-forward block)      unrecorded, one team job       ReLU's pass and tensor

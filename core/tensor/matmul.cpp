@@ -14,6 +14,8 @@
 #include "core/tensor/precision.hpp"
 #include "core/tensor/profile.hpp"
 #include "core/engine/parallel.hpp"
+#include "core/engine/small_gemm.hpp"
+#include "core/tensor/dropout.hpp"
 #include "core/tensor/reduce.hpp"
 #include "core/tensor/shape_ops.hpp"
 
@@ -46,6 +48,41 @@ Shape batch_of(const Tensor& t) { return Shape(t.shape().begin(), t.shape().end(
 
 constexpr OpDef kMatmul{"matmul", profile::Family::gemm};
 constexpr OpDef kLinear{"linear", profile::Family::gemm};
+constexpr OpDef kLinearReluDropout{"linear_relu_dropout", profile::Family::gemm};
+
+// linear's gradients from g, its output's: dx = g·wᵀ — added into x's gradient so far when grad
+// offers it (autodiff.hpp): BLAS's beta = 1, instead of zeroing a new (…, K) output first and adding
+// the two after — dw = xᵀ·g, db = Σ_rows g.
+std::vector<Tensor> linear_gradients(const Tensor& x, const Tensor& w, bool b_grad, const Tensor& g,
+                                     std::span<const Tensor> into) {
+  const std::int64_t K = w.dim(0), N = w.dim(1);
+  const Tensor g2 = reshape(g, {-1, N});
+  Tensor dx;
+  if (x.requires_grad() && into[0].defined() && g.numel() > 0 && K > 0) {
+    dx = into[0];
+    dispatch_float(g.dtype(), [&]<class T>(T) {
+      blas::parallel_gemm(false, true, g2.dim(0), K, N, T(1), g2.data<T>(), w.data<T>(), T(1), dx.data<T>(),
+                          product_rounds(g.dtype()));
+    });
+  } else if (x.requires_grad()) {
+    dx = matmul(g, w, false, true);
+  }
+  return std::vector<Tensor>{dx, w.requires_grad() ? matmul(reshape(x, {-1, K}), g2, true, false) : Tensor(),
+                             b_grad ? sum(g2, {0}) : Tensor()};
+}
+
+void check_linear(const Tensor& x, const Tensor& w, const Tensor& b) {
+  if (x.rank() < 1 || w.rank() != 2 || b.rank() != 1 || x.dim(-1) != w.dim(0) || b.dim(0) != w.dim(1) ||
+      x.dtype() != w.dtype() || b.dtype() != w.dtype() || !is_floating(x.dtype()))
+    throw std::invalid_argument(fmt::format("linear expects float x (..., K), w (K, N), b (N) of one dtype, "
+                                            "got x {}, w {}, b {}", x.signature(), w.signature(), b.signature()));
+}
+
+Shape linear_shape(const Tensor& x, const Tensor& w) {
+  Shape out_shape(x.shape().begin(), x.shape().end() - 1);
+  out_shape.push_back(w.dim(1));
+  return out_shape;
+}
 
 }  // namespace
 
@@ -105,13 +142,9 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
 }
 
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
-  if (x.rank() < 1 || w.rank() != 2 || b.rank() != 1 || x.dim(-1) != w.dim(0) || b.dim(0) != w.dim(1) ||
-      x.dtype() != w.dtype() || b.dtype() != w.dtype() || !is_floating(x.dtype()))
-    throw std::invalid_argument(fmt::format("linear expects float x (..., K), w (K, N), b (N) of one dtype, "
-                                            "got x {}, w {}, b {}", x.signature(), w.signature(), b.signature()));
+  check_linear(x, w, b);
   const std::int64_t K = w.dim(0), N = w.dim(1), M = x.numel() / std::max<std::int64_t>(K, 1);
-  Shape out_shape(x.shape().begin(), x.shape().end() - 1);
-  out_shape.push_back(N);
+  const Shape out_shape = linear_shape(x, w);
   return define_op(kLinear, {x, w, b}, out_shape, x.dtype(), [&] {
     Tensor out = Tensor::empty(out_shape, x.dtype());
     dispatch_float(x.dtype(), [&]<class T>(T) {
@@ -123,24 +156,56 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
       else
         for (std::int64_t r = 0; r < M; ++r) std::copy_n(pb, N, po + r * N);
     });
-    return record(kLinear, out, {x, w, b}, [x, w, K, N, b_grad = b.requires_grad(), precision = product_precision()](
+    return record(kLinear, out, {x, w, b}, [x, w, b_grad = b.requires_grad(), precision = product_precision()](
                                                const Tensor& g, std::span<const Tensor> into) {
       const ProductPrecision as_forward(precision);
-      const Tensor g2 = reshape(g, {-1, N});
-      // dx = g·wᵀ, added into x's gradient so far when grad offers it (autodiff.hpp): BLAS's
-      // beta = 1, instead of zeroing a new (…, K) output first and adding the two after.
-      Tensor dx;
-      if (x.requires_grad() && into[0].defined() && g.numel() > 0 && K > 0) {
-        dx = into[0];
-        dispatch_float(g.dtype(), [&]<class T>(T) {
-          blas::parallel_gemm(false, true, g2.dim(0), K, N, T(1), g2.data<T>(), w.data<T>(), T(1), dx.data<T>(),
-                              product_rounds(g.dtype()));
-        });
-      } else if (x.requires_grad()) {
-        dx = matmul(g, w, false, true);
+      return linear_gradients(x, w, b_grad, g, into);
+    });
+  });
+}
+
+Tensor linear_relu_dropout(const Tensor& x, const Tensor& w, const Tensor& b, double rate, const Rng& rng,
+                           const std::vector<int>& shared_axes) {
+  check_linear(x, w, b);
+  check_dropout_rate(rate);
+  const std::int64_t K = w.dim(0), N = w.dim(1), M = x.numel() / std::max<std::int64_t>(K, 1);
+  if (rate == 0.0 || !shared_axes.empty() || x.dtype() != DType::float32 || product_rounds(x.dtype()) ||
+      K == 0 || !blas::team_takes<float>(false, M, N, K, false))
+    return relu_dropout(linear(x, w, b), rate, rng, shared_axes);
+  const Shape out_shape = linear_shape(x, w);
+  const float kept = static_cast<float>(1.0 / (1.0 - rate));
+  return define_op(kLinearReluDropout, {x, w, b}, out_shape, x.dtype(), [&] {
+    Tensor y = Tensor::empty(out_shape, DType::float32);
+    float* const py = y.data<float>();
+    // relu_dropout's draws (dropout.cpp): element i's decision is bernoulli(…)'s i-th.
+    const Rng::BernoulliBlocks draws = rng.bernoulli_blocks(M * N, 1.0 - rate);
+    const blas::RowsDone relu_and_drop = [&](std::int64_t r0, std::int64_t r1) {
+      const std::int64_t i0 = r0 * N, n = (r1 - r0) * N;
+      std::vector<std::uint8_t> keep(static_cast<std::size_t>(n));
+      draws.draw(i0, i0 + n, keep.data());
+      float* const v = py + i0;
+      const float s = kept;
+      for (std::int64_t i = 0; i < n; ++i) {   // relu_dropout's expression: the same bits
+        const float scaled = v[i] * (keep[i] ? s : 0.f);
+        v[i] = v[i] > 0 ? scaled : 0.f;
       }
-      return std::vector<Tensor>{dx, w.requires_grad() ? matmul(reshape(x, {-1, K}), g2, true, false) : Tensor(),
-                                 b_grad ? sum(g2, {0}) : Tensor()};
+    };
+    blas::small_gemm_team(false, M, N, K, 1.f, x.data<float>(), w.data<float>(), 0.f, py, b.data<float>(),
+                          &relu_and_drop);
+    return record(kLinearReluDropout, y, {x, w, b},
+                  [x, w, y = y.detach(), kept, b_grad = b.requires_grad(), precision = product_precision()](
+                      const Tensor& g, std::span<const Tensor> into) {
+      const ProductPrecision as_forward(precision);
+      // The pre-activation's gradient: g · 1/(1 − rate) where y > 0, else 0 (the mask is in y).
+      Tensor d = Tensor::empty(g.shape(), DType::float32);
+      const float* pg = g.data<float>();
+      const float* pyy = y.data<float>();
+      float* pd = d.data<float>();
+      parallel_chunks(d.numel(), d.numel() >= kParallelElements, [&](std::int64_t i0, std::int64_t i1) {
+        const float s = kept;
+        for (std::int64_t i = i0; i < i1; ++i) pd[i] = pyy[i] > 0 ? pg[i] * s : 0.f;
+      });
+      return linear_gradients(x, w, b_grad, d, into);
     });
   });
 }

@@ -16,6 +16,7 @@
 
 #include <vector>
 
+#include "core/tensor/random.hpp"
 #include "core/tensor/tensor.hpp"
 
 namespace ctrax {
@@ -27,11 +28,28 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false,
 //
 //   linear(x, w, b) = x·w + b          x (..., K), w (K, N), b (N)  -> (..., N)
 //
-// equal to matmul(x, w) + b, faster: each output row starts as a copy of b and the GEMM adds x·w
-// to it (BLAS's beta = 1). matmul then add would zero the output (BLAS's beta = 0 pass), write the
-// product, then read it again to write the sum — two more passes over the (B·L, N) activations.
+// equal to matmul(x, w) + b, faster: the product's sums get b as they are stored (our own kernel,
+// where it takes the product: core/engine/gemm.hpp), or each output row starts as a copy of b and
+// the GEMM adds x·w to it (BLAS's beta = 1) — the same bits. matmul then add would zero the output
+// (BLAS's beta = 0 pass), write the product, then read it again to write the sum — two more passes
+// over the (B·L, N) activations.
 // Gradients: dx = g·wᵀ, dw = xᵀ·g (the leading axes folded into rows), db = Σ_rows g.
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b);
+
+// The feed-forward block's first half in training (Dense → Relu → Dropout, the execution plan's
+// step, layers/activations.cpp) in one op:
+//
+//   linear_relu_dropout(x, w, b, rate, rng) = relu_dropout(linear(x, w, b), rate, rng)   (dropout.hpp)
+//
+// the same values (bit for bit: the same mask, the same expressions) and the same gradients. Where our
+// own kernel takes the product (float32, large, AVX-512: core/engine/gemm.hpp's team_takes), the
+// ReLU and the mask are applied to each stripe of rows as soon as it is made, while it is still in
+// the core's cache; the pre-activation and the mask are never stored: a unit's gradient passes where
+// y > 0 — where the ReLU passed and the mask kept it — scaled by 1/(1 − rate) (a dropped unit's is +0
+// where the two ops give g · 0). Saved: the pass relu_dropout made over the (…, N) activation each
+// way and two of its tensors. Elsewhere (and with shared axes, or rate 0) it is the two ops.
+Tensor linear_relu_dropout(const Tensor& x, const Tensor& w, const Tensor& b, double rate, const Rng& rng,
+                           const std::vector<int>& shared_axes = {});
 
 // The same input through several dense maps: {linear(x, w_0, b_0), linear(x, w_1, b_1), …}, the
 // same values. When x is ONE row and nothing is recorded for gradients (decoding's Q, K and V

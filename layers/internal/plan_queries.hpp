@@ -2,7 +2,7 @@
 //
 // A rule (Layer::fuses_with, core/layer/plan.hpp) lives with the layer that leads a fused step and
 // looks at its neighbours: BatchNorm asks whether the next layer is a Relu, Relu whether the next
-// is a Dropout that drops, Dense whether a Relu and then (past Dropouts that pass through) a Dense
+// is a Dropout that drops (and whether the one before is a Dense with a bias), Dense whether a Relu and then (past Dropouts that pass through) a Dense
 // follow it, CausalAttention whether its branches end in SplitIntoHeads (and begin with a Dense)
 // and the next layer is a MergeHeads. Each neighbour's kind is private to its own
 // file, so that file answers here. Not installed (an `internal/` folder): these are the plan's plumbing, not the layer API.
@@ -24,6 +24,9 @@ bool is_relu(const Layer& layer);
 // the feed-forward block's Dense → Relu → Dropout (dropout.cpp).
 bool drops(const Layer& layer);
 Tensor dropout_of_relu(const Layer& dropout_layer, const Tensor& x);
+// The same on relu(linear(x, w, b)), the Dense before the Relu with it (linear_relu_dropout,
+// core/tensor/matmul.hpp).
+Tensor dropout_of_dense_relu(const Layer& dropout_layer, const Tensor& x, const Tensor& w, const Tensor& b);
 
 // The weights (w, b) of an initialised Dense with a bias, whose forward is linear(x, w, b);
 // nullopt for any other layer (dense.cpp).

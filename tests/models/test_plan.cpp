@@ -167,11 +167,11 @@ TEST_CASE("plan: Dense, Relu, Dropouts that pass through, Dense are one step wit
   expect_plan_equals_tree(make, {x});
   expect_plan_equals_tree(make, {testing::randn({3, 4, 2}, 8).to(DType::float32)});
   testing::expect_layer_gradients(model, {x + 0.25});   // away from the ReLU's kink
-  // A Dropout that drops (training) leaves the Relu to its own rule with it; the feed-forward
-  // block of a model built for decoding, whose Dropouts pass through, is one step.
+  // A Dropout that drops (training) leaves the first Dense and the Relu to their rule with it; the
+  // feed-forward block of a model built for decoding, whose Dropouts pass through, is one step.
   auto dropping = layers::Serial(layers::Dense(2), layers::Relu(), layers::Dropout({.rate = 0.5}), layers::Dense(1));
   dropping->init(signature_of(Stack{x}));
-  CHECK(plan_to_string(*dropping) == "Serial[\n  Dense_2\n  Relu + Dropout   (one step)\n  Dense_1\n]");
+  CHECK(plan_to_string(*dropping) == "Serial[\n  Dense_2 + Relu + Dropout   (one step)\n  Dense_1\n]");
   dropping->set_mode(Mode::predict);
   CHECK(plan_to_string(*dropping) == "Serial[\n  Dense_2 + Relu + Dropout + Dense_1   (one step)\n]");
   // A Dense without a bias is not a linear: nothing is fused.
@@ -200,6 +200,32 @@ TEST_CASE("plan: Dense, Relu, Dropouts that pass through, Dense are one step wit
   const Tensor a = decode::autoregressive_sample(*plan, first, 1, {.eos_id = -1, .max_length = 12});
   const Tensor b = decode::autoregressive_sample(*tree, first, 1, {.eos_id = -1, .max_length = 12});
   CHECK(a.to_doubles() == b.to_doubles());
+}
+
+TEST_CASE("plan: Dense, Relu, Dropout (training) are one step with the tree's mask, values and gradients") {
+  // Literal values: w = [[1, -1], [2, 0]], b = (0, 1): x = (1, 1) → (3, 0), x = (−1, 0) → (−1, 2); relu
+  // (3, 0), (0, 2); rate 0.5 doubles what is kept.
+  const Tensor x = Tensor::from_doubles({1, 1, -1, 0}, {2, 2}, DType::float64);
+  auto make = [](std::int64_t n) {
+    return layers::Serial(layers::Dense(n), layers::Relu(), layers::Dropout({.rate = 0.5}));
+  };
+  auto model = make(2);
+  model->init(signature_of(Stack{x}));
+  model->set_rng(Rng(3));
+  REQUIRE(plan_to_string(*model) == "Serial[\n  Dense_2 + Relu + Dropout   (one step)\n]");
+  model->set_all_weights({Tensor::from_doubles({1, -1, 2, 0}, {2, 2}, DType::float64),
+                          Tensor::from_doubles({0, 1}, {2}, DType::float64)});
+  const std::vector<double> y = (*model)(x).to_doubles();
+  const std::vector<double> relu_h{3, 0, 0, 2};
+  for (std::size_t i = 0; i < y.size(); ++i) CHECK((y[i] == 2 * relu_h[i] || y[i] == 0));
+  expect_plan_equals_tree([&] { return make(2); }, {x});
+  // Float32 and rows enough for our own kernel's team product (where the CPU has AVX-512): the ReLU
+  // and the mask on each stripe of rows as it is made, a K of two chunks, a column tail.
+  expect_plan_equals_tree([&] { return make(70); }, {testing::randn({2, 100, 600}, 8).to(DType::float32)});
+  expect_plan_equals_tree([&] { return make(256); }, {testing::randn({4, 64, 96}, 9).to(DType::float32)});
+  // Bad input: the step declines and the tree's error names the Dense.
+  CHECK_THROWS_WITH_AS((*model)(Tensor::zeros({2, 3}, DType::float64)),
+                       doctest::Contains("layer Serial/Dense_2[0] (in forward)"), LayerError);
 }
 
 TEST_CASE("plan: a fused step's gradient passes the shared finite-difference check") {

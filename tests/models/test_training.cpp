@@ -129,7 +129,7 @@ TEST_CASE("LSTMSeq2SeqAttn learns to reverse a sequence through its attention (T
     Loop loop(model, {adam_task(reverse_batch, 0.01, 100)}, {.eval_tasks = {held_out(reverse_batch, 2)}, .out = &out});
     loop.run(1);
     const double loss1 = loop.last_value("eval", "WeightedCategoryCrossEntropy");
-    loop.run(299);
+    loop.run(599);
     const double loss = loop.last_value("eval", "WeightedCategoryCrossEntropy");
     const double acc = loop.last_value("eval", "WeightedCategoryAccuracy");
     MESSAGE("reverse: eval loss " << loss1 << " -> " << loss << ", accuracy " << acc);

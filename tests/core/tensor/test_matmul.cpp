@@ -9,6 +9,8 @@
 #include "core/engine/gemm.hpp"
 #include "core/engine/small_gemm.hpp"
 #include "core/engine/weight_panels.hpp"
+#include "core/tensor/dropout.hpp"
+#include "core/tensor/random.hpp"
 #include "core/tensor/runtime.hpp"
 #include "tests/helpers.hpp"
 
@@ -416,6 +418,33 @@ TEST_CASE("small_gemm_team (a large product on the team) equals the reference ov
         }
       }
     }
+}
+
+TEST_CASE("linear_relu_dropout is relu_dropout(linear(…)): the same mask and bits, the same gradients") {
+  // Sizes our own kernel's team product takes (where the CPU has AVX-512: float32, 96 rows or more,
+  // 64 columns or more; K past one chunk of terms, a column tail), and sizes it does not (the two
+  // ops); a process's row window; float64 (the two ops), through the finite-difference check.
+  const double rate = 0.3;
+  for (const auto [M, K, N] : std::array<std::array<std::int64_t, 3>, 4>{{{200, 600, 70}, {96, 64, 256}, {5, 8, 9}, {120, 3, 64}}}) {
+    CAPTURE(M); CAPTURE(K); CAPTURE(N);
+    const Tensor x = randn({M, K}, 60).to(DType::float32).requires_grad_();
+    const Tensor w = (randn({K, N}, 61) * (1 / std::sqrt(double(K)))).to(DType::float32).requires_grad_();
+    const Tensor b = randn({N}, 62).to(DType::float32).requires_grad_();
+    const Tensor seed = randn({M, N}, 63).to(DType::float32);
+    for (const Rng& key : {Rng(64), detail::with_rows(Rng(64), 3, M)}) {
+      const Tensor fused = linear_relu_dropout(x, w, b, rate, key);
+      const Tensor two = relu_dropout(linear(x, w, b), rate, key);
+      REQUIRE(fused.to_doubles() == two.to_doubles());
+      const std::vector<Tensor> g1 = grad(fused, {x, w, b}, {.seed = seed}), g2 = grad(two, {x, w, b}, {.seed = seed});
+      for (std::size_t i = 0; i < g1.size(); ++i) REQUIRE(g1[i].to_doubles() == g2[i].to_doubles());
+    }
+  }
+  const Rng key(65);
+  expect_gradients([key](const V& v) { return linear_relu_dropout(v[0], v[1], v[2], 0.25, key); },
+                   {randn({4, 6}, 66) + 0.1, randn({6, 5}, 67), randn({5}, 68)});
+  CHECK_THROWS_WITH_AS(linear_relu_dropout(randn({2, 3}), randn({4, 5}), randn({5}), 0.5, key),
+                       doctest::Contains("linear expects float x (..., K), w (K, N), b (N)"), std::invalid_argument);
+  CHECK_THROWS_AS(linear_relu_dropout(randn({2, 3}), randn({3, 5}), randn({5}), 1.0, key), std::invalid_argument);
 }
 
 TEST_CASE("float32 products agree with float64 ones") {
