@@ -425,7 +425,8 @@ TEST_CASE("linear_relu_dropout is relu_dropout(linear(…)): the same mask and b
   // 64 columns or more; K past one chunk of terms, a column tail), and sizes it does not (the two
   // ops); a process's row window; float64 (the two ops), through the finite-difference check.
   const double rate = 0.3;
-  for (const auto [M, K, N] : std::array<std::array<std::int64_t, 3>, 4>{{{200, 600, 70}, {96, 64, 256}, {5, 8, 9}, {120, 3, 64}}}) {
+  for (const auto [M, K, N] :
+       std::array<std::array<std::int64_t, 3>, 4>{{{200, 600, 70}, {96, 64, 256}, {5, 8, 9}, {120, 3, 64}}}) {
     CAPTURE(M); CAPTURE(K); CAPTURE(N);
     const Tensor x = randn({M, K}, 60).to(DType::float32).requires_grad_();
     const Tensor w = (randn({K, N}, 61) * (1 / std::sqrt(double(K)))).to(DType::float32).requires_grad_();
