@@ -3,9 +3,10 @@
 // A rule (Layer::fuses_with, core/layer/plan.hpp) lives with the layer that leads a fused step and
 // looks at its neighbours: BatchNorm asks whether the next layer is a Relu, Relu whether the next
 // is a Dropout that drops (and whether the one before is a Dense with a bias), Dense whether a
-// Relu and then (past Dropouts that pass through) a Dense follow it, CausalAttention whether its branches end in SplitIntoHeads (and begin with a Dense)
-// and the next layer is a MergeHeads. Each neighbour's kind is private to its own
-// file, so that file answers here. Not installed (an `internal/` folder): these are the plan's plumbing, not the layer API.
+// Relu and then (past Dropouts that pass through) a Dense follow it, CausalAttention whether its
+// branches end in SplitIntoHeads (and begin with a Dense) and the next layer is a MergeHeads. Each
+// neighbour's kind is private to its own file, so that file answers here. Not installed (an
+// `internal/` folder): these are the plan's plumbing, not the layer API.
 #pragma once
 
 #include <optional>
