@@ -203,7 +203,10 @@ Tensor linear_relu_dropout(const Tensor& x, const Tensor& w, const Tensor& b, do
       float* pd = d.data<float>();
       parallel_chunks(d.numel(), d.numel() >= kParallelElements, [&](std::int64_t i0, std::int64_t i1) {
         const float s = kept;
-        for (std::int64_t i = i0; i < i1; ++i) pd[i] = pyy[i] > 0 ? pg[i] * s : 0.f;
+        for (std::int64_t i = i0; i < i1; ++i) {   // the product, then the select: a loop g++ vectorises
+          const float scaled = pg[i] * s;
+          pd[i] = pyy[i] > 0 ? scaled : 0.f;
+        }
       });
       return linear_gradients(x, w, b_grad, d, into);
     });
