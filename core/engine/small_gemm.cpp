@@ -7,6 +7,10 @@
 #include <memory>
 #include <utility>
 
+#if defined(__AVX512F__) || defined(CTRAX_AVX512_KERNELS)
+#include <immintrin.h>
+#endif
+
 #include "core/engine/full_width.hpp"
 #include "core/engine/parallel.hpp"
 
@@ -57,9 +61,76 @@ void pack(bool tb, std::int64_t K, std::int64_t N, const T* B, std::int64_t ldb,
 
 // One block: rows 0 … MR − 1 of op(A) (A at its first row, or with ta its first column) times one
 // panel, into NB columns of C's MR rows.
+#if defined(__AVX512F__) || defined(CTRAX_AVX512_KERNELS)
+// Written with AVX-512's intrinsics, so that the MR × 2 vectors of sums stay in registers from the
+// first term to the store: as plain loops (below, for other CPUs) g++ vectorised them but kept the
+// sums in an array on the stack around the loop over k — zeroed with a string store, then stored
+// and read back for the scaling — a tenth of a block's time at attention's 64 terms
+// (docs/11_performance.md). The same operations in the same order, so the same bits.
+template <class T>
+struct Zmm;
+template <>
+struct Zmm<float> {
+  using V = __m512;
+  CTRAX_FULL_WIDTH_VECTORS static V zero() { return _mm512_setzero_ps(); }
+  CTRAX_FULL_WIDTH_VECTORS static V broadcast(float x) { return _mm512_set1_ps(x); }
+  CTRAX_FULL_WIDTH_VECTORS static V load(const float* p) { return _mm512_loadu_ps(p); }
+  CTRAX_FULL_WIDTH_VECTORS static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  CTRAX_FULL_WIDTH_VECTORS static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  CTRAX_FULL_WIDTH_VECTORS static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  CTRAX_FULL_WIDTH_VECTORS static V add(V a, V b) { return _mm512_add_ps(a, b); }
+};
+template <>
+struct Zmm<double> {
+  using V = __m512d;
+  CTRAX_FULL_WIDTH_VECTORS static V zero() { return _mm512_setzero_pd(); }
+  CTRAX_FULL_WIDTH_VECTORS static V broadcast(double x) { return _mm512_set1_pd(x); }
+  CTRAX_FULL_WIDTH_VECTORS static V load(const double* p) { return _mm512_loadu_pd(p); }
+  CTRAX_FULL_WIDTH_VECTORS static void store(double* p, V v) { _mm512_storeu_pd(p, v); }
+  CTRAX_FULL_WIDTH_VECTORS static V fma(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
+  CTRAX_FULL_WIDTH_VECTORS static V mul(V a, V b) { return _mm512_mul_pd(a, b); }
+  CTRAX_FULL_WIDTH_VECTORS static V add(V a, V b) { return _mm512_add_pd(a, b); }
+};
+
 template <class T, int MR, bool TA>
 CTRAX_FULL_WIDTH_VECTORS void block(std::int64_t K, T alpha, const T* A, std::int64_t lda, const T* panel, T beta,
                                     const T* bias, T* C, std::int64_t ldc) {
+  using Z = Zmm<T>;
+  using V = typename Z::V;
+  constexpr int W = kVectorBytes / static_cast<int>(sizeof(T));   // NB = 2 W
+  V acc0[MR], acc1[MR];
+#pragma GCC unroll 16
+  for (int m = 0; m < MR; ++m) acc0[m] = acc1[m] = Z::zero();
+  const T* b = panel;
+  for (std::int64_t k = 0; k < K; ++k, b += 2 * W) {
+    const V b0 = Z::load(b), b1 = Z::load(b + W);
+#pragma GCC unroll 16
+    for (int m = 0; m < MR; ++m) {
+      const V a = Z::broadcast(TA ? A[k * lda + m] : A[m * lda + k]);
+      acc0[m] = Z::fma(a, b0, acc0[m]);
+      acc1[m] = Z::fma(a, b1, acc1[m]);
+    }
+  }
+  const V va = Z::broadcast(alpha), vb = Z::broadcast(beta);
+#pragma GCC unroll 16
+  for (int m = 0; m < MR; ++m) {
+    T* const c = C + m * ldc;
+    V r0 = Z::mul(va, acc0[m]), r1 = Z::mul(va, acc1[m]);
+    if (bias != nullptr) {   // in place of beta · C (the same bits as C holding the bias, beta 1)
+      r0 = Z::add(r0, Z::load(bias));
+      r1 = Z::add(r1, Z::load(bias + W));
+    } else if (beta != T(0)) {
+      r0 = Z::add(r0, Z::mul(vb, Z::load(c)));
+      r1 = Z::add(r1, Z::mul(vb, Z::load(c + W)));
+    }
+    Z::store(c, r0);
+    Z::store(c + W, r1);
+  }
+}
+#else
+template <class T, int MR, bool TA>
+void block(std::int64_t K, T alpha, const T* A, std::int64_t lda, const T* panel, T beta, const T* bias, T* C,
+           std::int64_t ldc) {
   constexpr int NB = static_cast<int>(kColumns<T>);
   T acc[MR][NB];
   for (int m = 0; m < MR; ++m)
@@ -86,6 +157,7 @@ CTRAX_FULL_WIDTH_VECTORS void block(std::int64_t K, T alpha, const T* A, std::in
     }
   }
 }
+#endif
 
 template <class T, bool TA, int... MRs>
 constexpr auto block_table(std::integer_sequence<int, MRs...>) {
