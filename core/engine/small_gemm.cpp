@@ -65,7 +65,7 @@ void pack(bool tb, std::int64_t K, std::int64_t N, const T* B, std::int64_t ldb,
 // Written with AVX-512's intrinsics, so that the MR × 2 vectors of sums stay in registers from the
 // first term to the store: as plain loops (below, for other CPUs) g++ vectorised them but kept the
 // sums in an array on the stack around the loop over k — zeroed with a string store, then stored
-// and read back for the scaling — a tenth of a block's time at attention's 64 terms
+// and read back for the scaling — time a block of attention's 64 terms notices
 // (docs/11_performance.md). The same operations in the same order, so the same bits.
 template <class T>
 struct Zmm;
