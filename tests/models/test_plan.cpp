@@ -241,6 +241,12 @@ TEST_CASE("plan: a fused step's gradient passes the shared finite-difference che
   dropped->set_rng(Rng(9));
   REQUIRE(plan_to_string(*dropped) == "Serial[\n  Relu + Dropout   (one step)\n]");
   testing::expect_layer_gradients(dropped, {z});
+  // Dense + Relu + Dropout: the same, with the Dense's weights.
+  auto dense_dropped = layers::Serial(layers::Dense(3), layers::Relu(), layers::Dropout({.rate = 0.25}));
+  dense_dropped->init(signature_of(Stack{z}));
+  dense_dropped->set_rng(Rng(9));
+  REQUIRE(plan_to_string(*dense_dropped) == "Serial[\n  Dense_3 + Relu + Dropout   (one step)\n]");
+  testing::expect_layer_gradients(dense_dropped, {z});
 }
 
 TEST_CASE("plan: a Branch runs its Select and Parallel as one step with the tree's values, gradients and errors") {
