@@ -169,8 +169,8 @@ Tensor linear_relu_dropout(const Tensor& x, const Tensor& w, const Tensor& b, do
   check_linear(x, w, b);
   check_dropout_rate(rate);
   const std::int64_t K = w.dim(0), N = w.dim(1), M = x.numel() / std::max<std::int64_t>(K, 1);
-  if (rate == 0.0 || !shared_axes.empty() || x.dtype() != DType::float32 || product_rounds(x.dtype()) ||
-      K == 0 || !blas::team_takes<float>(false, M, N, K, false))
+  if (rate == 0.0 || !shared_axes.empty() || x.dtype() != DType::float32 ||
+      !blas::team_takes<float>(false, M, N, K, product_rounds(x.dtype())))
     return relu_dropout(linear(x, w, b), rate, rng, shared_axes);
   const Shape out_shape = linear_shape(x, w);
   const float kept = static_cast<float>(1.0 / (1.0 - rate));
@@ -180,14 +180,17 @@ Tensor linear_relu_dropout(const Tensor& x, const Tensor& w, const Tensor& b, do
     // relu_dropout's draws (dropout.cpp): element i's decision is bernoulli(…)'s i-th.
     const Rng::BernoulliBlocks draws = rng.bernoulli_blocks(M * N, 1.0 - rate);
     const blas::RowsDone relu_and_drop = [&](std::int64_t r0, std::int64_t r1) {
-      const std::int64_t i0 = r0 * N, n = (r1 - r0) * N;
-      std::vector<std::uint8_t> keep(static_cast<std::size_t>(n));
-      draws.draw(i0, i0 + n, keep.data());
-      float* const v = py + i0;
+      constexpr std::int64_t kBlock = 4096;   // decisions drawn at a time, on the stack
+      std::uint8_t keep[kBlock];
       const float s = kept;
-      for (std::int64_t i = 0; i < n; ++i) {   // relu_dropout's expression: the same bits
-        const float scaled = v[i] * (keep[i] ? s : 0.f);
-        v[i] = v[i] > 0 ? scaled : 0.f;
+      for (std::int64_t b0 = r0 * N; b0 < r1 * N; b0 += kBlock) {
+        const std::int64_t n = std::min(kBlock, r1 * N - b0);
+        draws.draw(b0, b0 + n, keep);
+        float* const v = py + b0;
+        for (std::int64_t i = 0; i < n; ++i) {   // relu_dropout's expression: the same bits
+          const float scaled = v[i] * (keep[i] ? s : 0.f);
+          v[i] = v[i] > 0 ? scaled : 0.f;
+        }
       }
     };
     blas::small_gemm_team(false, M, N, K, 1.f, x.data<float>(), w.data<float>(), 0.f, py, b.data<float>(),
