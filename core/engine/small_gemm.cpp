@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cmath>
 #include <memory>
+#include <type_traits>
 #include <utility>
 
 #if defined(__AVX512F__) || defined(CTRAX_AVX512_KERNELS)
@@ -32,6 +33,49 @@ constexpr std::int64_t columns(std::size_t element_size) {
 template <class T>
 constexpr std::int64_t kColumns = columns(sizeof(T));
 
+#if defined(__AVX512F__) || defined(CTRAX_AVX512_KERNELS)
+// 16 vectors of 16 floats, r[i][j] → r[j][i]: pairs, then quadruples, then 128-bit lanes crossed.
+CTRAX_FULL_WIDTH_VECTORS inline void transpose16(__m512 r[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int h = 0; h < 16; h += 8)
+    for (int i = 0; i < 4; ++i) {
+      t[h + i] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0x88);
+      t[h + i + 4] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0xdd);
+    }
+  for (int i = 0; i < 8; ++i) {
+    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+    r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
+  }
+}
+
+// A transposed op(B)'s panel, its first K16 (a multiple of 16) rows: op(B)ₖⱼ = B[j·ldb + k] is
+// row j of B read left to right, 16 terms at a time, and turned in the registers — where one
+// element at a time, from w rows ldb apart, took most of attention's copies (docs/11_performance.md).
+// Columns past w come out 0.
+CTRAX_FULL_WIDTH_VECTORS void pack_transposed(std::int64_t K16, std::int64_t w, const float* B, std::int64_t ldb,
+                                              float* panel) {
+  constexpr std::int64_t NB = kColumns<float>;   // two halves of 16 columns
+  for (std::int64_t k0 = 0; k0 < K16; k0 += 16)
+    for (std::int64_t h = 0; h < NB; h += 16) {
+      __m512 r[16];
+      for (std::int64_t j = 0; j < 16; ++j)
+        r[j] = h + j < w ? _mm512_loadu_ps(B + (h + j) * ldb + k0) : _mm512_setzero_ps();
+      transpose16(r);
+      for (std::int64_t k = 0; k < 16; ++k) _mm512_storeu_ps(panel + (k0 + k) * NB + h, r[k]);
+    }
+}
+#endif
+
 // op(B) (K × N) into panels of NB columns: panel p holds columns p·NB … of every row k at
 // panels[(p·K + k)·NB …], the last panel's columns past N zero. A product may read the first rows
 // of each panel only (K_packed = this K apart).
@@ -41,7 +85,16 @@ void pack(bool tb, std::int64_t K, std::int64_t N, const T* B, std::int64_t ldb,
   for (std::int64_t n0 = 0; n0 < N; n0 += NB) {
     T* const panel = panels + n0 * K;
     const std::int64_t w = std::min(NB, N - n0);
-    for (std::int64_t k = 0; k < K; ++k) {
+    std::int64_t k_first = 0;   // rows packed already
+#if defined(__AVX512F__) || defined(CTRAX_AVX512_KERNELS)
+    if constexpr (std::is_same_v<T, float>) {
+      if (tb) {
+        k_first = K / 16 * 16;
+        pack_transposed(k_first, w, B + n0 * ldb, ldb, panel);
+      }
+    }
+#endif
+    for (std::int64_t k = k_first; k < K; ++k) {
       T* const row = panel + k * NB;
       if (tb) {   // op(B)ₖⱼ = B[j·ldb + k]
         const T* const from = B + n0 * ldb + k;
