@@ -22,20 +22,44 @@ Optimizer::Optimizer(std::string name, double learning_rate,
 }
 
 double sum_of_squares(const std::vector<Tensor>& xs) {
+  // Every tensor cut into pieces of at most kPiece elements, each summed alone, and the pieces'
+  // sums added in order: the pieces are fixed by the sizes, so the threads may take them in any
+  // way and the total has the same bits on any team (parallel.hpp, FIXED PARTS). A step's weights
+  // and gradients each take one team job here — a single thread took as long as Adam's update.
+  constexpr std::int64_t kPiece = std::int64_t{1} << 15;
+  struct Piece {
+    const Tensor* x;
+    std::int64_t begin, end;
+  };
+  std::vector<Piece> pieces;
+  std::int64_t elements = 0;
+  for (const Tensor& x : xs) {
+    dispatch_float(x.dtype(), [](auto) {}, "sum_of_squares");   // its error here, not on a team thread
+    for (std::int64_t b = 0; b < x.numel(); b += kPiece) pieces.push_back({&x, b, std::min(x.numel(), b + kPiece)});
+    elements += x.numel();
+  }
+  std::vector<double> sums(pieces.size());
+  parallel_chunks(static_cast<std::int64_t>(pieces.size()), elements >= kParallelElements,
+                  [&](std::int64_t p0, std::int64_t p1) {
+    for (std::int64_t i = p0; i < p1; ++i) {
+      const Piece& piece = pieces[static_cast<std::size_t>(i)];
+      dispatch_float(piece.x->dtype(), [&]<class T>(T) {
+        // Eight independent partial sums: the loop vectorises (one running sum cannot, without
+        // reassociating float adds) and the float64 accumulation stays exact enough.
+        const T* const p = piece.x->data<T>();
+        double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        std::int64_t j = piece.begin;
+        for (; j + 8 <= piece.end; j += 8)
+          for (int k = 0; k < 8; ++k) s[k] += static_cast<double>(p[j + k]) * p[j + k];
+        for (; j < piece.end; ++j) s[0] += static_cast<double>(p[j]) * p[j];
+        double total = 0;
+        for (double part : s) total += part;
+        sums[static_cast<std::size_t>(i)] = total;
+      }, "sum_of_squares");
+    }
+  });
   double total = 0;
-  for (const Tensor& x : xs)
-    dispatch_float(x.dtype(), [&]<class T>(T) {
-      // Eight independent partial sums: the loop vectorises (one running sum cannot, without
-      // reassociating float adds) and the float64 accumulation stays exact enough.
-      const T* p = x.data<T>();
-      const std::int64_t n = x.numel();
-      double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-      std::int64_t i = 0;
-      for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; ++k) s[k] += static_cast<double>(p[i + k]) * p[i + k];
-      for (; i < n; ++i) s[0] += static_cast<double>(p[i]) * p[i];
-      for (double part : s) total += part;
-    }, "sum_of_squares");
+  for (double part : sums) total += part;
   return total;
 }
 

@@ -3,7 +3,10 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <vector>
 
+#include "core/tensor/dispatch.hpp"
+#include "core/tensor/runtime.hpp"
 #include "core/train/sgd.hpp"
 #include "tests/helpers.hpp"
 
@@ -34,6 +37,35 @@ TEST_CASE("weights_l2 is the global norm of the weights before the update") {
   auto opt = SGD();
   const auto stats = opt->update(1, 0.1, {a, b}, {tensor({1.0}, {1}), tensor({1.0}, {1})});
   CHECK(stats.weights_l2 == doctest::Approx(5.0));
+}
+
+TEST_CASE("sum_of_squares: every element of every tensor, in pieces the threads share, the same bits on any team") {
+  // Tensors longer than a piece (2^15 elements) with tails, one of float64, one empty.
+  std::vector<Tensor> xs;
+  for (const std::int64_t n : {std::int64_t{100003}, std::int64_t{5}, std::int64_t{0}, std::int64_t{32768}})
+    xs.push_back(Tensor::empty({n}, DType::float32));
+  xs.push_back(Tensor::empty({40000}, DType::float64));
+  long double want = 0;
+  for (Tensor& x : xs)
+    dispatch_float(x.dtype(), [&]<class T>(T) {
+      T* p = x.data<T>();
+      for (std::int64_t i = 0; i < x.numel(); ++i) {
+        p[i] = static_cast<T>(std::sin(0.001 * static_cast<double>(i) + static_cast<double>(x.numel())));
+        want += static_cast<long double>(p[i]) * p[i];
+      }
+    });
+  const int threads = num_threads();
+  set_num_threads(2);
+  const double two = sum_of_squares(xs);
+  set_num_threads(1);
+  const double one = sum_of_squares(xs);
+  set_num_threads(threads);
+  CHECK(two == one);
+  CHECK(std::abs(two - static_cast<double>(want)) <= 1e-12 * static_cast<double>(want));
+  CHECK(sum_of_squares({}) == 0.0);
+  CHECK_THROWS_WITH_AS(sum_of_squares({Tensor::zeros({3}, DType::int32)}),
+                       doctest::Contains("sum_of_squares needs a float32 or float64 tensor, got int32"),
+                       std::invalid_argument);
 }
 
 TEST_CASE("update rejects a gradient of the wrong shape, naming both") {
