@@ -375,11 +375,13 @@ TEST_CASE("small_gemm (attention's slices) equals the reference, every transpose
 TEST_CASE("small_gemm_team (a large product on the team) equals the reference over chunks of terms; its bits are "
           "small_gemm's within one chunk, the same on one thread or two, and with a bias those of C holding it") {
   // Rows past its blocks (96 rows a take, 12 a block) and columns past its panels; K over one chunk
-  // of kSmallGemmMaxTerms and a tail; op(B) either way; beta 0 with NaN in C, 1 and 0.5.
+  // of kSmallGemmMaxTerms and a tail; columns in several groups of panels (512 KB of op(B): 96
+  // columns at K 1,061), the last a narrow one; op(B) either way; beta 0 with NaN in C, 1 and 0.5.
   const int threads = num_threads();
   for (const bool tb : {false, true})
-    for (const auto [M, N, K] : std::array<std::array<std::int64_t, 3>, 3>{
-             {{203, 70, 300}, {97, 64, 2 * blas::kSmallGemmMaxTerms + 37}, {12, 33, 5}}}) {
+    for (const auto [M, N, K] : std::array<std::array<std::int64_t, 3>, 4>{
+             {{203, 70, 300}, {97, 64, 2 * blas::kSmallGemmMaxTerms + 37}, {97, 200, 2 * blas::kSmallGemmMaxTerms + 37},
+              {12, 33, 5}}}) {
       std::vector<float> A(static_cast<std::size_t>(M * K)), B(static_cast<std::size_t>(K * N));
       for (std::size_t i = 0; i < A.size(); ++i) A[i] = std::sin(0.37f * static_cast<float>(i));
       for (std::size_t i = 0; i < B.size(); ++i) B[i] = std::cos(0.11f * static_cast<float>(i));
@@ -422,11 +424,12 @@ TEST_CASE("small_gemm_team (a large product on the team) equals the reference ov
 
 TEST_CASE("linear_relu_dropout is relu_dropout(linear(…)): the same mask and bits, the same gradients") {
   // Sizes our own kernel's team product takes (where the CPU has AVX-512: float32, 96 rows or more,
-  // 64 columns or more; K past one chunk of terms, a column tail), and sizes it does not (the two
-  // ops); a process's row window; float64 (the two ops), through the finite-difference check.
+  // 64 columns or more; K past one chunk of terms, a column tail; columns in three groups of panels,
+  // so a stripe is final only after the last), and sizes it does not (the two ops); a process's row
+  // window; float64 (the two ops), through the finite-difference check.
   const double rate = 0.3;
-  for (const auto [M, K, N] :
-       std::array<std::array<std::int64_t, 3>, 4>{{{200, 600, 70}, {96, 64, 256}, {5, 8, 9}, {120, 3, 64}}}) {
+  for (const auto [M, K, N] : std::array<std::array<std::int64_t, 3>, 5>{
+           {{200, 600, 70}, {96, 64, 256}, {120, 1100, 200}, {5, 8, 9}, {120, 3, 64}}}) {
     CAPTURE(M); CAPTURE(K); CAPTURE(N);
     const Tensor x = randn({M, K}, 60).to(DType::float32).requires_grad_();
     const Tensor w = (randn({K, N}, 61) * (1 / std::sqrt(double(K)))).to(DType::float32).requires_grad_();
