@@ -294,6 +294,12 @@ template <class T>
 void small_gemm_team(bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A, const T* B, T beta,
                      T* C, const T* bias, const RowsDone* rows_done) {
   if (M <= 0 || N <= 0) return;
+  if (K <= 0) {   // no terms: each element as a block stores an empty sum, alpha · 0 + (beta · C or the bias)
+    for (std::int64_t i = 0; i < M * N; ++i)
+      C[i] = bias != nullptr ? alpha * T(0) + bias[i % N] : beta == T(0) ? alpha * T(0) : alpha * T(0) + beta * C[i];
+    if (rows_done) (*rows_done)(0, M);
+    return;
+  }
   constexpr std::int64_t NB = kColumns<T>;
   // The rows a thread takes at a time: enough for the loop over them to stay out of the way, few
   // enough that the last block leaves the other thread little to wait for.

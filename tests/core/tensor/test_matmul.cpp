@@ -376,12 +376,13 @@ TEST_CASE("small_gemm_team (a large product on the team) equals the reference ov
           "small_gemm's within one chunk, the same on one thread or two, and with a bias those of C holding it") {
   // Rows past its blocks (96 rows a take, 12 a block) and columns past its panels; K over one chunk
   // of kSmallGemmMaxTerms and a tail; columns in several groups of panels (512 KB of op(B): 96
-  // columns at K 1,061), the last a narrow one; op(B) either way; beta 0 with NaN in C, 1 and 0.5.
+  // columns at K 1,061), the last a narrow one; no terms at all; op(B) either way; beta 0 with NaN in
+  // C, 1 and 0.5.
   const int threads = num_threads();
   for (const bool tb : {false, true})
-    for (const auto [M, N, K] : std::array<std::array<std::int64_t, 3>, 4>{
+    for (const auto [M, N, K] : std::array<std::array<std::int64_t, 3>, 5>{
              {{203, 70, 300}, {97, 64, 2 * blas::kSmallGemmMaxTerms + 37}, {97, 200, 2 * blas::kSmallGemmMaxTerms + 37},
-              {12, 33, 5}}}) {
+              {12, 33, 5}, {13, 40, 0}}}) {
       std::vector<float> A(static_cast<std::size_t>(M * K)), B(static_cast<std::size_t>(K * N));
       for (std::size_t i = 0; i < A.size(); ++i) A[i] = std::sin(0.37f * static_cast<float>(i));
       for (std::size_t i = 0; i < B.size(); ++i) B[i] = std::cos(0.11f * static_cast<float>(i));
