@@ -333,8 +333,8 @@ void small_gemm_team(bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T 
       const std::int64_t r1 = std::min(M, (b + 1) * kBlockRows);
       // The block's rows by groups of panels: each stripe of kRows rows times the group's panels,
       // chunk after chunk — the stripe's rows of A stay in the nearest cache while the group's
-      // panels stream past, and the group stays in L2 for all the block's stripes, where every
-      // panel streamed past every stripe read op(B) from L3 each time it outgrew L2.
+      // panels stream past, and the group stays in L2 for all the block's stripes (all of op(B)
+      // streamed past each stripe came from L3 once op(B) outgrew L2).
       for (std::int64_t g0 = 0; g0 < N; g0 += group) {
         const std::int64_t w = std::min(group, N - g0);
         for (std::int64_t r0 = b * kBlockRows; r0 < r1; r0 += kRows) {
