@@ -4,6 +4,7 @@
 //   env -u OPENBLAS_CORETYPE build/bench/bench_train --model lm --config M [--steps N] [--json]
 //   env -u OPENBLAS_CORETYPE build/bench/bench_train --model lm --config M --generate 256
 //   CTRAX_PROFILE=1 build/bench/bench_train --model encoder --config S     # where the time goes
+//   build/bench/bench_train --model encoder --config M --steps 40 --alternate-plan   # the plan on ÷ off
 //   build/bench/bench_train --model lstm --config M      # against bench/pytorch_lstm_lm.py (nn.LSTM)
 //   build/bench/bench_train --model wideresnet --config S   # against bench/pytorch_wrn.py (nn.Conv2d)
 //
@@ -159,7 +160,7 @@ int main(int argc, char** argv) try {
   std::string model_name = "lm", config_name = "S", tag;
   int steps = 0, warmup = 3, threads = 0, layers = 0, d_model = 0;
   std::int64_t generate = 0, gen_batch = 1, beams = 0, prompt_len = 0;
-  bool json = false, sgemm = false, bandwidth = false, no_overlap = false, bf16 = false;
+  bool json = false, sgemm = false, bandwidth = false, no_overlap = false, bf16 = false, alternate_plan = false;
   double bandwidth_mb = 512;
   int n_blocks = 0, widen_factor = 0;
   std::int64_t vocab = 0, seq = 0, batch_rows = 0;
@@ -205,6 +206,9 @@ int main(int argc, char** argv) try {
                                "against the reference's --autocast");
   app.add_flag("--no-overlap", no_overlap, "under mpirun: all-reduce the gradients after the backward pass instead of "
                "bucket by bucket during it (as the Loop does)");
+  app.add_flag("--alternate-plan", alternate_plan, "train with the execution plan on and off in turns, step by step, "
+               "and report both (core/layer/plan.hpp): a plan rule's effect measured in one run, where two runs differ "
+               "by the machine's drift");
   app.add_flag("--sgemm-peak", sgemm, "only measure OpenBLAS's own 2048³ sgemm on --threads threads (the peak to compare with)");
   decimal_numbers(app);
   CLI11_PARSE(app, argc, argv);
@@ -238,6 +242,8 @@ int main(int argc, char** argv) try {
     if (json) fmt::print("JSON {{\"tag\": \"{}\", \"script\": \"bandwidth\", \"gb_per_s\": {}}}\n", tag, gbs);
     return 0;
   }
+  if (alternate_plan && (generate > 0 || model_name == "wideresnet"))
+    throw std::invalid_argument("--alternate-plan times training steps: not with --generate or --model wideresnet");
   if (model_name == "wideresnet") {
     if (generate > 0 || layers > 0 || d_model > 0 || vocab > 0 || seq > 0 || batch_rows > 0)
       throw std::invalid_argument("--model wideresnet takes --n-blocks and --widen-factor, not --generate, --layers, "
@@ -366,6 +372,9 @@ int main(int argc, char** argv) try {
   const int K = comm->size();
   if (comm->rank() != 0 && !std::freopen("/dev/null", "w", stdout)) return 1;
   std::vector<double> ms, reduce_ms;
+  std::vector<double> ms_on, ms_off;   // --alternate-plan: the steps with the plan on, and off
+  bool plan_on = true;
+  if (alternate_plan) model->set_execution_plan(plan_on);
   double loss_first = 0, loss_last = 0;
   std::ostream quiet(nullptr);   // the Loop's report lines are not the benchmark's
   const Precision products = bf16 ? Precision::bfloat16 : Precision::float32;
@@ -378,6 +387,11 @@ int main(int argc, char** argv) try {
                       if (t.step == 1) loss_first = t.loss;
                       loss_last = t.loss;
                       if (t.step == warmup) profile::reset();
+                      if (alternate_plan) {   // the next step the other way; this one's time under its own
+                        if (t.step > warmup) (plan_on ? ms_on : ms_off).push_back(t.seconds * 1e3);
+                        plan_on = !plan_on;
+                        model->set_execution_plan(plan_on);
+                      }
                       if (t.step <= warmup) return;
                       ms.push_back(t.seconds * 1e3);
                       reduce_ms.push_back(t.reduce_seconds * 1e3);
@@ -402,6 +416,19 @@ int main(int argc, char** argv) try {
              tokens / med * 1e3, med, mean, steps, warmup, flops / 1e9, flops / med / 1e6,
              static_cast<double>(model->n_params()) / 1e6, peak_rss_mb(), loss_first, loss_last, num_threads(),
              to_string(products));
+  if (alternate_plan && !ms_on.empty() && !ms_off.empty()) {
+    // Step i with the plan on beside step i with it off, taken in turns: the machine's drift over the
+    // run falls on both alike (on a VM whose speed moves ±10% between runs, ±2% over 20 such pairs).
+    const std::size_t n = std::min(ms_on.size(), ms_off.size());
+    double ratio = 0;
+    for (std::size_t i = 0; i < n; ++i) ratio += ms_on[i] / ms_off[i] / static_cast<double>(n);
+    const auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    fmt::print("plan on / off, step by step: {:.1f} / {:.1f} ms median ({} / {} steps); on ÷ off {:.4f} (mean of {} "
+               "pairs)\n", median(ms_on), median(ms_off), ms_on.size(), ms_off.size(), ratio, n);
+  }
   if (K > 1) {
     std::sort(reduce_ms.begin(), reduce_ms.end());
     const double bytes = 4.0 * static_cast<double>(model->n_params());

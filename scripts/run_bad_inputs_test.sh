@@ -335,6 +335,8 @@ bad bench-gen-batch-alone "--gen-batch requires --generate" "$bench" --gen-batch
 bad bench-vocab-1         "--vocab: expected a number from 2 to 10000000, got 1" "$bench" --model mlm --vocab 1
 bad bench-wrn-seq         "--model wideresnet takes --n-blocks and --widen-factor, not --generate, --layers, --d-model, --vocab, --seq or --batch" "$bench" --model wideresnet --seq 64
 bad bench-bandwidth-nan   "--bandwidth-mb: expected a number from 1 to 65536, got nan" "$bench" --bandwidth --bandwidth-mb nan
+bad bench-alternate-decode "--alternate-plan times training steps: not with --generate or --model wideresnet" "$bench" --generate 8 --alternate-plan
+bad bench-alternate-wrn   "--alternate-plan times training steps: not with --generate or --model wideresnet" "$bench" --model wideresnet --alternate-plan
 bad bench-engine-reps     "--reps: expected a number from 1 to 1000000, got x" "$engine" --reps x
 
 # --- a run is bound to its data --------------------------------------------------------------
