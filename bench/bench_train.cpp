@@ -418,7 +418,7 @@ int main(int argc, char** argv) try {
              to_string(products));
   if (alternate_plan && !ms_on.empty() && !ms_off.empty()) {
     // Step i with the plan on beside step i with it off, taken in turns: the machine's drift over the
-    // run falls on both alike (on a VM whose speed moves ±10% between runs, ±2% over 20 such pairs).
+    // run falls on both alike (the method's own spread, nothing switched: docs/11_performance.md).
     const std::size_t n = std::min(ms_on.size(), ms_off.size());
     double ratio = 0;
     for (std::size_t i = 0; i < n; ++i) ratio += ms_on[i] / ms_off[i] / static_cast<double>(n);
