@@ -92,6 +92,12 @@ double peak_rss_mb() {
 // A JSON value: the number, or null for NaN (a measure this machine cannot take).
 std::string json_number(double x) { return std::isnan(x) ? "null" : fmt::format("{}", x); }
 
+// The cores' state just measured (bench/machine_state.hpp): a figure means little without it.
+void print_machine_state(double fma_gflops, double core_ghz) {
+  fmt::print("machine state: cores' vector FMAs at {:.1f} GFLOP/s each (the slowest of {} threads), clock {:.2f} GHz\n",
+             fma_gflops, num_threads(), core_ghz);
+}
+
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
@@ -133,6 +139,8 @@ int train_wideresnet(int n, int k, int steps, int warmup, bool json, const std::
                     }});
   if (warmup == 0) profile::reset();
   loop.run(warmup + steps);
+  // The state those steps ran in, just after them (bench/machine_state.hpp).
+  const double fma_gflops = bench::vector_fma_gflops(), core_ghz = bench::core_clock_ghz();
   std::vector<double> sorted = ms;
   std::sort(sorted.begin(), sorted.end());
   const double med = sorted[sorted.size() / 2], flops = wideresnet_conv_flops(n, k, batch);
@@ -144,11 +152,14 @@ int train_wideresnet(int n, int k, int steps, int warmup, bool json, const std::
              static_cast<double>(batch) / med * 1e3, med, mean, steps, warmup, flops / 1e9, flops / med / 1e6,
              static_cast<double>(model->n_params()) / 1e6, peak_rss_mb(), loss_first, loss_last, num_threads(),
              6 * n + 4, k);
+  print_machine_state(fma_gflops, core_ghz);
   if (profile::enabled()) std::cout << profile::report(steps, mean);
   if (json)
     fmt::print("JSON {{\"tag\": \"{}\", \"script\": \"ctrax_wideresnet\", \"ms_per_step_median\": {}, "
-               "\"images_per_s\": {}, \"gflops_achieved\": {}, \"peak_rss_mb\": {}}}\n",
-               tag, med, static_cast<double>(batch) / med * 1e3, flops / med / 1e6, peak_rss_mb());
+               "\"images_per_s\": {}, \"gflops_achieved\": {}, \"peak_rss_mb\": {}, \"fma_gflops\": {}, "
+               "\"core_ghz\": {}}}\n",
+               tag, med, static_cast<double>(batch) / med * 1e3, flops / med / 1e6, peak_rss_mb(),
+               json_number(fma_gflops), json_number(core_ghz));
   return 0;
 }
 
@@ -160,7 +171,8 @@ int main(int argc, char** argv) try {
   std::string model_name = "lm", config_name = "S", tag;
   int steps = 0, warmup = 3, threads = 0, layers = 0, d_model = 0;
   std::int64_t generate = 0, gen_batch = 1, beams = 0, prompt_len = 0;
-  bool json = false, sgemm = false, bandwidth = false, no_overlap = false, bf16 = false, alternate_plan = false;
+  bool json = false, sgemm = false, bandwidth = false, no_overlap = false, bf16 = false, alternate_plan = false,
+       machine_state = false;
   double bandwidth_mb = 512;
   int n_blocks = 0, widen_factor = 0;
   std::int64_t vocab = 0, seq = 0, batch_rows = 0;
@@ -210,6 +222,8 @@ int main(int argc, char** argv) try {
                "and report both (core/layer/plan.hpp): a plan rule's effect measured in one run, where two runs differ "
                "by the machine's drift");
   app.add_flag("--sgemm-peak", sgemm, "only measure OpenBLAS's own 2048³ sgemm on --threads threads (the peak to compare with)");
+  app.add_flag("--machine-state", machine_state, "only measure the state of the machine's cores "
+               "(bench/machine_state.hpp): their vector FMA rate and clock — bench/run.sh's after each reference run");
   decimal_numbers(app);
   CLI11_PARSE(app, argc, argv);
   threads_from_environment();   // refuses a CTRAX_NUM_THREADS that is not a count
@@ -232,6 +246,14 @@ int main(int argc, char** argv) try {
     const double gflops = 2.0 * n * n * n / ms[ms.size() / 2] / 1e6;
     fmt::print("sgemm 2048³ on {} OpenBLAS threads: {:.1f} GFLOP/s\n", t, gflops);
     if (json) fmt::print("JSON {{\"tag\": \"{}\", \"script\": \"sgemm\", \"gflops\": {}}}\n", tag, gflops);
+    return 0;
+  }
+  if (machine_state) {
+    const double fma = bench::vector_fma_gflops(), ghz = bench::core_clock_ghz();
+    print_machine_state(fma, ghz);
+    if (json)
+      fmt::print("JSON {{\"tag\": \"{}\", \"script\": \"machine_state\", \"fma_gflops\": {}, \"core_ghz\": {}}}\n", tag,
+                 json_number(fma), json_number(ghz));
     return 0;
   }
   if (bandwidth) {   // sum an array of --bandwidth-mb, split over the threads: bytes read per second
@@ -399,6 +421,8 @@ int main(int argc, char** argv) try {
                     .products = products});
   if (warmup == 0) profile::reset();
   loop.run(warmup + steps);
+  // The state those steps ran in, just after them (bench/machine_state.hpp).
+  const double fma_gflops = bench::vector_fma_gflops(), core_ghz = bench::core_clock_ghz();
   std::vector<double> sorted = ms;
   std::sort(sorted.begin(), sorted.end());
   const double med = sorted[sorted.size() / 2];
@@ -416,6 +440,7 @@ int main(int argc, char** argv) try {
              tokens / med * 1e3, med, mean, steps, warmup, flops / 1e9, flops / med / 1e6,
              static_cast<double>(model->n_params()) / 1e6, peak_rss_mb(), loss_first, loss_last, num_threads(),
              to_string(products));
+  print_machine_state(fma_gflops, core_ghz);
   if (alternate_plan && !ms_on.empty() && !ms_off.empty()) {
     // Step i with the plan on beside step i with it off, taken in turns: the machine's drift over the
     // run falls on both alike (the method's own spread, nothing switched: docs/11_performance.md).
@@ -440,8 +465,9 @@ int main(int argc, char** argv) try {
   if (profile::enabled()) std::cout << profile::report(steps, mean);
   if (json)
     fmt::print("JSON {{\"tag\": \"{}\", \"script\": \"{}\", \"ms_per_step_median\": {}, \"tok_per_s\": {}, "
-               "\"gflops_achieved\": {}, \"peak_rss_mb\": {}}}\n",
-               tag, script, med, tokens / med * 1e3, flops / med / 1e6, peak_rss_mb());
+               "\"gflops_achieved\": {}, \"peak_rss_mb\": {}, \"fma_gflops\": {}, \"core_ghz\": {}}}\n",
+               tag, script, med, tokens / med * 1e3, flops / med / 1e6, peak_rss_mb(), json_number(fma_gflops),
+               json_number(core_ghz));
   return 0;
 } catch (const std::exception& e) {
   std::fflush(stdout);

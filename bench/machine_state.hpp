@@ -1,5 +1,5 @@
-// bench/machine_state.hpp — the state of the machine a decoding figure was measured in: the cores'
-// clock, and how far apart the team's two cores are.
+// bench/machine_state.hpp — the state of the machine a figure was measured in: the cores' clock,
+// how far apart the team's two cores are, and how many vector multiply-adds each core gets through.
 //
 // A virtual machine's cores are not always the same two: its host may lower their clock for a
 // while, or place the two virtual cores on different dies, where a cache line takes several times
@@ -18,6 +18,16 @@
 // idle core's clock climbs for a few milliseconds once work arrives, and the first tries see it.
 // The round trip: threads 0 and 1 pass a counter back and forth through one cache line (each
 // waits for the other's write, then writes); the median of five runs of 20,000 trips.
+//
+// The vector FMA rate, for training: a VM's core may share its execution units with another
+// tenant's work (a hyperthread of the same physical core). Its clock and its caches' bandwidth then
+// read as before, but its fused multiply-adds — what ctrax's training spends most of a step on, in
+// its products — come at up to half the rate, for seconds at a time; the reference, whose step is
+// mostly passes over memory on one thread, slows much less (docs/11_performance.md). Each of
+// num_threads() threads runs twelve independent sums in the widest vectors the build has, each
+// FMA waiting only on its own sum's last — enough to keep two FMA units busy through their latency;
+// the slowest thread's rate (a team waits for its slowest core), the median of five tries: the
+// state at that moment, where the clock takes the best.
 #pragma once
 
 #include <algorithm>
@@ -90,6 +100,41 @@ inline double core_round_trip_ns() {
   }
   std::sort(ns.begin(), ns.end());
   return ns[ns.size() / 2];
+}
+
+// GFLOP/s of one core's vector fused multiply-adds, the slowest of num_threads() threads at once.
+inline double vector_fma_gflops() {
+#if defined(__AVX512F__)
+  constexpr int kLanes = 16;
+#else
+  constexpr int kLanes = 8;
+#endif
+  using V = float __attribute__((vector_size(4 * kLanes)));
+  constexpr int kSums = 12;
+  constexpr std::int64_t kTurns = 2'000'000;
+  std::vector<double> tries;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    double slowest = INFINITY;
+#pragma omp parallel num_threads(num_threads()) reduction(min : slowest)
+    {
+      V sum[kSums];
+#pragma GCC unroll 12
+      for (int i = 0; i < kSums; ++i) sum[i] = V{} + 1.0f + static_cast<float>(i) * 1e-7f;
+      const V scale = V{} + 0.9999999f, shift = V{} + 1e-7f;
+      const auto t0 = std::chrono::steady_clock::now();
+      for (std::int64_t turn = 0; turn < kTurns; ++turn)
+#pragma GCC unroll 12
+        for (int i = 0; i < kSums; ++i) {
+          sum[i] = sum[i] * scale + shift;   // one FMA (the compiler contracts it)
+          asm volatile("" : "+v"(sum[i]));   // each kept in its register and computed: no instruction
+        }
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      slowest = static_cast<double>(kTurns * kSums * kLanes * 2) / s / 1e9;
+    }
+    tries.push_back(slowest);
+  }
+  std::sort(tries.begin(), tries.end());
+  return tries[tries.size() / 2];
 }
 
 }  // namespace ctrax::bench

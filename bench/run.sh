@@ -29,8 +29,11 @@
 # runs four — ctrax and the reference in float32 as above, then ctrax --bf16 (bfloat16 products,
 # core/tensor/precision.hpp) and the reference under CPU autocast to bfloat16 (bench/pytorch_autocast.py,
 # at its best setting, measured: --threads 2, oneDNN's products) — and the ratio is bf16 against
-# autocast; the lines before it give each side's float32 → bfloat16 speed-up. Installs python3-torch if it is missing; CTRAX_PROFILE=1 adds
-# ctrax's per-op-family profile to its runs.
+# autocast; the lines before it give each side's float32 → bfloat16 speed-up. Training (lm, encoder, lstm,
+# conv) prints each rep's pair with the cores' vector FMA rate each side ran in, measured just after it
+# (bench/machine_state.hpp: a VM's cores may share their FMA units with another tenant for seconds at a
+# time, and ctrax's products slow with them far more than the reference). Installs python3-torch if it
+# is missing; CTRAX_PROFILE=1 adds ctrax's per-op-family profile to its runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 config=${1:-M}
@@ -69,6 +72,8 @@ esac
 tunables=glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=1073741824
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
+# The cores' state just after a reference run (bench/machine_state.hpp); ctrax's runs print their own.
+state() { "${blas[@]}" build/bench/bench_train --machine-state --json --tag "$1_state" | tee -a "$log" | grep -v '^JSON'; }
 
 for rep in $(seq "$reps"); do
   if [ "$what" = conv ]; then
@@ -77,12 +82,14 @@ for rep in $(seq "$reps"); do
     [ "$config" = L ] && wrn=(--n-blocks 2 --widen-factor 4)
     "${blas[@]}" GLIBC_TUNABLES=$tunables /usr/bin/python3 bench/pytorch_wrn.py "${wrn[@]}" --threads 2 --channels-last \
       --json --tag pytorch | tee -a "$log" | grep -v '^JSON'
+    state pytorch
   elif [ "$what" = lstm ]; then
     lstm_flags=(--vocab "${flags[1]}" --d-model "${flags[3]}" --layers "${flags[7]}" --seq "${flags[11]}" --batch "${flags[13]}"
                 --steps "${flags[15]}")
     "${blas[@]}" build/bench/bench_train --model lstm --config "$config" --json --tag ctrax | tee -a "$log" | grep -v '^JSON'
     "${blas[@]}" GLIBC_TUNABLES=$tunables /usr/bin/python3 bench/pytorch_lstm_lm.py "${lstm_flags[@]}" \
       --threads 1 --blas-threads 2 --json --tag pytorch | tee -a "$log" | grep -v '^JSON'
+    state pytorch
   elif [ "$what" = decode ]; then
     for mode in b1 b8 beams4; do
       case $mode in
@@ -99,11 +106,13 @@ for rep in $(seq "$reps"); do
     "${blas[@]}" build/bench/bench_train --model "$what" --config "$config" --json --tag ctrax | tee -a "$log" | grep -v '^JSON'
     "${blas[@]}" GLIBC_TUNABLES=$tunables /usr/bin/python3 "$shared/bench/pytorch_$what.py" "${flags[@]}" \
       --threads 1 --blas-threads 2 --dropout 0.1 --json --tag pytorch | tee -a "$log" | grep -v '^JSON'
+    state pytorch
     if [ "$precision" = bf16 ]; then
       "${blas[@]}" build/bench/bench_train --model "$what" --config "$config" --bf16 --json --tag ctrax_bf16 |
         tee -a "$log" | grep -v '^JSON'
       "${blas[@]}" GLIBC_TUNABLES=$tunables /usr/bin/python3 bench/pytorch_autocast.py "$shared/bench/pytorch_$what.py" \
         "${flags[@]}" --threads 2 --blas-threads 2 --dropout 0.1 --json --tag pytorch_autocast | tee -a "$log" | grep -v '^JSON'
+      state pytorch_autocast
     fi
   fi
 done
@@ -130,6 +139,18 @@ runs = [json.loads(l[5:]) for l in open(log) if l.startswith("JSON ")]
 def med(tag, k):
     v = [r[k] for r in runs if r.get("tag") == tag and r.get(k) is not None]
     return statistics.median(v) if v else float("nan")
+def rep_by_rep(mine, theirs, unit):
+    # Each rep's pair with the cores' vector FMA rate each side ran in (bench/machine_state.hpp):
+    # on a VM whose cores are shared at times, the ratio moves with it.
+    def rate(r):
+        x = r.get("fma_gflops") if r else None
+        return "?" if x is None else f"{x:.0f}"
+    c, p = [r for r in runs if r.get("tag") == mine], [r for r in runs if r.get("tag") == theirs]
+    states = [r for r in runs if r.get("tag") == theirs + "_state"]
+    for i, (a, b) in enumerate(zip(c, p)):
+        print(f"{config} {what} rep {i + 1}: ctrax {a[unit]:,.0f} (cores' FMAs at {rate(a)} GFLOP/s each)   "
+              f"{theirs} {b[unit]:,.0f} ({rate(states[i] if i < len(states) else None)})   "
+              f"ratio {a[unit] / b[unit]:.2f}")
 if what == "decode":
     names = {"b1": "greedy, batch 1", "b8": "8 rows (ctrax sampled)", "beams4": "4 beams (reference: 4 rows)"}
     for mode, name in names.items():
@@ -147,16 +168,22 @@ if what == "decode":
     print(f"ratio_vs_pytorch={c / p:.2f}")
     sys.exit(0)
 if what == "conv":
+    print()
+    rep_by_rep("ctrax", "pytorch", "images_per_s")
     c, p = med("ctrax", "images_per_s"), med("pytorch", "images_per_s")
     gc, gp, peak = med("ctrax", "gflops_achieved"), med("pytorch", "gflops_achieved"), med("peak", "gflops")
-    print(f"\n{config} conv: median images/s  ctrax {c:,.0f}   pytorch {p:,.0f}")
+    print(f"{config} conv: median images/s  ctrax {c:,.0f}   pytorch {p:,.0f}")
     print(f"{config} conv: convolution GFLOP/s  ctrax {gc:.1f} ({100 * gc / peak:.0f}% of the sgemm peak)   "
           f"pytorch {gp:.1f} ({100 * gp / peak:.0f}%)   2-thread sgemm peak {peak:.0f}")
     print(f"ratio_vs_pytorch={c / p:.2f}")
     sys.exit(0)
+print()
+rep_by_rep("ctrax", "pytorch", "tok_per_s")
+if precision == "bf16":
+    rep_by_rep("ctrax_bf16", "pytorch_autocast", "tok_per_s")
 c, p = med("ctrax", "tok_per_s"), med("pytorch", "tok_per_s")
 rc, rp = med("ctrax", "peak_rss_mb"), med("pytorch", "peak_rss_mb")
-print(f"\n{config} {what}: median tokens/s  ctrax {c:,.0f}   pytorch {p:,.0f}   "
+print(f"{config} {what}: median tokens/s  ctrax {c:,.0f}   pytorch {p:,.0f}   "
       f"(peak RSS ctrax {rc:,.0f} MB, pytorch {rp:,.0f} MB)")
 gc, gp = med("ctrax", "gflops_achieved"), med("pytorch", "gflops_achieved")
 print(f"{config} {what}: model GFLOP/s  ctrax {gc:.1f}   pytorch {gp:.1f}")
