@@ -8,7 +8,7 @@
 #include <type_traits>
 #include <utility>
 
-#if defined(__AVX512F__) || defined(CTRAX_AVX512_KERNELS)
+#if defined(__AVX512F__) || defined(CTRAX_AVX512_KERNELS) || (defined(__AVX2__) && defined(__FMA__))
 #include <immintrin.h>
 #endif
 
@@ -115,8 +115,8 @@ void pack(bool tb, std::int64_t K, std::int64_t N, const T* B, std::int64_t ldb,
 // One block: rows 0 … MR − 1 of op(A) (A at its first row, or with ta its first column) times one
 // panel, into NB columns of C's MR rows.
 #if defined(__AVX512F__) || defined(CTRAX_AVX512_KERNELS)
-// Written with AVX-512's intrinsics, so that the MR × 2 vectors of sums stay in registers from the
-// first term to the store: as plain loops (below, for other CPUs) g++ vectorised them but kept the
+// Written with intrinsics (AVX-512's; AVX2's below), so that the MR × 2 vectors of sums stay in
+// registers from the first term to the store: as plain loops (further below, for other CPUs) g++ vectorised them but kept the
 // sums in an array on the stack around the loop over k — zeroed with a string store, then stored
 // and read back for the scaling — time a block of attention's 64 terms notices
 // (docs/11_performance.md). The same operations in the same order, so the same bits.
@@ -145,6 +145,35 @@ struct Zmm<double> {
   CTRAX_FULL_WIDTH_VECTORS static V add(V a, V b) { return _mm512_add_pd(a, b); }
 };
 
+#elif defined(__AVX2__) && defined(__FMA__)
+// The same with AVX2's 16 registers of 8 floats: 6 rows × 2 vectors of sums, the panel's two
+// vectors and a broadcast.
+template <class T>
+struct Zmm;
+template <>
+struct Zmm<float> {
+  using V = __m256;
+  static V zero() { return _mm256_setzero_ps(); }
+  static V broadcast(float x) { return _mm256_set1_ps(x); }
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+};
+template <>
+struct Zmm<double> {
+  using V = __m256d;
+  static V zero() { return _mm256_setzero_pd(); }
+  static V broadcast(double x) { return _mm256_set1_pd(x); }
+  static V load(const double* p) { return _mm256_loadu_pd(p); }
+  static void store(double* p, V v) { _mm256_storeu_pd(p, v); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
+  static V mul(V a, V b) { return _mm256_mul_pd(a, b); }
+  static V add(V a, V b) { return _mm256_add_pd(a, b); }
+};
+#endif
+#if defined(__AVX512F__) || defined(CTRAX_AVX512_KERNELS) || (defined(__AVX2__) && defined(__FMA__))
 template <class T, int MR, bool TA>
 CTRAX_FULL_WIDTH_VECTORS void block(std::int64_t K, T alpha, const T* A, std::int64_t lda, const T* panel, T beta,
                                     const T* bias, T* C, std::int64_t ldc) {
@@ -259,6 +288,14 @@ bool small_gemm_pays(std::int64_t K) {
 #else
   (void)K;
   return false;   // see the header
+#endif
+}
+
+bool small_gemm_team_pays() {
+#if defined(__AVX512F__) || defined(CTRAX_AVX512_KERNELS) || (defined(__AVX2__) && defined(__FMA__))
+  return true;
+#else
+  return false;   // the plain loops' block (see the header)
 #endif
 }
 

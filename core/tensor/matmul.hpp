@@ -42,8 +42,8 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b);
 //   linear_relu_dropout(x, w, b, rate, rng) = relu_dropout(linear(x, w, b), rate, rng)   (dropout.hpp)
 //
 // the same values (bit for bit: the same mask, the same expressions) and the same gradients. Where our
-// own kernel takes the product (float32, large, AVX-512: core/engine/gemm.hpp's team_takes), the
-// ReLU and the mask are applied to each stripe of rows as soon as it is made, while it is still in
+// own kernel takes the product (float32, large, AVX-512 or AVX2: core/engine/gemm.hpp's team_takes),
+// the ReLU and the mask are applied to each stripe of rows as soon as it is made, while it is still in
 // the core's cache; the pre-activation and the mask are never stored: a unit's gradient passes where
 // y > 0 — where the ReLU passed and the mask kept it — scaled by 1/(1 − rate) (a dropped unit's is +0
 // where the two ops give g · 0). Saved: the pass relu_dropout made over the (…, N) activation each
