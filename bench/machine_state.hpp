@@ -20,10 +20,10 @@
 // waits for the other's write, then writes); the median of five runs of 20,000 trips.
 //
 // The vector FMA rate, for training: a VM's core may share its execution units with another
-// tenant's work (a hyperthread of the same physical core). Its clock and its caches' bandwidth then
-// read as before, but its fused multiply-adds — what ctrax's training spends most of a step on, in
-// its products — come at up to half the rate, for seconds at a time; the reference, whose step is
-// mostly passes over memory on one thread, slows much less (docs/11_performance.md). Each of
+// tenant's work (most likely a hyperthread of the same physical core), and then its fused
+// multiply-adds — what ctrax's training spends most of a step on, in its products — come at up to
+// half the rate, for seconds at a time; the reference, whose step is mostly passes over memory on
+// one thread, slows much less (docs/11_performance.md). Each of
 // num_threads() threads runs twelve independent sums in the widest vectors the build has, each
 // FMA waiting only on its own sum's last — enough to keep two FMA units busy through their latency;
 // the slowest thread's rate (a team waits for its slowest core), the median of five tries: the

@@ -32,8 +32,8 @@
 # autocast; the lines before it give each side's float32 → bfloat16 speed-up. Training (lm, encoder, lstm,
 # conv) prints each rep's pair with the cores' vector FMA rate each side ran in, measured just after it
 # (bench/machine_state.hpp: a VM's cores may share their FMA units with another tenant for seconds at a
-# time, and ctrax's products slow with them far more than the reference). Installs python3-torch if it
-# is missing; CTRAX_PROFILE=1 adds ctrax's per-op-family profile to its runs.
+# time; ctrax's step, mostly products, slows with them more than the reference's). Installs
+# python3-torch if it is missing; CTRAX_PROFILE=1 adds ctrax's per-op-family profile to its runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 config=${1:-M}
