@@ -343,7 +343,7 @@ std::int64_t narrowest_block(std::int64_t extent) {
 template <class T>
 bool team_takes(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, bool bf16) {
   return std::is_same_v<T, float> && !ta && !bf16 && M >= kTeamGemmRows && N >= kTeamGemmColumns &&
-         M * N * K >= kTeamProduct && small_gemm_team_pays();
+         M * N * K >= kTeamProduct && small_gemm_pays(std::min(K, kSmallGemmMaxTerms));
 }
 
 template <class T>

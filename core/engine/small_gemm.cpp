@@ -283,19 +283,11 @@ void blocks(std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A,
 }  // namespace
 
 bool small_gemm_pays(std::int64_t K) {
-#if defined(__AVX512F__) || defined(CTRAX_AVX512_KERNELS)
+#if defined(__AVX512F__) || defined(CTRAX_AVX512_KERNELS) || (defined(__AVX2__) && defined(__FMA__))
   return K >= 1 && K <= kSmallGemmMaxTerms;
 #else
   (void)K;
   return false;   // see the header
-#endif
-}
-
-bool small_gemm_team_pays() {
-#if defined(__AVX512F__) || defined(CTRAX_AVX512_KERNELS) || (defined(__AVX2__) && defined(__FMA__))
-  return true;
-#else
-  return false;   // the plain loops' block (see the header)
 #endif
 }
 

@@ -21,12 +21,10 @@
 // Every element of C is one sum over k in order, one fused multiply-add per term, then scaled:
 // its bits do not depend on M, N, the blocks or the thread that makes it.
 //
-// WHERE IT PAYS. Attention's slice products: with AVX-512. With AVX2 alone they measured no faster
-// than OpenBLAS's Haswell kernels, and slower where the sums have only d = 64 terms
-// (docs/11_performance.md), so there attention keeps BLAS (small_gemm_pays). The team's large
-// products (small_gemm_team): with AVX-512, and with AVX2 and FMA too (small_gemm_team_pays) — there
-// the kernel is no faster than BLAS's, but the rows taken in turn and each stripe's work done as it
-// is stored are.
+// WHERE IT PAYS: where the block is written in the CPU's intrinsics — AVX-512's, or AVX2's with FMA
+// (small_gemm_pays). Elsewhere it is plain loops, whose sums g++ keeps on the stack: no faster than
+// BLAS, and slower where the sums have only d = 64 terms (docs/11_performance.md), so there attention
+// and the team's products keep BLAS.
 #pragma once
 
 #include <cstddef>
@@ -39,8 +37,6 @@ namespace ctrax::blas {
 inline constexpr std::int64_t kSmallGemmMaxTerms = 512;
 // Whether a product with K terms per sum runs faster here than through BLAS, on this build's CPU.
 bool small_gemm_pays(std::int64_t K);
-// Whether a large product runs faster through small_gemm_team than through BLAS, on this build's CPU.
-bool small_gemm_team_pays();
 
 // Elements of scratch small_gemm needs for an op(B) of K × N.
 std::int64_t small_gemm_scratch(std::int64_t K, std::int64_t N, std::size_t element_size);
@@ -65,7 +61,7 @@ void small_gemm_packed(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, 
 
 // C (M × N) = alpha · A op(B) + beta · C, row-major, dense (lda K, ldb K or N, ldc N), on the whole
 // team: a large product's other way through the same kernel (parallel_gemm, gemm.hpp, takes it where
-// small_gemm_team_pays). The threads pack op(B) once, between them, in chunks of at most
+// small_gemm_pays). The threads pack op(B) once, between them, in chunks of at most
 // kSmallGemmMaxTerms terms, then take blocks of rows of A in turn — whoever is free takes the next —
 // each block's rows times every panel, a group of panels at a time (512 KB, which stays in L2 for
 // all the block's rows, whatever op(B)'s size). BLAS's way, a fixed share of rows per thread each
