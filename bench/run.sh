@@ -73,7 +73,9 @@ tunables=glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=1073
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 # The cores' state just after a reference run (bench/machine_state.hpp); ctrax's runs print their own.
-state() { "${blas[@]}" build/bench/bench_train --machine-state --json --tag "$1_state" | tee -a "$log" | grep -v '^JSON'; }
+state() {
+  "${blas[@]}" build/bench/bench_train --machine-state --json --tag "$1_state" | tee -a "$log" | grep -v '^JSON'
+}
 
 for rep in $(seq "$reps"); do
   if [ "$what" = conv ]; then

@@ -116,10 +116,10 @@ void pack(bool tb, std::int64_t K, std::int64_t N, const T* B, std::int64_t ldb,
 // panel, into NB columns of C's MR rows.
 #if defined(__AVX512F__) || defined(CTRAX_AVX512_KERNELS)
 // Written with intrinsics (AVX-512's; AVX2's below), so that the MR × 2 vectors of sums stay in
-// registers from the first term to the store: as plain loops (further below, for other CPUs) g++ vectorised them but kept the
-// sums in an array on the stack around the loop over k — zeroed with a string store, then stored
-// and read back for the scaling — time a block of attention's 64 terms notices
-// (docs/11_performance.md). The same operations in the same order, so the same bits.
+// registers from the first term to the store: as plain loops (further below, for other CPUs) g++
+// vectorised them but kept the sums in an array on the stack around the loop over k — zeroed with a
+// string store, then stored and read back for the scaling — time a block of attention's 64 terms
+// notices (docs/11_performance.md). The same operations in the same order, so the same bits.
 template <class T>
 struct Zmm;
 template <>
