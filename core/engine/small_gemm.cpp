@@ -8,7 +8,13 @@
 #include <type_traits>
 #include <utility>
 
-#if defined(__AVX512F__) || defined(CTRAX_AVX512_KERNELS) || (defined(__AVX2__) && defined(__FMA__))
+// Which block this build has: AVX-512's (its 32 registers of 16 floats), AVX2's with FMA, or, on
+// other CPUs, plain loops (see the block, below).
+#if defined(__AVX512F__) || defined(CTRAX_AVX512_KERNELS)
+#define CTRAX_SMALL_GEMM_AVX512 1
+#endif
+#if defined(CTRAX_SMALL_GEMM_AVX512) || (defined(__AVX2__) && defined(__FMA__))
+#define CTRAX_SMALL_GEMM_INTRINSICS 1
 #include <immintrin.h>
 #endif
 
@@ -19,7 +25,7 @@ namespace ctrax::blas {
 
 namespace {
 
-#if defined(__AVX512F__) || defined(CTRAX_AVX512_KERNELS)
+#if defined(CTRAX_SMALL_GEMM_AVX512)
 constexpr int kRows = 12;            // MR
 constexpr int kVectorBytes = 64;
 #else
@@ -33,7 +39,7 @@ constexpr std::int64_t columns(std::size_t element_size) {
 template <class T>
 constexpr std::int64_t kColumns = columns(sizeof(T));
 
-#if defined(__AVX512F__) || defined(CTRAX_AVX512_KERNELS)
+#if defined(CTRAX_SMALL_GEMM_AVX512)
 // 16 vectors of 16 floats, r[i][j] → r[j][i]: pairs, then quadruples, then 128-bit lanes crossed.
 CTRAX_FULL_WIDTH_VECTORS inline void transpose16(__m512 r[16]) {
   __m512 t[16];
@@ -86,7 +92,7 @@ void pack(bool tb, std::int64_t K, std::int64_t N, const T* B, std::int64_t ldb,
     T* const panel = panels + n0 * K;
     const std::int64_t w = std::min(NB, N - n0);
     std::int64_t k_first = 0;   // rows packed already
-#if defined(__AVX512F__) || defined(CTRAX_AVX512_KERNELS)
+#if defined(CTRAX_SMALL_GEMM_AVX512)
     if constexpr (std::is_same_v<T, float>) {
       if (tb) {
         k_first = K / 16 * 16;
@@ -114,7 +120,7 @@ void pack(bool tb, std::int64_t K, std::int64_t N, const T* B, std::int64_t ldb,
 
 // One block: rows 0 … MR − 1 of op(A) (A at its first row, or with ta its first column) times one
 // panel, into NB columns of C's MR rows.
-#if defined(__AVX512F__) || defined(CTRAX_AVX512_KERNELS)
+#if defined(CTRAX_SMALL_GEMM_AVX512)
 // Written with intrinsics (AVX-512's; AVX2's below), so that the MR × 2 vectors of sums stay in
 // registers from the first term to the store: as plain loops (further below, for other CPUs) g++
 // vectorised them but kept the sums in an array on the stack around the loop over k — zeroed with a
@@ -145,7 +151,7 @@ struct Zmm<double> {
   CTRAX_FULL_WIDTH_VECTORS static V add(V a, V b) { return _mm512_add_pd(a, b); }
 };
 
-#elif defined(__AVX2__) && defined(__FMA__)
+#elif defined(CTRAX_SMALL_GEMM_INTRINSICS)
 // The same with AVX2's 16 registers of 8 floats: 6 rows × 2 vectors of sums, the panel's two
 // vectors and a broadcast.
 template <class T>
@@ -173,7 +179,7 @@ struct Zmm<double> {
   static V add(V a, V b) { return _mm256_add_pd(a, b); }
 };
 #endif
-#if defined(__AVX512F__) || defined(CTRAX_AVX512_KERNELS) || (defined(__AVX2__) && defined(__FMA__))
+#if defined(CTRAX_SMALL_GEMM_INTRINSICS)
 template <class T, int MR, bool TA>
 CTRAX_FULL_WIDTH_VECTORS void block(std::int64_t K, T alpha, const T* A, std::int64_t lda, const T* panel, T beta,
                                     const T* bias, T* C, std::int64_t ldc) {
@@ -283,7 +289,7 @@ void blocks(std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A,
 }  // namespace
 
 bool small_gemm_pays(std::int64_t K) {
-#if defined(__AVX512F__) || defined(CTRAX_AVX512_KERNELS) || (defined(__AVX2__) && defined(__FMA__))
+#if defined(CTRAX_SMALL_GEMM_INTRINSICS)
   return K >= 1 && K <= kSmallGemmMaxTerms;
 #else
   (void)K;
