@@ -297,6 +297,16 @@ bool small_gemm_pays(std::int64_t K) {
 #endif
 }
 
+const char* small_gemm_block() {
+#if defined(CTRAX_SMALL_GEMM_AVX512)
+  return "AVX-512";
+#elif defined(CTRAX_SMALL_GEMM_INTRINSICS)
+  return "AVX2";
+#else
+  return "loops";
+#endif
+}
+
 std::int64_t small_gemm_scratch(std::int64_t K, std::int64_t N, std::size_t element_size) {
   const std::int64_t NB = columns(element_size);
   return K * ((N + NB - 1) / NB) * NB;

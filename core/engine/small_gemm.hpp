@@ -37,6 +37,9 @@ namespace ctrax::blas {
 inline constexpr std::int64_t kSmallGemmMaxTerms = 512;
 // Whether a product with K terms per sum runs faster here than through BLAS, on this build's CPU.
 bool small_gemm_pays(std::int64_t K);
+// Which block this build compiled: "AVX-512", "AVX2" or "loops" (tests/core/tensor/test_small_gemm.cpp
+// checks it against the flags the test was built with; tests/meson.build builds an AVX2 one too).
+const char* small_gemm_block();
 
 // Elements of scratch small_gemm needs for an op(B) of K × N.
 std::int64_t small_gemm_scratch(std::int64_t K, std::int64_t N, std::size_t element_size);
