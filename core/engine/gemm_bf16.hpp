@@ -1,5 +1,6 @@
 // ctrax/core/engine/gemm_bf16.hpp — internal: float products in bfloat16 with float sums, on CPUs
-// that multiply bfloat16 pairs (AVX512_BF16: AMD Zen 4/5, Intel Cooper Lake and Sapphire Rapids on).
+// that multiply bfloat16 pairs (AVX512_BF16: AMD Zen 4/5, Intel Cooper Lake and Sapphire Rapids on;
+// faster than float32 only where they outrun its FMAs: precision.hpp).
 //
 //   C (M×N) = alpha · round16(op(A)) · round16(op(B)) + beta · C        all float in memory
 //

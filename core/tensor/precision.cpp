@@ -8,7 +8,7 @@ namespace {
 thread_local Precision current = Precision::float32;
 }
 
-bool bfloat16_products_fast() { return blas::bf16_products_available(); }
+bool bfloat16_products_native() { return blas::bf16_products_available(); }
 
 Precision product_precision() { return current; }
 

@@ -16,9 +16,11 @@
 // compares the loss curves. float64 products are never rounded: the finite-difference checks
 // run in float64.
 //
-// WHY. On CPUs with AVX512_BF16 (AMD Zen 4 and 5, Intel from Cooper Lake) one instruction
-// multiplies twice as many bfloat16 pairs as float32 FMAs, and a Transformer's training step is
-// three quarters products (core/engine/gemm_bf16.hpp has the kernel). Elsewhere the operands are
+// WHY. On AMD's CPUs with AVX512_BF16 (Zen 4 and 5) one instruction multiplies twice as many
+// bfloat16 pairs as a float32 FMA, at the same rate, and a Transformer's training step is three
+// quarters products (core/engine/gemm_bf16.hpp has the kernel). Not on every CPU that has the
+// instruction: an Intel Xeon (Emerald Rapids) ran it at half its float32 FMAs' rate, so there the
+// same scope makes training slower (docs/11_performance.md). Elsewhere the operands are
 // rounded into copies that go through the float32 product: the same numbers (but for the order
 // of the float32 sums), so a run means the same on every CPU, only without the speed — as
 // PyTorch's autocast runs on any CPU.
@@ -35,9 +37,10 @@ namespace ctrax {
 
 enum class Precision { float32, bfloat16 };
 
-// True when bfloat16 products run at their own speed here (the CPU has AVX512_BF16 and the build
-// the kernel); false: they are rounded copies through float32 products, slower than float32.
-bool bfloat16_products_fast();
+// True when this CPU multiplies bfloat16 pairs itself (AVX512_BF16) and the build has the kernel —
+// faster than float32 where the instruction outruns the float32 FMAs (see WHY); false: the
+// products are rounded copies through float32 products, slower than float32.
+bool bfloat16_products_native();
 
 // This thread's precision of float32 products (float32 outside any scope).
 Precision product_precision();
