@@ -48,6 +48,7 @@
 #include <vector>
 
 #include "core/data/masked_lm.hpp"
+#include "core/engine/small_gemm.hpp"
 #include "core/decode/beam_search.hpp"
 #include "core/decode/sampling.hpp"
 #include "core/dist/communicator.hpp"
@@ -248,12 +249,13 @@ int main(int argc, char** argv) try {
     if (json) fmt::print("JSON {{\"tag\": \"{}\", \"script\": \"sgemm\", \"gflops\": {}}}\n", tag, gflops);
     return 0;
   }
-  if (machine_state) {
+  if (machine_state) {   // with the block this build's own product kernel runs (bench/run.sh checks it)
     const double fma = bench::vector_fma_gflops(), ghz = bench::core_clock_ghz();
     print_machine_state(fma, ghz);
+    fmt::print("this build's product kernel: its {} block\n", blas::small_gemm_block());
     if (json)
-      fmt::print("JSON {{\"tag\": \"{}\", \"script\": \"machine_state\", \"fma_gflops\": {}, \"core_ghz\": {}}}\n", tag,
-                 json_number(fma), json_number(ghz));
+      fmt::print("JSON {{\"tag\": \"{}\", \"script\": \"machine_state\", \"fma_gflops\": {}, \"core_ghz\": {}, "
+                 "\"kernels\": \"{}\"}}\n", tag, json_number(fma), json_number(ghz), blas::small_gemm_block());
     return 0;
   }
   if (bandwidth) {   // sum an array of --bandwidth-mb, split over the threads: bytes read per second

@@ -34,6 +34,12 @@
 # (bench/machine_state.hpp: a VM's cores may share their FMA units with another tenant for seconds at a
 # time; ctrax's step, mostly products, slows with them more than the reference's). Installs
 # python3-torch if it is missing; CTRAX_PROFILE=1 adds ctrax's per-op-family profile to its runs.
+# CTRAX_BUILD=DIR runs the build in DIR instead of build/. CTRAX_BENCH_ISA=avx2 holds both sides to
+# AVX2, as a machine without AVX-512 (AMD Zen 3) runs them — ctrax from an AVX2 build (checked:
+# meson setup build-avx2 -Dnative=false -Dcpp_args=-march=znver3, then CTRAX_BUILD=build-avx2),
+# OpenBLAS's Haswell kernels on both sides, PyTorch's ATEN_CPU_CAPABILITY=avx2: on an AVX-512
+# machine an estimate of such a machine, not a measurement of one (its caches and clocks stay
+# this machine's; decoding's bandwidth probe, built for AVX2 too, may read less than the caches give).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 config=${1:-M}
@@ -41,6 +47,9 @@ what=${2:-lm}
 reps=${3:-3}
 precision=${4:-fp32}
 shared=${CTRAX_SHARED:-$(pwd)/../shared}
+build=${CTRAX_BUILD:-build}
+isa=${CTRAX_BENCH_ISA:-native}
+case "$isa" in native|avx2) ;; *) echo "run.sh: CTRAX_BENCH_ISA is native or avx2, got $isa" >&2; exit 2 ;; esac
 case "$config" in S|M|L) ;; *) echo "run.sh: config is S, M or L, got $config" >&2; exit 2 ;; esac
 case "$what" in lm|encoder|decode|lstm|conv) ;; *) echo "run.sh: lm, encoder, decode, lstm or conv, got $what" >&2; exit 2 ;; esac
 case "$precision" in fp32) ;; bf16) [ "$what" = lm ] || [ "$what" = encoder ] ||
@@ -53,13 +62,27 @@ if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends python3-torch >/dev/null
 fi
-[ -x build/bench/bench_train ] || scripts/setup.sh >/dev/null
-ninja -C build bench/bench_train examples/inspect >/dev/null
+if [ "$build" = build ]; then
+  [ -x "$build/bench/bench_train" ] || scripts/setup.sh >/dev/null
+elif [ ! -f "$build/build.ninja" ]; then
+  echo "run.sh: CTRAX_BUILD=$build is not a meson build directory (meson setup $build …)" >&2; exit 1
+fi
+ninja -C "$build" bench/bench_train examples/inspect >/dev/null
 # Both sides run with OPENBLAS_CORETYPE unset — unless OpenBLAS does not recognise this CPU and would
 # run its generic kernels on both (core/tensor/blas_kernels.hpp): then both get the suggested core.
 blas=(env -u OPENBLAS_CORETYPE)
-core=$(env -u OPENBLAS_CORETYPE build/examples/inspect --blas 2>/dev/null | sed -n 's/^suggest: //p')
-if [ -n "$core" ]; then
+core=$(env -u OPENBLAS_CORETYPE "$build/examples/inspect" --blas 2>/dev/null | sed -n 's/^suggest: //p')
+if [ "$isa" = avx2 ]; then
+  blas=(env OPENBLAS_CORETYPE=Haswell ATEN_CPU_CAPABILITY=avx2)
+  kernels=$("${blas[@]}" "$build/bench/bench_train" --machine-state --json 2>/dev/null |
+            sed -n 's/^JSON .*"kernels": "\([^"]*\)".*/\1/p')
+  if [ "$kernels" != AVX2 ]; then
+    echo "run.sh: CTRAX_BENCH_ISA=avx2 needs an AVX2 build; $build's product kernel is ${kernels:-unknown}" \
+         "(meson setup build-avx2 -Dnative=false -Dcpp_args=-march=znver3, then CTRAX_BUILD=build-avx2)" >&2
+    exit 1
+  fi
+  echo "both sides held to AVX2: ctrax from $build, OpenBLAS's Haswell kernels, PyTorch's ATEN_CPU_CAPABILITY=avx2"
+elif [ -n "$core" ]; then
   blas=(env "$core")
   echo "OpenBLAS does not recognise this CPU: both sides run with $core"
 fi
@@ -74,12 +97,12 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 # The cores' state just after a reference run (bench/machine_state.hpp); ctrax's runs print their own.
 state() {
-  "${blas[@]}" build/bench/bench_train --machine-state --json --tag "$1_state" | tee -a "$log" | grep -v '^JSON'
+  "${blas[@]}" "$build/bench/bench_train" --machine-state --json --tag "$1_state" | tee -a "$log" | grep -v '^JSON'
 }
 
 for rep in $(seq "$reps"); do
   if [ "$what" = conv ]; then
-    "${blas[@]}" build/bench/bench_train --model wideresnet --config "$config" --json --tag ctrax | tee -a "$log" | grep -v '^JSON'
+    "${blas[@]}" "$build/bench/bench_train" --model wideresnet --config "$config" --json --tag ctrax | tee -a "$log" | grep -v '^JSON'
     wrn=(--n-blocks 1 --widen-factor 1); [ "$config" = M ] && wrn=(--n-blocks 2 --widen-factor 2)
     [ "$config" = L ] && wrn=(--n-blocks 2 --widen-factor 4)
     "${blas[@]}" GLIBC_TUNABLES=$tunables /usr/bin/python3 bench/pytorch_wrn.py "${wrn[@]}" --threads 2 --channels-last \
@@ -88,7 +111,7 @@ for rep in $(seq "$reps"); do
   elif [ "$what" = lstm ]; then
     lstm_flags=(--vocab "${flags[1]}" --d-model "${flags[3]}" --layers "${flags[7]}" --seq "${flags[11]}" --batch "${flags[13]}"
                 --steps "${flags[15]}")
-    "${blas[@]}" build/bench/bench_train --model lstm --config "$config" --json --tag ctrax | tee -a "$log" | grep -v '^JSON'
+    "${blas[@]}" "$build/bench/bench_train" --model lstm --config "$config" --json --tag ctrax | tee -a "$log" | grep -v '^JSON'
     "${blas[@]}" GLIBC_TUNABLES=$tunables /usr/bin/python3 bench/pytorch_lstm_lm.py "${lstm_flags[@]}" \
       --threads 1 --blas-threads 2 --json --tag pytorch | tee -a "$log" | grep -v '^JSON'
     state pytorch
@@ -99,18 +122,18 @@ for rep in $(seq "$reps"); do
         b8) mine=(--gen-batch 8); theirs=(--gen-batch 8) ;;
         beams4) mine=(--beams 4); theirs=(--gen-batch 4) ;;
       esac
-      "${blas[@]}" build/bench/bench_train --model lm --config "$config" --generate 256 "${mine[@]}" --json --tag "ctrax_$mode" |
+      "${blas[@]}" "$build/bench/bench_train" --model lm --config "$config" --generate 256 "${mine[@]}" --json --tag "ctrax_$mode" |
         tee -a "$log" | grep -v '^JSON'
       "${blas[@]}" GLIBC_TUNABLES=$tunables /usr/bin/python3 "$shared/bench/pytorch_lm.py" "${flags[@]}" \
         --threads 1 --generate 256 --kv-cache "${theirs[@]}" --json --tag "pytorch_$mode" | tee -a "$log" | grep -v '^JSON'
     done
   else
-    "${blas[@]}" build/bench/bench_train --model "$what" --config "$config" --json --tag ctrax | tee -a "$log" | grep -v '^JSON'
+    "${blas[@]}" "$build/bench/bench_train" --model "$what" --config "$config" --json --tag ctrax | tee -a "$log" | grep -v '^JSON'
     "${blas[@]}" GLIBC_TUNABLES=$tunables /usr/bin/python3 "$shared/bench/pytorch_$what.py" "${flags[@]}" \
       --threads 1 --blas-threads 2 --dropout 0.1 --json --tag pytorch | tee -a "$log" | grep -v '^JSON'
     state pytorch
     if [ "$precision" = bf16 ]; then
-      "${blas[@]}" build/bench/bench_train --model "$what" --config "$config" --bf16 --json --tag ctrax_bf16 |
+      "${blas[@]}" "$build/bench/bench_train" --model "$what" --config "$config" --bf16 --json --tag ctrax_bf16 |
         tee -a "$log" | grep -v '^JSON'
       "${blas[@]}" GLIBC_TUNABLES=$tunables /usr/bin/python3 bench/pytorch_autocast.py "$shared/bench/pytorch_$what.py" \
         "${flags[@]}" --threads 2 --blas-threads 2 --dropout 0.1 --json --tag pytorch_autocast | tee -a "$log" | grep -v '^JSON'
@@ -120,18 +143,18 @@ for rep in $(seq "$reps"); do
 done
 if [ "$what" = decode ]; then
   # The time to the first token after a 32-token prompt (one pass over the prompt: prefill).
-  "${blas[@]}" build/bench/bench_train --model lm --config "$config" --generate 16 --prompt-len 32 --json --tag ctrax_ttft |
+  "${blas[@]}" "$build/bench/bench_train" --model lm --config "$config" --generate 16 --prompt-len 32 --json --tag ctrax_ttft |
     tee -a "$log" | grep -v '^JSON'
   # The reference without its cache (one run), and the bandwidth of each mode's working set.
   "${blas[@]}" GLIBC_TUNABLES=$tunables /usr/bin/python3 "$shared/bench/pytorch_lm.py" "${flags[@]}" \
     --threads 1 --generate 256 --json --tag pytorch_uncached | tee -a "$log" | grep -v '^JSON'
   for mode in b1 b8 beams4; do
     mb=$(/usr/bin/python3 -c "import json,sys; r=[json.loads(l[5:]) for l in open(sys.argv[1]) if l.startswith('JSON ') and '\"ctrax_$mode\"' in l]; print(max(1.0, r[0]['step_bytes'] / 1e6))" "$log")
-    "${blas[@]}" build/bench/bench_train --bandwidth --bandwidth-mb "$mb" --json --tag "bandwidth_$mode" | tee -a "$log" | grep -v '^JSON'
+    "${blas[@]}" "$build/bench/bench_train" --bandwidth --bandwidth-mb "$mb" --json --tag "bandwidth_$mode" | tee -a "$log" | grep -v '^JSON'
   done
 fi
 if { [ "$config" = L ] && [ "$what" != decode ] && [ "$what" != lstm ]; } || [ "$what" = conv ]; then
-  "${blas[@]}" build/bench/bench_train --sgemm-peak --threads 2 --json --tag peak | tee -a "$log" | grep -v '^JSON'
+  "${blas[@]}" "$build/bench/bench_train" --sgemm-peak --threads 2 --json --tag peak | tee -a "$log" | grep -v '^JSON'
 fi
 
 /usr/bin/python3 - "$log" "$what" "$config" "$precision" <<'PY'
