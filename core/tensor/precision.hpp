@@ -19,8 +19,8 @@
 // WHY. On AMD's CPUs with AVX512_BF16 (Zen 4 and 5) one instruction multiplies twice as many
 // bfloat16 pairs as a float32 FMA, at the same rate, and a Transformer's training step is three
 // quarters products (core/engine/gemm_bf16.hpp has the kernel). Not on every CPU that has the
-// instruction: an Intel Xeon (Emerald Rapids) ran it at half its float32 FMAs' rate, so there the
-// same scope makes training slower (docs/11_performance.md). Elsewhere the operands are
+// instruction: an Intel Xeon ran it slower than its float32 FMAs, and there the same scope makes
+// training slower (docs/11_performance.md). Elsewhere the operands are
 // rounded into copies that go through the float32 product: the same numbers (but for the order
 // of the float32 sums), so a run means the same on every CPU, only without the speed — as
 // PyTorch's autocast runs on any CPU.

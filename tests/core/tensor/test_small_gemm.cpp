@@ -1,8 +1,9 @@
 // core/engine/small_gemm.cpp: our own product kernel — attention's slices one thread at a time, a
 // large product on the team — against the exact sums, every transpose, tail and beta, and the bits
-// its callers rely on. tests/meson.build also builds this file (with test_matmul.cpp and
-// test_attention_op.cpp, its callers' tests) against the kernel compiled for AVX2, where this
-// machine's own build has AVX-512: the block a Zen 3 runs, tested on any machine with AVX2.
+// its callers rely on. tests/meson.build also builds this file, with its callers' tests
+// (test_matmul.cpp, test_attention_op.cpp, test_convolution.cpp), against the engine's kernels
+// compiled for AVX2 where this machine's own build has AVX-512: the blocks a Zen 3 runs, tested on
+// any machine with AVX-512.
 #include <doctest/doctest.h>
 
 #include <array>
