@@ -34,8 +34,9 @@
 # (bench/machine_state.hpp: a VM's cores may share their FMA units with another tenant for seconds at a
 # time; ctrax's step, mostly products, slows with them more than the reference's). Installs
 # python3-torch if it is missing; CTRAX_PROFILE=1 adds ctrax's per-op-family profile to its runs.
-# CTRAX_BUILD=DIR runs the build in DIR instead of build/. CTRAX_BENCH_ISA=avx2 holds both sides to
-# AVX2, as a machine without AVX-512 (AMD Zen 3) runs them — ctrax from an AVX2 build (checked:
+# CTRAX_BUILD=DIR runs the build in DIR (relative to the repository) instead of build/.
+# CTRAX_BENCH_ISA=avx2 holds both sides to AVX2, as a machine without AVX-512 (AMD Zen 3) runs
+# them — ctrax from an AVX2 build (checked:
 # meson setup build-avx2 -Dnative=false -Dcpp_args=-march=znver3, then CTRAX_BUILD=build-avx2),
 # OpenBLAS's Haswell kernels on both sides, PyTorch's ATEN_CPU_CAPABILITY=avx2: on an AVX-512
 # machine an estimate of such a machine, not a measurement of one (its caches and clocks stay
@@ -57,16 +58,11 @@ case "$precision" in fp32) ;; bf16) [ "$what" = lm ] || [ "$what" = encoder ] ||
   *) echo "run.sh: the fourth argument is bf16 (or nothing), got $precision" >&2; exit 2 ;; esac
 [ -f "$shared/bench/pytorch_lm.py" ] || { echo "run.sh: $shared/bench/pytorch_lm.py not found (set CTRAX_SHARED)" >&2; exit 1; }
 
-if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
-  echo "installing python3-torch (the reference)..."
-  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends python3-torch >/dev/null
-fi
-if [ "$build" = build ]; then
-  [ -x "$build/bench/bench_train" ] || scripts/setup.sh >/dev/null
-elif [ ! -f "$build/build.ninja" ]; then
+if [ "$build" != build ] && [ ! -f "$build/build.ninja" ]; then
   echo "run.sh: CTRAX_BUILD=$build is not a meson build directory (meson setup $build …)" >&2; exit 1
 fi
+# Inputs checked, then ctrax built and its kernel checked; only then is the reference installed.
+[ "$build" != build ] || [ -x build/bench/bench_train ] || scripts/setup.sh >/dev/null
 ninja -C "$build" bench/bench_train examples/inspect >/dev/null
 # Both sides run with OPENBLAS_CORETYPE unset — unless OpenBLAS does not recognise this CPU and would
 # run its generic kernels on both (core/tensor/blas_kernels.hpp): then both get the suggested core.
@@ -85,6 +81,12 @@ if [ "$isa" = avx2 ]; then
 elif [ -n "$core" ]; then
   blas=(env "$core")
   echo "OpenBLAS does not recognise this CPU: both sides run with $core"
+fi
+
+if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
+  echo "installing python3-torch (the reference)..."
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends python3-torch >/dev/null
 fi
 
 case "$config" in

@@ -7,6 +7,7 @@
 # trained models); nothing is read from ../shared/data.
 set -uo pipefail
 build=$(cd "${1:-build}" && pwd)
+run_sh=$(cd "$(dirname "$0")/.." && pwd)/bench/run.sh
 lm=$build/examples/lm
 sentiment=$build/examples/sentiment
 translate=$build/examples/translate
@@ -338,6 +339,16 @@ bad bench-bandwidth-nan   "--bandwidth-mb: expected a number from 1 to 65536, go
 bad bench-alternate-decode "--alternate-plan times training steps: not with --generate or --model wideresnet" "$bench" --generate 8 --alternate-plan
 bad bench-alternate-wrn   "--alternate-plan times training steps: not with --generate or --model wideresnet" "$bench" --model wideresnet --alternate-plan
 bad bench-engine-reps     "--reps: expected a number from 1 to 1000000, got x" "$engine" --reps x
+# bench/run.sh's settings, checked before anything is built or installed (a stand-in for the
+# reference's scripts: none of them runs); the AVX2 check only where this build's kernel is not AVX2's.
+mkdir -p fake_shared/bench && touch fake_shared/bench/pytorch_lm.py
+bad run-sh-isa            "run.sh: CTRAX_BENCH_ISA is native or avx2, got avx3" env CTRAX_BENCH_ISA=avx3 "$run_sh" S lm 1
+bad run-sh-build          "run.sh: CTRAX_BUILD=$tmp/no_build is not a meson build directory" \
+    env CTRAX_SHARED="$tmp/fake_shared" CTRAX_BUILD="$tmp/no_build" "$run_sh" S lm 1
+if ! "$bench" --machine-state --json 2>/dev/null | grep -qF '"kernels": "AVX2"'; then
+  bad run-sh-avx2-build   "run.sh: CTRAX_BENCH_ISA=avx2 needs an AVX2 build" \
+      env CTRAX_SHARED="$tmp/fake_shared" CTRAX_BUILD="$build" CTRAX_BENCH_ISA=avx2 "$run_sh" S lm 1
+fi
 
 # --- a run is bound to its data --------------------------------------------------------------
 echo "one more line" >>changing.txt
