@@ -21,8 +21,8 @@
 //
 // The vector FMA rate, for training: a VM's core may share its execution units with another
 // tenant's work (most likely a hyperthread of the same physical core), and then its fused
-// multiply-adds — what ctrax's training spends most of a step on, in its products — come at up to
-// half the rate, for seconds at a time; the reference, whose step is mostly passes over memory on
+// multiply-adds — what ctrax's training spends most of a step on, in its products — come at a
+// lower rate, for seconds at a time; the reference, whose step is mostly passes over memory on
 // one thread, slows much less (docs/11_performance.md). Each of
 // num_threads() threads runs twelve independent sums in the widest vectors the build has, each
 // FMA waiting only on its own sum's last — enough to keep two FMA units busy through their latency;
