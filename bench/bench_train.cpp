@@ -94,9 +94,15 @@ double peak_rss_mb() {
 std::string json_number(double x) { return std::isnan(x) ? "null" : fmt::format("{}", x); }
 
 // The cores' state just measured (bench/machine_state.hpp): a figure means little without it.
-void print_machine_state(double fma_gflops, double core_ghz) {
-  fmt::print("machine state: cores' vector FMAs at {:.1f} GFLOP/s each (the slowest of {} threads), clock {:.2f} GHz\n",
-             fma_gflops, num_threads(), core_ghz);
+void print_machine_state(const bench::CoreState& s) {
+  fmt::print("machine state: cores' vector FMAs at {:.1f} GFLOP/s each (the slowest of {} threads), a product on the "
+             "team at {:.1f} GFLOP/s a core, clock {:.2f} GHz\n", s.fma_gflops, num_threads(), s.product_gflops,
+             s.core_ghz);
+}
+// Its JSON fields.
+std::string json_state(const bench::CoreState& s) {
+  return fmt::format("\"fma_gflops\": {}, \"product_gflops\": {}, \"core_ghz\": {}", json_number(s.fma_gflops),
+                     json_number(s.product_gflops), json_number(s.core_ghz));
 }
 
 double ms_since(Clock::time_point t0) {
@@ -141,7 +147,7 @@ int train_wideresnet(int n, int k, int steps, int warmup, bool json, const std::
   if (warmup == 0) profile::reset();
   loop.run(warmup + steps);
   // The state those steps ran in, just after them (bench/machine_state.hpp).
-  const double fma_gflops = bench::vector_fma_gflops(), core_ghz = bench::core_clock_ghz();
+  const bench::CoreState state = bench::core_state();
   std::vector<double> sorted = ms;
   std::sort(sorted.begin(), sorted.end());
   const double med = sorted[sorted.size() / 2], flops = wideresnet_conv_flops(n, k, batch);
@@ -153,14 +159,12 @@ int train_wideresnet(int n, int k, int steps, int warmup, bool json, const std::
              static_cast<double>(batch) / med * 1e3, med, mean, steps, warmup, flops / 1e9, flops / med / 1e6,
              static_cast<double>(model->n_params()) / 1e6, peak_rss_mb(), loss_first, loss_last, num_threads(),
              6 * n + 4, k);
-  print_machine_state(fma_gflops, core_ghz);
+  print_machine_state(state);
   if (profile::enabled()) std::cout << profile::report(steps, mean);
   if (json)
     fmt::print("JSON {{\"tag\": \"{}\", \"script\": \"ctrax_wideresnet\", \"ms_per_step_median\": {}, "
-               "\"images_per_s\": {}, \"gflops_achieved\": {}, \"peak_rss_mb\": {}, \"fma_gflops\": {}, "
-               "\"core_ghz\": {}}}\n",
-               tag, med, static_cast<double>(batch) / med * 1e3, flops / med / 1e6, peak_rss_mb(),
-               json_number(fma_gflops), json_number(core_ghz));
+               "\"images_per_s\": {}, \"gflops_achieved\": {}, \"peak_rss_mb\": {}, {}}}\n",
+               tag, med, static_cast<double>(batch) / med * 1e3, flops / med / 1e6, peak_rss_mb(), json_state(state));
   return 0;
 }
 
@@ -250,12 +254,12 @@ int main(int argc, char** argv) try {
     return 0;
   }
   if (machine_state) {   // with the block this build's own product kernel runs (bench/run.sh checks it)
-    const double fma = bench::vector_fma_gflops(), ghz = bench::core_clock_ghz();
-    print_machine_state(fma, ghz);
+    const bench::CoreState state = bench::core_state();
+    print_machine_state(state);
     fmt::print("this build's product kernel: its {} block\n", blas::small_gemm_block());
     if (json)
-      fmt::print("JSON {{\"tag\": \"{}\", \"script\": \"machine_state\", \"fma_gflops\": {}, \"core_ghz\": {}, "
-                 "\"kernels\": \"{}\"}}\n", tag, json_number(fma), json_number(ghz), blas::small_gemm_block());
+      fmt::print("JSON {{\"tag\": \"{}\", \"script\": \"machine_state\", {}, \"kernels\": \"{}\"}}\n", tag,
+                 json_state(state), blas::small_gemm_block());
     return 0;
   }
   if (bandwidth) {   // sum an array of --bandwidth-mb, split over the threads: bytes read per second
@@ -424,7 +428,7 @@ int main(int argc, char** argv) try {
   if (warmup == 0) profile::reset();
   loop.run(warmup + steps);
   // The state those steps ran in, just after them (bench/machine_state.hpp).
-  const double fma_gflops = bench::vector_fma_gflops(), core_ghz = bench::core_clock_ghz();
+  const bench::CoreState state = bench::core_state();
   std::vector<double> sorted = ms;
   std::sort(sorted.begin(), sorted.end());
   const double med = sorted[sorted.size() / 2];
@@ -442,7 +446,7 @@ int main(int argc, char** argv) try {
              tokens / med * 1e3, med, mean, steps, warmup, flops / 1e9, flops / med / 1e6,
              static_cast<double>(model->n_params()) / 1e6, peak_rss_mb(), loss_first, loss_last, num_threads(),
              to_string(products));
-  print_machine_state(fma_gflops, core_ghz);
+  print_machine_state(state);
   if (alternate_plan && !ms_on.empty() && !ms_off.empty()) {
     // Step i with the plan on beside step i with it off, taken in turns: the machine's drift over the
     // run falls on both alike (the method's own spread, nothing switched: docs/11_performance.md).
@@ -467,9 +471,8 @@ int main(int argc, char** argv) try {
   if (profile::enabled()) std::cout << profile::report(steps, mean);
   if (json)
     fmt::print("JSON {{\"tag\": \"{}\", \"script\": \"{}\", \"ms_per_step_median\": {}, \"tok_per_s\": {}, "
-               "\"gflops_achieved\": {}, \"peak_rss_mb\": {}, \"fma_gflops\": {}, \"core_ghz\": {}}}\n",
-               tag, script, med, tokens / med * 1e3, flops / med / 1e6, peak_rss_mb(), json_number(fma_gflops),
-               json_number(core_ghz));
+               "\"gflops_achieved\": {}, \"peak_rss_mb\": {}, {}}}\n",
+               tag, script, med, tokens / med * 1e3, flops / med / 1e6, peak_rss_mb(), json_state(state));
   return 0;
 } catch (const std::exception& e) {
   std::fflush(stdout);

@@ -28,6 +28,13 @@
 // FMA waiting only on its own sum's last — enough to keep two FMA units busy through their latency;
 // the slowest thread's rate (a team waits for its slowest core), the median of five tries: the
 // state at that moment, where the clock takes the best.
+//
+// The product rate, for training too: the FMA loop touches registers alone, and a VM's step can
+// slow while it reads as ever — a product also waits on its loads and on the caches and memory
+// behind them, which the host's other tenants may share as well (docs/11_performance.md). So one
+// product as a training step runs its layers' (parallel_gemm: the team's own kernel where the build
+// has one), with operands past a core's L2 as a step's are; GFLOP/s a core, the median of five
+// tries of eight products each.
 #pragma once
 
 #include <algorithm>
@@ -39,6 +46,7 @@
 
 #include <omp.h>
 
+#include "core/engine/gemm.hpp"
 #include "core/tensor/runtime.hpp"
 
 namespace ctrax::bench {
@@ -136,5 +144,32 @@ inline double vector_fma_gflops() {
   std::sort(tries.begin(), tries.end());
   return tries[tries.size() / 2];
 }
+
+// GFLOP/s a core of C = A·B, 1,536 × 1,024 from 256 terms (a Dense layer's forward on 1,536 rows),
+// on the team.
+inline double product_gflops() {
+  constexpr std::int64_t M = 1536, N = 1024, K = 256;
+  constexpr int kProducts = 8;
+  std::vector<float> a(M * K), b(K * N), c(M * N);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i % 7) * 0.25f - 0.75f;
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(i % 5) * 0.25f - 0.5f;
+  const auto product = [&] { blas::parallel_gemm<float>(false, false, M, N, K, 1.0f, a.data(), b.data(), 0.0f, c.data()); };
+  product();   // the first touch of C, and the team woken
+  std::vector<double> tries;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < kProducts; ++i) product();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    tries.push_back(2.0 * M * N * K * kProducts / s / 1e9 / num_threads());
+  }
+  std::sort(tries.begin(), tries.end());
+  return tries[tries.size() / 2];
+}
+
+// The three at once, as bench_train prints them beside a figure.
+struct CoreState {
+  double fma_gflops, product_gflops, core_ghz;
+};
+inline CoreState core_state() { return {vector_fma_gflops(), product_gflops(), core_clock_ghz()}; }
 
 }  // namespace ctrax::bench

@@ -30,9 +30,10 @@
 # core/tensor/precision.hpp) and the reference under CPU autocast to bfloat16 (bench/pytorch_autocast.py,
 # at its best setting, measured: --threads 2, oneDNN's products) — and the ratio is bf16 against
 # autocast; the lines before it give each side's float32 → bfloat16 speed-up. Training (lm, encoder, lstm,
-# conv) prints each rep's pair with the cores' vector FMA rate each side ran in, measured just after it
-# (bench/machine_state.hpp: a VM's cores may share their FMA units with another tenant for seconds at a
-# time; ctrax's step, mostly products, slows with them more than the reference's). Installs
+# conv) prints each rep's pair with the state each side ran in, measured just after it: the cores'
+# vector FMA rate and a product's rate on the team (bench/machine_state.hpp: a VM's cores may share
+# their FMA units, and their caches, with another tenant for seconds at a time; ctrax's step, mostly
+# products, slows with them more than the reference's). Installs
 # python3-torch if it is missing; CTRAX_PROFILE=1 adds ctrax's per-op-family profile to its runs.
 # CTRAX_BUILD=DIR runs the build in DIR (relative to the repository) instead of build/.
 # CTRAX_BENCH_ISA=avx2 holds both sides to AVX2, as a machine without AVX-512 (AMD Zen 3) runs
@@ -167,15 +168,16 @@ def med(tag, k):
     v = [r[k] for r in runs if r.get("tag") == tag and r.get(k) is not None]
     return statistics.median(v) if v else float("nan")
 def rep_by_rep(mine, theirs, unit):
-    # Each rep's pair with the cores' vector FMA rate each side ran in (bench/machine_state.hpp):
-    # on a VM whose cores are shared at times, the ratio moves with it.
+    # Each rep's pair with the state each side ran in, measured just after it (bench/machine_state.hpp):
+    # the cores' vector FMA rate and a product's rate on the team — on a VM whose cores and caches are
+    # shared at times, the ratio moves with them.
     def rate(r):
-        x = r.get("fma_gflops") if r else None
-        return "?" if x is None else f"{x:.0f}"
+        f = lambda k: "?" if not r or r.get(k) is None else f"{r[k]:.0f}"
+        return f"{f('fma_gflops')} / {f('product_gflops')}"
     c, p = [r for r in runs if r.get("tag") == mine], [r for r in runs if r.get("tag") == theirs]
     states = [r for r in runs if r.get("tag") == theirs + "_state"]
     for i, (a, b) in enumerate(zip(c, p)):
-        print(f"{config} {what} rep {i + 1}: ctrax {a[unit]:,.0f} (cores' FMAs at {rate(a)} GFLOP/s each)   "
+        print(f"{config} {what} rep {i + 1}: ctrax {a[unit]:,.0f} (FMAs / a product at {rate(a)} GFLOP/s a core)   "
               f"{theirs} {b[unit]:,.0f} ({rate(states[i] if i < len(states) else None)})   "
               f"ratio {a[unit] / b[unit]:.2f}")
 if what == "decode":
