@@ -186,10 +186,10 @@ CTRAX_FULL_WIDTH_VECTORS void block(std::int64_t K, T alpha, const T* A, std::in
   using Z = Zmm<T>;
   using V = typename Z::V;
   constexpr int W = kVectorBytes / static_cast<int>(sizeof(T));   // NB = 2 W
-  // C's lines asked for, for writing, before the sums: a block's rows lie ldc apart, each on a page
-  // of its own, where no hardware prefetcher follows; a store that missed waited for its line, and
-  // with the stores of a block of few terms (attention's 64) the loop stalled behind them. The
-  // lines now come while the sums are made. A prefetch changes no value and never faults.
+  // C's lines asked for, for writing, before the sums: a block's rows lie ldc apart, further apart
+  // than the hardware's prefetchers follow, and a store that missed held the next block's sums up —
+  // most where a block has few terms (attention's 64). The lines now come while the sums are made.
+  // A prefetch changes no value and never faults.
 #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m) {
     __builtin_prefetch(C + m * ldc, 1, 3);
