@@ -153,7 +153,9 @@ inline double product_gflops() {
   std::vector<float> a(M * K), b(K * N), c(M * N);
   for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i % 7) * 0.25f - 0.75f;
   for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(i % 5) * 0.25f - 0.5f;
-  const auto product = [&] { blas::parallel_gemm<float>(false, false, M, N, K, 1.0f, a.data(), b.data(), 0.0f, c.data()); };
+  const auto product = [&] {
+    blas::parallel_gemm<float>(false, false, M, N, K, 1.0f, a.data(), b.data(), 0.0f, c.data());
+  };
   product();   // the first touch of C, and the team woken
   std::vector<double> tries;
   for (int attempt = 0; attempt < 5; ++attempt) {
