@@ -8,8 +8,8 @@
 #
 # The minutes buy steps: the first 200 steps are timed and the cosine schedule is planned for as
 # many as fit (core/train/run.hpp), so a faster machine trains longer and every run ends cooled
-# down. Batches of 16 windows: at this budget more, smaller steps learn more than fewer big ones
-# (docs/appendix_a_runs.md has the runs that chose it). Ctrl-C stops at a checkpoint; running
+# down. Batches of 16 windows and a model of d_model 128: at this budget more, smaller steps learn
+# more than fewer big ones (docs/appendix_a_runs.md has the runs that chose them). Ctrl-C stops at a checkpoint; running
 # the same command again continues the same schedule.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,8 +21,8 @@ minutes=${MINUTES:-5}
 echo
 echo "== Training a Transformer language model on the fortunes corpus for up to $minutes minutes =="
 echo "   (checkpoint and metrics in $out; run this again to continue where it stopped)"
-build/examples/lm train --out "$out" --minutes "$minutes" --schedule cosine --lr 2e-3 --warmup 100 --eval-every 200 \
-  --d-model 192 --d-ff 768 --n-layers 3 --n-heads 4 --max-len 128 --batch-size 16
+build/examples/lm train --out "$out" --minutes "$minutes" --schedule cosine --lr 3e-3 --warmup 100 --eval-every 200 \
+  --d-model 128 --d-ff 512 --n-layers 4 --n-heads 4 --max-len 128 --batch-size 16
 
 echo
 echo "== Three samples (temperature 0.8) =="
