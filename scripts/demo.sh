@@ -9,8 +9,8 @@
 # The minutes buy steps: the first 200 steps are timed and the cosine schedule is planned for as
 # many as fit (core/train/run.hpp), so a faster machine trains longer and every run ends cooled
 # down. Batches of 16 windows and a model of d_model 128: at this budget more, smaller steps learn
-# more than fewer big ones (docs/appendix_a_runs.md has the runs that chose them). Ctrl-C stops at a checkpoint; running
-# the same command again continues the same schedule.
+# more than fewer big ones (docs/appendix_a_runs.md has the runs that chose them). Ctrl-C stops at
+# a checkpoint; running the same command again continues the same schedule.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
