@@ -359,6 +359,8 @@ void small_gemm_team(bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T 
   // The rows a thread takes at a time: enough for the loop over them to stay out of the way, few
   // enough that the last block leaves the other thread little to wait for.
   constexpr std::int64_t kBlockRows = 8 * kRows;
+  static_assert(kBlockRows % kRowsDoneGroup == 0 && kRowsDoneGroup % kRows == 0,
+                "a group of rows_done's rows lies in one block, and its stripes end at its edges");
   // op(B)'s panels a block's rows go through at a time: half the smallest L2 of the CPUs this
   // kernel runs on (1 MB: AMD Zen 4 and 5, Intel's Xeons before Sapphire Rapids), beside the
   // block's rows of A. The groups change no sum: the same bits at any size.

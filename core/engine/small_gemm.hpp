@@ -76,7 +76,11 @@ void small_gemm_packed(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, 
 // the same bits. With rows_done, each stripe of C's rows, once final, is handed to it on the thread that
 // made them — rows r0 … r1 − 1, still in that core's cache: a pass of the caller's own over them
 // there, where a pass of its own would read them back from memory (a Dense → Relu → Dropout's
-// activation, matmul.hpp's linear_relu_dropout). It must not throw.
+// activation, matmul.hpp's linear_relu_dropout; the rows of A too, which the stripe has just read:
+// a Dense layer's bias gradient, summed as its input gradient is made). The stripes of each group
+// of kRowsDoneGroup rows (rows r with the same r / kRowsDoneGroup) are made by one thread and
+// handed over in order, so sums kept per group have the same bits on any team. It must not throw.
+inline constexpr std::int64_t kRowsDoneGroup = 48;
 using RowsDone = std::function<void(std::int64_t r0, std::int64_t r1)>;
 template <class T>
 void small_gemm_team(bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T alpha, const T* A, const T* B, T beta,

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <span>
 #include <stdexcept>
+#include <vector>
 
 #include "core/engine/broadcast.hpp"
 #include "core/tensor/autodiff.hpp"
@@ -50,25 +51,60 @@ constexpr OpDef kMatmul{"matmul", profile::Family::gemm};
 constexpr OpDef kLinear{"linear", profile::Family::gemm};
 constexpr OpDef kLinearReluDropout{"linear_relu_dropout", profile::Family::gemm};
 
+// dx = g·wᵀ through the team's product — added into x's gradient so far (beta 1) when `adds` — and
+// b's gradient Σ_rows g from each stripe of g's rows as the product hands it over (small_gemm.hpp,
+// rows_done), still in the core's cache: a pass of its own read all of g from memory again. The
+// rows are summed per group of blas::kRowsDoneGroup, which one thread hands over in order, then the
+// groups in order: the same bits on any team.
+Tensor input_and_bias_gradients(const Tensor& g2, const Tensor& w, Tensor& dx, bool adds) {
+  const std::int64_t rows = g2.dim(0), K = w.dim(0), N = w.dim(1);
+  constexpr std::int64_t G = blas::kRowsDoneGroup;
+  const std::int64_t groups = (rows + G - 1) / G;
+  std::vector<float> partial(static_cast<std::size_t>(groups * N), 0.f);
+  const float* const pg = g2.data<float>();
+  const blas::RowsDone sum_rows = [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      float* const p = partial.data() + r / G * N;
+      const float* const gr = pg + r * N;
+      for (std::int64_t j = 0; j < N; ++j) p[j] += gr[j];
+    }
+  };
+  blas::small_gemm_team<float>(true, rows, K, N, 1.f, pg, w.data<float>(), adds ? 1.f : 0.f, dx.data<float>(),
+                               nullptr, &sum_rows);
+  Tensor db = Tensor::empty({N}, DType::float32);
+  float* const pb = db.data<float>();
+  std::copy_n(partial.data(), N, pb);
+  for (std::int64_t q = 1; q < groups; ++q)
+    for (std::int64_t j = 0; j < N; ++j) pb[j] += partial[static_cast<std::size_t>(q * N + j)];
+  return db;
+}
+
 // linear's gradients from g, its output's: dx = g·wᵀ — added into x's gradient so far when grad
 // offers it (autodiff.hpp): BLAS's beta = 1, instead of zeroing a new (…, K) output first and adding
-// the two after — dw = xᵀ·g, db = Σ_rows g.
+// the two after — dw = xᵀ·g, db = Σ_rows g (with dx, where the team makes dx).
 std::vector<Tensor> linear_gradients(const Tensor& x, const Tensor& w, bool b_grad, const Tensor& g,
                                      std::span<const Tensor> into) {
   const std::int64_t K = w.dim(0), N = w.dim(1);
   const Tensor g2 = reshape(g, {-1, N});
-  Tensor dx;
-  if (x.requires_grad() && into[0].defined() && g.numel() > 0 && K > 0) {
-    dx = into[0];
-    dispatch_float(g.dtype(), [&]<class T>(T) {
-      blas::parallel_gemm(false, true, g2.dim(0), K, N, T(1), g2.data<T>(), w.data<T>(), T(1), dx.data<T>(),
-                          product_rounds(g.dtype()));
-    });
-  } else if (x.requires_grad()) {
-    dx = matmul(g, w, false, true);
+  const bool adds = into[0].defined() && g.numel() > 0 && K > 0;
+  Tensor dx, db;
+  if (x.requires_grad() && b_grad && g.dtype() == DType::float32 &&
+      blas::team_takes<float>(false, g2.dim(0), K, N, product_rounds(g.dtype()))) {
+    dx = adds ? into[0] : Tensor::empty(x.shape(), DType::float32);
+    db = input_and_bias_gradients(g2, w, dx, adds);
+  } else {
+    if (adds && x.requires_grad()) {
+      dx = into[0];
+      dispatch_float(g.dtype(), [&]<class T>(T) {
+        blas::parallel_gemm(false, true, g2.dim(0), K, N, T(1), g2.data<T>(), w.data<T>(), T(1), dx.data<T>(),
+                            product_rounds(g.dtype()));
+      });
+    } else if (x.requires_grad()) {
+      dx = matmul(g, w, false, true);
+    }
+    if (b_grad) db = sum(g2, {0});
   }
-  return std::vector<Tensor>{dx, w.requires_grad() ? matmul(reshape(x, {-1, K}), g2, true, false) : Tensor(),
-                             b_grad ? sum(g2, {0}) : Tensor()};
+  return std::vector<Tensor>{dx, w.requires_grad() ? matmul(reshape(x, {-1, K}), g2, true, false) : Tensor(), db};
 }
 
 void check_linear(const Tensor& x, const Tensor& w, const Tensor& b) {

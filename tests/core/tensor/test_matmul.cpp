@@ -351,6 +351,41 @@ TEST_CASE("linear_relu_dropout is relu_dropout(linear(…)): the same mask and b
   CHECK_THROWS_AS(linear_relu_dropout(randn({2, 3}), randn({3, 5}), randn({5}), 1.0, key), std::invalid_argument);
 }
 
+TEST_CASE("a Dense layer's bias gradient, summed as the team makes its input gradient: Σ over g's rows, the same "
+          "bits on any team, beside an input gradient added into the one so far") {
+  // Sizes the team product takes for dx (float32, 96 rows or more, 64 columns or more), its rows not
+  // a multiple of blas::kRowsDoneGroup; x read by two layers, so the second layer's dx is added into
+  // the first's. (Where the CPU has neither AVX-512 nor AVX2 the team does not take it, and db is
+  // sum's: the same checks hold.)
+  const std::int64_t rows = 3 * 101, K = 128, N = 96;
+  const Tensor x = randn({3, 101, K}, 80).to(DType::float32).requires_grad_();
+  const Tensor w1 = (randn({K, N}, 81) * (1 / std::sqrt(double(K)))).to(DType::float32).requires_grad_();
+  const Tensor w2 = (randn({K, N}, 82) * (1 / std::sqrt(double(K)))).to(DType::float32).requires_grad_();
+  const Tensor b1 = randn({N}, 83).to(DType::float32).requires_grad_();
+  const Tensor b2 = randn({N}, 84).to(DType::float32).requires_grad_();
+  const Tensor seed = randn({3, 101, N}, 85).to(DType::float32);
+  const auto gradients = [&] { return grad(linear(x, w1, b1) + linear(x, w2, b2), {x, b1, b2}, {.seed = seed}); };
+  struct Restore {
+    int n = num_threads();
+    ~Restore() { set_num_threads(n); }
+  } restore;
+  set_num_threads(1);
+  const std::vector<Tensor> one = gradients();
+  for (const int team : {2, 3}) {
+    CAPTURE(team);
+    set_num_threads(team);
+    const std::vector<Tensor> more = gradients();
+    for (std::size_t i = 0; i < one.size(); ++i) REQUIRE(more[i].to_doubles() == one[i].to_doubles());
+  }
+  const Tensor s = reshape(seed.to(DType::float64), {rows, N});
+  const Tensor db = sum(s, {0});
+  expect_close(one[1], db, 1e-5 * std::sqrt(double(rows)));
+  expect_close(one[2], db, 1e-5 * std::sqrt(double(rows)));
+  const Tensor wt = transpose(w1.to(DType::float64), {1, 0}) + transpose(w2.to(DType::float64), {1, 0});
+  const Tensor dx = reference_matmul(s, wt);
+  expect_close(reshape(one[0], {rows, K}), dx, 1e-4);
+}
+
 TEST_CASE("float32 products agree with float64 ones") {
   const Tensor a = randn({64, 32}, 8), b = randn({32, 48}, 9);
   expect_close(matmul(a.to(DType::float32), b.to(DType::float32)), matmul(a, b), 1e-4);

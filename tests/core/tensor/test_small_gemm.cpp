@@ -6,9 +6,12 @@
 // any machine with AVX-512.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/engine/small_gemm.hpp"
@@ -128,4 +131,52 @@ TEST_CASE("small_gemm_team (a large product on the team) equals the reference ov
         }
       }
     }
+}
+
+TEST_CASE("small_gemm_team hands each group of kRowsDoneGroup rows to rows_done from one thread, stripe after stripe "
+          "in order, every row once and final") {
+  // Rows past whole blocks and groups (a tail group of 11 rows); columns in two groups of panels,
+  // so a stripe is handed over only after the last; on one thread and on two, and on three (a team
+  // larger than the cores).
+  const int threads = num_threads();
+  const std::int64_t M = 4 * blas::kRowsDoneGroup + 11, N = 300, K = 1061;
+  std::vector<float> A(static_cast<std::size_t>(M * K)), B(static_cast<std::size_t>(K * N));
+  for (std::size_t i = 0; i < A.size(); ++i) A[i] = std::sin(0.37f * static_cast<float>(i));
+  for (std::size_t i = 0; i < B.size(); ++i) B[i] = std::cos(0.11f * static_cast<float>(i));
+  std::vector<float> expected(static_cast<std::size_t>(M * N));
+  set_num_threads(1);
+  blas::small_gemm_team(false, M, N, K, 1.f, A.data(), B.data(), 0.f, expected.data());
+  for (const int team : {1, 2, 3}) {
+    CAPTURE(team);
+    struct Call { std::int64_t r0, r1; std::thread::id thread; bool final; };
+    std::vector<Call> calls;
+    std::mutex mutex;
+    std::vector<float> C(static_cast<std::size_t>(M * N), NAN);
+    const blas::RowsDone record = [&](std::int64_t r0, std::int64_t r1) {
+      const bool final = std::equal(C.begin() + r0 * N, C.begin() + r1 * N, expected.begin() + r0 * N);
+      const std::lock_guard lock(mutex);
+      calls.push_back({r0, r1, std::this_thread::get_id(), final});
+    };
+    set_num_threads(team);
+    blas::small_gemm_team<float>(false, M, N, K, 1.f, A.data(), B.data(), 0.f, C.data(), nullptr, &record);
+    set_num_threads(threads);
+    std::vector<int> seen(static_cast<std::size_t>(M), 0);
+    for (std::int64_t g0 = 0; g0 < M; g0 += blas::kRowsDoneGroup) {
+      std::vector<Call> group;
+      for (const Call& c : calls)
+        if (c.r0 / blas::kRowsDoneGroup == g0 / blas::kRowsDoneGroup) group.push_back(c);
+      REQUIRE(!group.empty());
+      std::int64_t next = g0;
+      for (const Call& c : group) {
+        CHECK(c.thread == group.front().thread);
+        CHECK(c.r0 == next);   // in order, none skipped (the calls of one thread are recorded in order)
+        CHECK((c.r1 - 1) / blas::kRowsDoneGroup == g0 / blas::kRowsDoneGroup);
+        CHECK(c.final);
+        next = c.r1;
+        for (std::int64_t r = c.r0; r < c.r1; ++r) ++seen[static_cast<std::size_t>(r)];
+      }
+      CHECK(next == std::min(M, g0 + blas::kRowsDoneGroup));
+    }
+    CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
+  }
 }
