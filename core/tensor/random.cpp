@@ -97,37 +97,49 @@ Tensor Rng::normal(const Shape& shape, double mean, double stddev, DType dtype) 
   return t;
 }
 
-// Each 64-bit draw decides two elements: element i compares half (i mod 2) of bits(i / 2) with
-// ⌈p·2³²⌉, so p is resolved to 2⁻³² (a float32 uniform resolves 2⁻²⁴) and the hashing costs half
-// of one 53-bit uniform per element — dropout masks are the largest draws of a training step.
-// Element i depends on (key, i) alone, so threads and blocks may split the range anywhere.
+// Each 64-bit draw decides two elements: pair j = i / 2 draws r_j = mix(key + j·γ), γ mix's own
+// increment — output j of SplitMix64 started at the key: one hash where bits(j) takes two — and
+// element i compares half (i mod 2) of r_j with ⌈p·2³²⌉, so p is resolved to 2⁻³² (a float32
+// uniform resolves 2⁻²⁴). Dropout masks are the largest draws of a training step. Element i
+// depends on (key, i) alone, so threads and blocks may split the range anywhere.
 Rng::BernoulliBlocks Rng::bernoulli_blocks(std::int64_t numel, double p) const {
   const auto threshold = static_cast<std::uint64_t>(std::ceil(std::clamp(p, 0.0, 1.0) * 0x1.0p32));
   return BernoulliBlocks(key_, threshold, static_cast<std::int64_t>(first_element(numel)));
 }
 
 void Rng::BernoulliBlocks::draw(std::int64_t begin, std::int64_t end, std::uint8_t* out) const {
-  // Global elements [first, stop) (a row window shifts them); pair j decides 2j and 2j + 1. All
-  // locals: stores through a byte pointer may alias anything read through `this`.
-  const std::uint64_t k = key_, th = threshold_;
-  const std::int64_t first = first_ + begin, stop = first_ + end;
-  std::uint8_t* const shifted = out - first;
-  const auto decide = [&](std::int64_t j) {
-    const std::uint64_t r = mix(k + mix(static_cast<std::uint64_t>(j)));
-    if (2 * j >= first) shifted[2 * j] = (r & 0xffffffffULL) < th ? 1 : 0;
-    if (2 * j + 1 < stop) shifted[2 * j + 1] = (r >> 32) < th ? 1 : 0;
-  };
-  // The pairs wholly inside [first, stop) without the edge tests, so the loop vectorises
-  // (AVX-512's 64-bit multiplies: 8 pairs at a time); the edge pairs one by one.
-  const std::int64_t j0 = first / 2, j1 = (stop + 1) / 2;
-  const std::int64_t inner0 = std::max(j0, (first + 1) / 2), inner1 = std::min(j1, stop / 2);
-  for (std::int64_t j = j0; j < std::min(inner0, j1); ++j) decide(j);
-  for (std::int64_t j = inner0; j < inner1; ++j) {
-    const std::uint64_t r = mix(k + mix(static_cast<std::uint64_t>(j)));
-    shifted[2 * j] = (r & 0xffffffffULL) < th ? 1 : 0;
-    shifted[2 * j + 1] = (r >> 32) < th ? 1 : 0;
+  if (end <= begin) return;
+  if (threshold_ > 0xffffffffULL) {   // p = 1: every half is below 2³²
+    std::fill(out, out + (end - begin), std::uint8_t{1});
+    return;
   }
-  for (std::int64_t j = std::max(inner1, j0); j < j1; ++j) decide(j);
+  // Global elements [first, stop) (a row window shifts them), in groups of kPairs pairs aligned
+  // on the whole draw: a group's pairs are hashed into `pairs`, then their halves compared in a
+  // loop of its own — the compiler vectorises two such loops better than one doing both
+  // (docs/11_performance.md). All locals: stores through a byte pointer may alias anything read through `this`.
+  constexpr std::int64_t kPairs = 64;
+  constexpr std::uint64_t kGamma = 0x9e3779b97f4a7c15ULL;   // mix's increment
+  const std::uint64_t key = key_;
+  const auto th = static_cast<std::uint32_t>(threshold_);
+  const std::int64_t first = first_ + begin, stop = first_ + end;
+  alignas(64) std::uint64_t pairs[kPairs];
+  std::uint32_t halves[2 * kPairs];   // halves[2q + h]: half h of pairs[q], the low half first
+  for (std::int64_t j0 = first / 2 / kPairs * kPairs; 2 * j0 < stop; j0 += kPairs) {
+    const std::uint64_t base = key + static_cast<std::uint64_t>(j0) * kGamma;
+    for (std::int64_t q = 0; q < kPairs; ++q) pairs[q] = mix(base + static_cast<std::uint64_t>(q) * kGamma);
+    for (std::int64_t q = 0; q < kPairs; ++q) {
+      halves[2 * q] = static_cast<std::uint32_t>(pairs[q]);
+      halves[2 * q + 1] = static_cast<std::uint32_t>(pairs[q] >> 32);
+    }
+    const std::int64_t e0 = std::max(first, 2 * j0), e1 = std::min(stop, 2 * (j0 + kPairs));
+    std::uint8_t* const o = out + (e0 - first);
+    if (e1 - e0 == 2 * kPairs) {   // a whole group: a loop of fixed length
+      for (std::int64_t e = 0; e < 2 * kPairs; ++e) o[e] = halves[e] < th ? 1 : 0;
+    } else {
+      const std::uint32_t* const h = halves + (e0 - 2 * j0);
+      for (std::int64_t e = 0; e < e1 - e0; ++e) o[e] = h[e] < th ? 1 : 0;
+    }
+  }
 }
 
 Tensor Rng::bernoulli(const Shape& shape, double p) const {

@@ -8,7 +8,8 @@
 //   - a layer's draws do not depend on the order in which other layers drew theirs;
 //   - a training step's randomness is fold_in(step), so a resumed run replays it exactly.
 // The hash is SplitMix64's finaliser (Steele, Lea & Flood 2014), which passes BigCrush when fed a
-// counter.
+// counter; bernoulli, the largest draws (dropout's masks), takes SplitMix64's own stream started
+// at the key, one hash for two elements (random.cpp).
 #pragma once
 
 #include <cstdint>

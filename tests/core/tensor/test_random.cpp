@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <vector>
 
 #include "tests/helpers.hpp"
 
@@ -100,6 +102,65 @@ TEST_CASE("bernoulli: p 0 and 1 are exact; element i depends on (key, i) alone, 
   for (std::size_t i = 0; i < a.size(); ++i) CHECK(a[i] == b[i]);
   const auto c = Rng(9).bernoulli({100000}, 0.9).to(DType::float64);
   CHECK(std::abs(mean(c).item() - 0.9) < 0.005);
+}
+
+// bernoulli's element i, as random.cpp defines it: pair i / 2 is output i / 2 of SplitMix64
+// started at the key, and element i compares its half i mod 2 (the low half first) with ⌈p·2³²⌉.
+bool reference_keep(std::uint64_t key, std::uint64_t i, double p) {
+  std::uint64_t z = key + (i / 2 + 1) * 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  const std::uint64_t half = i % 2 == 0 ? (z & 0xffffffffULL) : z >> 32;
+  return half < static_cast<std::uint64_t>(std::ceil(p * 0x1.0p32));
+}
+
+TEST_CASE("bernoulli's blocks: element i written out, for any block's start and length") {
+  // The draw hashes groups of 64 pairs aligned on the whole draw: blocks starting and ending
+  // anywhere — odd elements, inside a group, across groups — must give every element its own
+  // decision, and write nothing outside the block.
+  const Rng key = Rng(21).fold_in(3);
+  for (double p : {0.9, 0.5, 0.1, 1e-9, 0.0, 1.0}) {
+    CAPTURE(p);
+    const auto blocks = key.bernoulli_blocks(1000, p);
+    std::vector<std::uint8_t> out(400);
+    for (std::int64_t begin : {0, 1, 2, 127, 128, 129, 255, 300}) {
+      for (std::int64_t length : {0, 1, 2, 3, 64, 127, 128, 129, 257, 380}) {
+        CAPTURE(begin);
+        CAPTURE(length);
+        std::fill(out.begin(), out.end(), std::uint8_t{7});
+        blocks.draw(begin, begin + length, out.data());
+        int wrong = 0;
+        for (std::int64_t e = 0; e < length; ++e)
+          wrong += out[e] != (reference_keep(key.key(), static_cast<std::uint64_t>(begin + e), p) ? 1 : 0);
+        CHECK(wrong == 0);
+        CHECK(std::all_of(out.begin() + length, out.end(), [](std::uint8_t v) { return v == 7; }));
+      }
+    }
+  }
+  // A row window moves the draw by its first element: rows [3, 5) of a (7, 77) draw start at element 231.
+  const auto window = detail::with_rows(key, 3, 2).bernoulli_blocks(2 * 77, 0.5);
+  std::vector<std::uint8_t> row(2 * 77);
+  window.draw(0, 2 * 77, row.data());
+  for (std::uint64_t e = 0; e < row.size(); ++e) CHECK(row[e] == (reference_keep(key.key(), 231 + e, 0.5) ? 1 : 0));
+}
+
+TEST_CASE("bernoulli's decisions are independent: one hash's two halves, neighbouring hashes, two keys") {
+  // Element pairs (2j, 2j + 1) share a hash, (2j + 1, 2j + 2) are neighbouring hashes: both kept
+  // together p² of the time, and a key's mask agrees with another key's as chance says.
+  const std::int64_t n = 1 << 20;
+  const Rng key = Rng(22);
+  const auto a = key.bernoulli({n}, 0.5).to_doubles(), b = key.fold_in(1).bernoulli({n}, 0.5).to_doubles();
+  double same_hash = 0, next_hash = 0, agree = 0;
+  for (std::int64_t i = 0; i + 2 < n; i += 2) {
+    same_hash += a[i] * a[i + 1];
+    next_hash += a[i + 1] * a[i + 2];
+  }
+  for (std::int64_t i = 0; i < n; ++i) agree += a[i] == b[i];
+  // Standard errors: √(0.25 · 0.75 / 2¹⁹) ≈ 0.0006 for the pair frequencies, 0.0005 for agreement.
+  CHECK(std::abs(same_hash / (n / 2) - 0.25) < 0.003);
+  CHECK(std::abs(next_hash / (n / 2) - 0.25) < 0.003);
+  CHECK(std::abs(agree / n - 0.5) < 0.003);
 }
 
 TEST_CASE("a row window draws the whole batch's elements for those rows (data parallelism), odd offsets included") {
