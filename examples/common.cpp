@@ -65,7 +65,7 @@ void add_train_flags(CLI::App& app, TrainFlags& t, bool data_required) {
                "mixed precision: the training steps' matrix products round their operands to bfloat16 and sum in "
                "float32 (weights, optimizer and evaluation stay float32); faster where the CPU's bfloat16 pair products "
                "outrun its float32 ones (AMD Zen 4/5); slower where they do not (an Intel Xeon, measured) and, "
-               "emulated with the same numbers, without AVX512_BF16");
+               "emulated with the same numbers, without AVX512_BF16 — the run measures which at its start");
   app.add_option("--eval-every", t.eval_every, "steps between evaluations and checkpoints")
       ->capture_default_str()->check(number_in(1, 1e12));
   app.add_option("--seed", t.seed, "random seed (weights, data order, dropout)")->capture_default_str()

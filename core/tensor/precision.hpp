@@ -42,6 +42,15 @@ enum class Precision { float32, bfloat16 };
 // products are rounded copies through float32 products, slower than float32.
 bool bfloat16_products_native();
 
+// How fast a float32 product runs in bfloat16 on this CPU, against float32: a (2,048 × 256) ·
+// (256 × 256) product each way, the two ways taking turns (after one of each unmeasured), float32's
+// median time over bfloat16's — above 1 where the CPU's bfloat16 pair products outrun its float32
+// FMAs, below where they do not (see WHY). It runs on ctrax's threads, as training's products do,
+// takes tens of milliseconds, and leaves this thread's precision as it was. Where the kernel is
+// not native it times the rounded copies of one product, which cost a training step more than
+// that (docs/11_performance.md). The training Loop reports it when its products are bfloat16.
+double bfloat16_speedup();
+
 // This thread's precision of float32 products (float32 outside any scope).
 Precision product_precision();
 

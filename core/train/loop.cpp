@@ -123,6 +123,20 @@ Loop::Loop(LayerPtr model, std::vector<TrainTask> tasks, LoopOptions options)
       history_ = read_metrics(options_.output_dir + "/metrics.jsonl");
     reporter_.line(step_, fmt::format("Resumed from {}", path));
   }
+  // bfloat16 products pay only where the CPU's bfloat16 pair products outrun its float32 FMAs
+  // (core/tensor/precision.hpp): the run says which, measured on this machine, before its steps.
+  // Without the instructions every product rounds copies of its operands — slower, always
+  // (docs/11_performance.md), more than one product timed alone shows.
+  if (options_.products == Precision::bfloat16 && lead()) {
+    if (!bfloat16_products_native()) {
+      reporter_.line(step_, "Products in bfloat16: this CPU has no AVX512_BF16, so they round copies of their "
+                            "operands (the same numbers, slower than float32 products)");
+    } else {
+      const double speedup = bfloat16_speedup();
+      reporter_.line(step_, fmt::format("Products in bfloat16: {:.2f}x their float32 speed on this CPU{}", speedup,
+                                        speedup < 1.0 ? " (slower here: float32 products would train faster)" : ""));
+    }
+  }
   last_report_step_ = step_;
 }
 

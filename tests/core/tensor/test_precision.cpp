@@ -81,6 +81,19 @@ TEST_CASE("outside any scope products are float32; a scope sets this thread's pr
   CHECK(product_precision() == Precision::float32);
 }
 
+TEST_CASE("bfloat16_speedup times both precisions and leaves the thread's precision as it was") {
+  // Only that it measured: a ratio of two positive times. Its value is the machine's (docs/11).
+  const double outside = bfloat16_speedup();
+  CHECK(std::isfinite(outside));
+  CHECK(outside > 0.0);
+  CHECK(product_precision() == Precision::float32);
+  const ProductPrecision scope(Precision::bfloat16);
+  const double inside = bfloat16_speedup();
+  CHECK(std::isfinite(inside));
+  CHECK(inside > 0.0);
+  CHECK(product_precision() == Precision::bfloat16);
+}
+
 TEST_CASE("bfloat16 products on literal values: round to nearest, ties to even, float32 sums") {
   // 1 + 2⁻¹⁰ rounds to 1; 1 + 2⁻⁸ is a tie between 1 and 1 + 2⁻⁷ (even: 1); 1 + 3·2⁻⁸ a tie
   // between 1 + 2⁻⁷ and 1 + 2⁻⁶ (even: 1 + 2⁻⁶); 3 and 0.5 are bfloat16 already.

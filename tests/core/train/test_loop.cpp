@@ -430,7 +430,13 @@ TEST_CASE("bfloat16 products train like float32 ones") {
     return std::pair{loop.last_value("eval", "WeightedCategoryCrossEntropy"), loop.model()->all_weights()};
   };
   const auto [loss32, weights32] = trained(Precision::float32);
+  CHECK(out.str().find("Products in bfloat16") == std::string::npos);
   const auto [loss16, weights16] = trained(Precision::bfloat16);
+  // The bfloat16 run says at its start how fast its products are here, once.
+  const std::string said = out.str(), line = "Step      0: Products in bfloat16: ";
+  const auto at = said.find(line);
+  REQUIRE(at != std::string::npos);
+  CHECK(said.find("Products in bfloat16", at + line.size()) == std::string::npos);
   CHECK(!bit_equal(weights32, weights16));   // the products were rounded
   CHECK(loss16 == doctest::Approx(loss32).epsilon(0.1));
   CHECK(loss16 < 0.3);
