@@ -362,9 +362,14 @@ void small_gemm_team(bool tb, std::int64_t M, std::int64_t N, std::int64_t K, T 
   static_assert(kBlockRows % kRowsDoneGroup == 0 && kRowsDoneGroup % kRows == 0,
                 "a group of rows_done's rows lies in one block, and its stripes end at its edges");
   // op(B)'s panels a block's rows go through at a time: half the smallest L2 of the CPUs this
-  // kernel runs on (1 MB: AMD Zen 4 and 5, Intel's Xeons before Sapphire Rapids), beside the
-  // block's rows of A. The groups change no sum: the same bits at any size.
+  // kernel runs on, beside the block's rows of A — with AVX-512 1 MB (AMD Zen 4 and 5, Intel's
+  // Xeons before Sapphire Rapids), with AVX2 alone 512 KB (AMD Zen 3), where a group of 512 KB
+  // would fill the L2 by itself. The groups change no sum: the same bits at any size.
+#if defined(CTRAX_SMALL_GEMM_AVX512)
   constexpr std::int64_t kGroupBytes = std::int64_t{512} << 10;
+#else
+  constexpr std::int64_t kGroupBytes = std::int64_t{256} << 10;
+#endif
   const std::int64_t ldb = tb ? K : N;
   const std::int64_t chunks = (K + kSmallGemmMaxTerms - 1) / kSmallGemmMaxTerms;
   const std::int64_t panels = (N + NB - 1) / NB;

@@ -66,11 +66,12 @@ void small_gemm_packed(bool ta, std::int64_t M, std::int64_t N, std::int64_t K, 
 // team: a large product's other way through the same kernel (parallel_gemm, gemm.hpp, takes it where
 // small_gemm_pays). The threads pack op(B) once, between them, in chunks of at most
 // kSmallGemmMaxTerms terms, then take blocks of rows of A in turn — whoever is free takes the next —
-// each block's rows times every panel, a group of panels at a time (512 KB, which stays in L2 for
-// all the block's rows, whatever op(B)'s size). BLAS's way, a fixed share of rows per thread each
-// packing its own op(B), left the faster thread waiting for the slower at the end of every product
-// (docs/11_performance.md). Each element of C is its chunks' sums in order, each stored and the next
-// added to it: the same bits whoever makes its row, on any number of threads. With a bias (N values),
+// each block's rows times every panel, a group of panels at a time (512 KB, 256 KB with AVX2 alone:
+// half the L2, where it stays for all the block's rows, whatever op(B)'s size). BLAS's way, a fixed
+// share of rows per thread each packing its own op(B), left the faster thread waiting for the slower
+// at the end of every product (docs/11_performance.md). Each element of C is its chunks' sums in
+// order, each stored and the next added to it: the same bits whoever makes its row, on any number
+// of threads. With a bias (N values),
 // C = alpha · A op(B) + bias in every row, beta unused: a Dense layer's bias added as its sums are
 // stored, where C filled with the bias first took a pass of its own and the sums read it back —
 // the same bits. With rows_done, each stripe of C's rows, once final, is handed to it on the thread that
