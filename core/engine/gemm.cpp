@@ -419,9 +419,9 @@ void parallel_gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_
   }
   const bool by_rows = M >= N;
   const std::int64_t extent = by_rows ? M : N;
-  const auto [parts, block] = blocks_of(extent);
-  parallel_parts(parts, [&](std::int64_t p) {
-    const std::int64_t start = p * block, stop = std::min(extent, start + block);
+  const Blocks cut = blocks_of(extent);   // (not bound as [parts, block]: clang 14, scripts/fuzz.sh)
+  parallel_parts(cut.parts, [&](std::int64_t p) {
+    const std::int64_t start = p * cut.block, stop = std::min(extent, start + cut.block);
     if (start >= stop) return;
     if (by_rows)  // rows of C = rows of op(A)
       gemm(ta, tb, stop - start, N, K, alpha, A + (ta ? start : start * lda), lda, B, ldb, beta,

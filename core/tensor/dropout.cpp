@@ -97,8 +97,8 @@ Tensor dropout(const Tensor& x, double rate, const Rng& rng, const std::vector<i
   return define_op(kDropout, {x}, x.shape(), x.dtype(), [&] {
     const Rng draws = batch_shared ? rng.without_rows() : rng;
     if (mask_shape == x.shape()) {
-      const auto [out, keep] = draw_and_scale(x, draws, 1.0 - rate, s);
-      return record(kDropout, out, {x}, [keep, s](const Tensor& g) {
+      const Dropped d = draw_and_scale(x, draws, 1.0 - rate, s);
+      return record(kDropout, d.out, {x}, [keep = d.keep, s](const Tensor& g) {
         return std::vector<Tensor>{masked_scale(g, keep, s)};
       });
     }
@@ -124,8 +124,8 @@ Tensor relu_dropout(const Tensor& x, double rate, const Rng& rng, const std::vec
   if (rate == 0.0 || !shared_axes.empty()) return dropout(relu(x), rate, rng, shared_axes);
   const double s = 1.0 / (1.0 - rate);
   return define_op(kReluDropout, {x}, x.shape(), x.dtype(), [&] {
-    const auto [out, keep] = draw_and_scale(x, rng, 1.0 - rate, s, &x);
-    return record(kReluDropout, out, {x}, [x, keep, s](const Tensor& g) {
+    const Dropped d = draw_and_scale(x, rng, 1.0 - rate, s, &x);
+    return record(kReluDropout, d.out, {x}, [x, keep = d.keep, s](const Tensor& g) {
       return std::vector<Tensor>{masked_scale(g, keep, s, &x)};
     });
   });

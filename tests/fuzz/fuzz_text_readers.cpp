@@ -1,7 +1,7 @@
 // libFuzzer target: the dataset readers (plain or gzip text, labelled TSV, CSV and Q/A CSV,
-// parallel text, review cleaning) on arbitrary bytes. Each must read the input or throw std::runtime_error naming the
-// file and line — never crash or hang. The bytes go to a file (the readers take paths), split at
-// the first NUL into the two sides of a parallel corpus.
+// parallel text, review cleaning) and a run's metrics.jsonl on arbitrary bytes. Each must read the
+// input or throw std::runtime_error naming the file and line — never crash or hang. The bytes go to
+// a file (the readers take paths), split at the first NUL into the two sides of a parallel corpus.
 //   scripts/fuzz.sh text_readers 600
 #include <unistd.h>
 
@@ -12,6 +12,7 @@
 #include <string>
 
 #include "core/data/text_files.hpp"
+#include "core/train/report.hpp"
 
 namespace {
 
@@ -42,6 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   expect_clean([&] { ctrax::data::read_csv(all); });
   expect_clean([&] { ctrax::data::read_qa_csv(all, 3); });
   expect_clean([&] { ctrax::data::read_parallel(source, target); });
+  expect_clean([&] { (void)ctrax::train::read_metrics(all); });
   (void)ctrax::data::clean_review(bytes);
   for (const auto& p : {all, source, target}) ::unlink(p.c_str());
   return 0;
