@@ -197,6 +197,9 @@ bad checkpoint-negative-shape "has a negative extent -258 in its shape" "$lm" sa
 fresh c9; edit_checkpoint c9/model.safetensors "
 k = weights[0][1]; h[k]['shape'] = [4611686018427387904, 4]"
 bad checkpoint-huge-shape     "too large to exist" "$lm" sample --out c9
+fresh c9f; edit_checkpoint c9f/model.safetensors "
+k = weights[0][1]; h[k]['shape'] = [h[k]['shape'][0] + 0.5] + h[k]['shape'][1:]"
+bad checkpoint-fraction-shape "is not a whole number" "$lm" sample --out c9f
 fresh c10; edit_checkpoint c10/model.safetensors "
 a, b = weights[0][1], weights[1][1]; h[b]['data_offsets'] = h[a]['data_offsets']; h[b]['shape'] = h[a]['shape']"
 bad checkpoint-overlap        "it overlaps the tensor before it" "$lm" sample --out c10
