@@ -76,6 +76,14 @@ double number(const json& j, const std::string& key) {
   return x;
 }
 
+// j[key] as number() reads it, and a whole number: a layer count of 2.5 is not 2.
+std::int64_t whole_number(const json& j, const std::string& key) {
+  const double x = number(j, key);
+  if (x != std::floor(x))
+    throw std::invalid_argument(fmt::format("\"{}\": expected a whole number, got {}", key, j.at(key).dump()));
+  return static_cast<std::int64_t>(x);
+}
+
 }  // namespace
 
 TransformerConfig transformer_config_from_json(const std::string& json_text) {
@@ -87,14 +95,14 @@ TransformerConfig transformer_config_from_json(const std::string& json_text) {
   }
   if (!j.is_object()) throw std::invalid_argument("expected a JSON object of the model's settings");
   TransformerConfig c;
-  c.d_model = static_cast<std::int64_t>(number(j, "d_model"));
-  c.d_ff = static_cast<std::int64_t>(number(j, "d_ff"));
-  c.n_layers = static_cast<int>(number(j, "n_layers"));
+  c.d_model = whole_number(j, "d_model");
+  c.d_ff = whole_number(j, "d_ff");
+  c.n_layers = static_cast<int>(whole_number(j, "n_layers"));
   // Older checkpoints: both stacks had n_layers blocks.
-  c.n_encoder_layers = j.contains("n_encoder_layers") ? static_cast<int>(number(j, "n_encoder_layers")) : c.n_layers;
-  c.n_decoder_layers = j.contains("n_decoder_layers") ? static_cast<int>(number(j, "n_decoder_layers")) : c.n_layers;
-  c.n_heads = static_cast<int>(number(j, "n_heads"));
-  c.max_len = static_cast<std::int64_t>(number(j, "max_len"));
+  c.n_encoder_layers = j.contains("n_encoder_layers") ? static_cast<int>(whole_number(j, "n_encoder_layers")) : c.n_layers;
+  c.n_decoder_layers = j.contains("n_decoder_layers") ? static_cast<int>(whole_number(j, "n_decoder_layers")) : c.n_layers;
+  c.n_heads = static_cast<int>(whole_number(j, "n_heads"));
+  c.max_len = whole_number(j, "max_len");
   c.dropout = number(j, "dropout");
   const auto text = [&](const char* key, const char* fallback) {
     if (!j.contains(key)) return std::string(fallback);

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/io/atomic_file.hpp"
+#include "core/train/internal/json_integer.hpp"
 
 namespace ctrax::train {
 
@@ -39,7 +40,9 @@ std::vector<MetricRecord> read_metrics(const std::string& path) {
       const auto j = nlohmann::json::parse(text);
       // JSON has no NaN or infinity: a non-finite value was written as null.
       const auto& v = j.at("value");
-      records.push_back({j.at("step").get<std::int64_t>(), j.at("split").get<std::string>(),
+      const auto step = internal::json_integer<std::int64_t>(j.at("step"));
+      if (!step) throw std::runtime_error(fmt::format("its step {} is not a whole number", j.at("step").dump()));
+      records.push_back({*step, j.at("split").get<std::string>(),
                          j.at("name").get<std::string>(),
                          v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>()});
     } catch (const std::exception& e) {

@@ -21,6 +21,7 @@
 #include "core/tensor/blas_kernels.hpp"
 #include "core/tensor/runtime.hpp"
 #include "core/train/checkpoint.hpp"
+#include "core/train/internal/json_integer.hpp"
 #include "core/train/report.hpp"
 
 namespace ctrax::train {
@@ -55,11 +56,19 @@ template <class T>
 T value(const json& config, const std::string& file, const std::string& key) {
   if (!config.contains(key))
     throw std::runtime_error(fmt::format("{}: config has no \"{}\" (not made by this example?)", file, key));
-  try {
-    return config.at(key).get<T>();
-  } catch (const json::exception&) {
-    throw std::runtime_error(fmt::format("{}: config's \"{}\" is {}, expected {}", file, key, config.at(key).dump(),
-                                         std::is_same_v<T, std::string> ? "a string" : "a number"));
+  const json& v = config.at(key);
+  const auto refused = [&](const char* expected) {
+    return std::runtime_error(fmt::format("{}: config's \"{}\" is {}, expected {}", file, key, v.dump(), expected));
+  };
+  if constexpr (std::is_integral_v<T>) {
+    if (const auto i = internal::json_integer<T>(v)) return *i;
+    throw refused(std::is_signed_v<T> ? "a whole number" : "a whole number ≥ 0");
+  } else {
+    try {
+      return v.get<T>();
+    } catch (const json::exception&) {
+      throw refused(std::is_same_v<T, std::string> ? "a string" : "a number");
+    }
   }
 }
 
@@ -179,9 +188,15 @@ json read_run_definition(const std::string& out) {
 std::vector<data::FileFingerprint> fingerprint_from_json(const json& j, const std::string& path) {
   std::vector<data::FileFingerprint> files;
   try {
-    for (const auto& f : j)
-      files.push_back({f.at("name").get<std::string>(), f.at("bytes").get<std::int64_t>(), f.at("crc32").get<std::uint32_t>()});
-  } catch (const json::exception& e) {
+    for (const auto& f : j) {
+      const auto bytes = internal::json_integer<std::int64_t>(f.at("bytes"));
+      const auto crc32 = internal::json_integer<std::uint32_t>(f.at("crc32"));
+      if (!bytes || *bytes < 0 || !crc32)
+        throw std::runtime_error(fmt::format("bytes {} and crc32 {}: expected whole numbers ≥ 0, crc32 below 2^32",
+                                             f.at("bytes").dump(), f.at("crc32").dump()));
+      files.push_back({f.at("name").get<std::string>(), *bytes, *crc32});
+    }
+  } catch (const std::exception& e) {
     throw std::runtime_error(fmt::format("{}: \"data\" is not a fingerprint ({})", path, e.what()));
   }
   return files;

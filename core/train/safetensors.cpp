@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "core/io/atomic_file.hpp"
+#include "core/train/internal/json_integer.hpp"
 
 namespace ctrax::train {
 namespace {
@@ -148,15 +149,16 @@ SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& pat
       const std::string code = entry.at("dtype").get<std::string>();
       if (!dtype_from_code(code, e.dtype))
         fail(path, fmt::format("tensor '{}' has dtype {}, which ctrax does not read", name, code));
-      // Offsets and extents must be whole numbers ≥ 0 as JSON writes them (nlohmann: "unsigned"):
-      // get<> would truncate 2.5 to 2, and turning 1e30 into an integer is undefined behaviour.
+      // Offsets and extents are whole numbers ≥ 0 (internal/json_integer.hpp).
       const json& offsets = entry.at("data_offsets");
-      if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
-          !offsets[1].is_number_unsigned() || offsets[0].get<std::uint64_t>() > offsets[1].get<std::uint64_t>())
+      const auto begin = offsets.is_array() && offsets.size() == 2 ? internal::json_integer<std::uint64_t>(offsets[0])
+                                                                    : std::nullopt;
+      const auto end = begin ? internal::json_integer<std::uint64_t>(offsets[1]) : std::nullopt;
+      if (!end || *begin > *end)
         fail(path, fmt::format("tensor '{}' has data_offsets {}, expected [begin, end] in bytes, begin ≤ end", name,
                                offsets.dump()));
-      e.begin = offsets[0].get<std::uint64_t>();
-      e.end = offsets[1].get<std::uint64_t>();
+      e.begin = *begin;
+      e.end = *end;
       std::uint64_t bytes = itemsize(e.dtype);
       if (!entry.at("shape").is_array()) fail(path, fmt::format("tensor '{}' has a shape that is not a list", name));
       for (const auto& d : entry.at("shape")) {
@@ -165,12 +167,12 @@ SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& pat
         if (!d.is_number_unsigned())
           fail(path, fmt::format("tensor '{}' has shape {}: its extent {} is not a whole number", name,
                                  entry.at("shape").dump(), d.dump()));
-        const auto u = d.get<std::uint64_t>();
-        if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) ||
-            (u != 0 && bytes > std::numeric_limits<std::uint64_t>::max() / u))
+        const auto extent = internal::json_integer<std::int64_t>(d);
+        const auto u = static_cast<std::uint64_t>(extent.value_or(0));
+        if (!extent || (u != 0 && bytes > std::numeric_limits<std::uint64_t>::max() / u))
           fail(path, fmt::format("tensor '{}' has shape {}, too large to exist", name, entry.at("shape").dump()));
         bytes *= u;
-        e.shape.push_back(static_cast<std::int64_t>(u));
+        e.shape.push_back(*extent);
       }
       if (e.end - e.begin != bytes)
         fail(path, fmt::format("tensor '{}' is {} {} ({} bytes) but its data_offsets span {} bytes", name,

@@ -42,6 +42,9 @@ TEST_CASE("a stored value the command line would refuse is an error naming the k
                        "\"d_model\": expected a number from 1 to 65536, got 0", std::invalid_argument);
   CHECK_THROWS_WITH_AS(transformer_config_from_json(R"({"d_model": "wide", )" + ok + "}"),
                        "\"d_model\" is \"wide\", expected a number", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(transformer_config_from_json(R"({"d_model": 8.5, )" + ok + "}"),
+                       "\"d_model\": expected a whole number, got 8.5", std::invalid_argument);
+  CHECK(transformer_config_from_json(R"({"d_model": 8.0, )" + ok + "}").d_model == 8);   // 8.0 is 8
   CHECK_THROWS_WITH_AS(transformer_config_from_json(R"({"d_model": 8, )" + ok + R"(, "positions": "spiral"})"),
                        doctest::Contains("\"positions\": expected sinusoidal, learned, rotary or linear-bias, got \"spiral\""),
                        std::invalid_argument);

@@ -313,6 +313,21 @@ TEST_CASE("a NaN in metrics.jsonl (JSON null) reads back as NaN, and a resume st
   REQUIRE(read_metrics(dir / "metrics.jsonl").size() == 1);
 }
 
+TEST_CASE("a metrics.jsonl record whose step is not a whole number is an error naming the file and line") {
+  TempDir dir;
+  for (const char* step : {"2.5", "1e30", "\"9\""}) {
+    {
+      std::ofstream f(dir / "metrics.jsonl");
+      f << R"({"step": 1, "split": "eval", "name": "loss", "value": 3})" << "\n"
+        << R"({"step": )" << step << R"(, "split": "eval", "name": "loss", "value": 2.5})" << "\n";
+    }
+    CAPTURE(step);
+    CHECK_THROWS_WITH_AS(read_metrics(dir / "metrics.jsonl"),
+                         doctest::Contains((dir / "metrics.jsonl" + ":2: not a metrics record (its step ").c_str()),
+                         std::runtime_error);
+  }
+}
+
 TEST_CASE("a full disk while resuming fails the resume and keeps metrics.jsonl whole") {
   TempDir dir;
   std::ostringstream out;

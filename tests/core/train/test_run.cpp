@@ -105,12 +105,19 @@ TEST_CASE("settle_run: changed data is refused, naming the change, unless asked 
 TEST_CASE("StoredConfig: values by key, each error naming the file, the key, what was expected and what came") {
   TempDir dir;
   CHECK(error_of([&] { StoredConfig::of_run(dir / "run"); }) == dir / "run" + ": no model.safetensors here; train a model first");
-  write_checkpoint(dir, R"({"task": "lm", "tokenizer": "char", "d_model": 32, "tokenizer_crc32": 7})");
+  write_checkpoint(dir, R"({"task": "lm", "tokenizer": "char", "d_model": 32, "tokenizer_crc32": 7, "half": 2.5,
+                            "huge": 1e30, "past_2_64": 222222222222222222222222})");
   const StoredConfig c = StoredConfig::of_run(dir / "run");
   CHECK(c.string("tokenizer") == "char");
   CHECK(c.integer("d_model") == 32);
   CHECK(c.integer("absent", 9) == 9);
-  CHECK(error_of([&] { c.integer("tokenizer"); }) == c.file() + ": config's \"tokenizer\" is \"char\", expected a number");
+  CHECK(c.number("half", 0) == 2.5);
+  CHECK(error_of([&] { c.integer("tokenizer"); }) ==
+        c.file() + ": config's \"tokenizer\" is \"char\", expected a whole number");
+  // Neither truncated (2.5 is not 2) nor converted out of range (undefined behaviour): refused.
+  CHECK(error_of([&] { c.integer("half"); }) == c.file() + ": config's \"half\" is 2.5, expected a whole number");
+  CHECK(error_of([&] { c.integer("huge"); }).find("\"huge\" is 1e+30, expected a whole number") != std::string::npos);
+  CHECK(error_of([&] { c.integer("past_2_64"); }).find("expected a whole number") != std::string::npos);
   CHECK(error_of([&] { c.string("absent"); }) == c.file() + ": config has no \"absent\" (not made by this example?)");
   CHECK(error_of([&] { c.check_task("sentiment", "give another --out"); }) ==
         c.file() + " was trained by `lm`; this is `sentiment`: give another --out");
