@@ -99,8 +99,11 @@ TransformerConfig transformer_config_from_json(const std::string& json_text) {
   c.d_ff = whole_number(j, "d_ff");
   c.n_layers = static_cast<int>(whole_number(j, "n_layers"));
   // Older checkpoints: both stacks had n_layers blocks.
-  c.n_encoder_layers = j.contains("n_encoder_layers") ? static_cast<int>(whole_number(j, "n_encoder_layers")) : c.n_layers;
-  c.n_decoder_layers = j.contains("n_decoder_layers") ? static_cast<int>(whole_number(j, "n_decoder_layers")) : c.n_layers;
+  const auto stack = [&](const char* key) {
+    return j.contains(key) ? static_cast<int>(whole_number(j, key)) : c.n_layers;
+  };
+  c.n_encoder_layers = stack("n_encoder_layers");
+  c.n_decoder_layers = stack("n_decoder_layers");
   c.n_heads = static_cast<int>(whole_number(j, "n_heads"));
   c.max_len = whole_number(j, "max_len");
   c.dropout = number(j, "dropout");
