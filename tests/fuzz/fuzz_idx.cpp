@@ -7,39 +7,20 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <fstream>
-#include <stdexcept>
 #include <string>
 
 #include "core/data/idx.hpp"
-
-namespace {
-
-std::string write_temp(const std::string& name, const std::string& bytes) {
-  const std::string path = "/tmp/ctrax-fuzz-" + std::to_string(::getpid()) + "-" + name;
-  std::ofstream(path, std::ios::binary) << bytes;
-  return path;
-}
-
-template <class F>
-void expect_clean(F&& f) {
-  try {
-    f();
-  } catch (const std::runtime_error&) {
-  }
-}
-
-}  // namespace
+#include "tests/fuzz/fuzz_files.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
   const std::string rest(reinterpret_cast<const char*>(data) + 1, size - 1);
   // The cut: the first byte as a share of the rest (0 … 255 → none of it … all of it).
   const std::size_t cut = rest.size() * data[0] / 255;
-  const std::string all = write_temp("all", rest), images = write_temp("images", rest.substr(0, cut)),
-                    labels = write_temp("labels", rest.substr(cut));
-  for (int rank : {0, 1, 3}) expect_clean([&] { (void)ctrax::data::read_idx(all, rank); });
-  expect_clean([&] { (void)ctrax::data::read_image_set(images, labels, 10); });
+  const std::string all = fuzz::write_temp("all", rest), images = fuzz::write_temp("images", rest.substr(0, cut)),
+                    labels = fuzz::write_temp("labels", rest.substr(cut));
+  for (int rank : {0, 1, 3}) fuzz::expect_clean([&] { (void)ctrax::data::read_idx(all, rank); });
+  fuzz::expect_clean([&] { (void)ctrax::data::read_image_set(images, labels, 10); });
   for (const auto& p : {all, images, labels}) ::unlink(p.c_str());
   return 0;
 }

@@ -7,43 +7,24 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <fstream>
-#include <stdexcept>
 #include <string>
 
 #include "core/data/text_files.hpp"
 #include "core/train/report.hpp"
-
-namespace {
-
-std::string write_temp(const std::string& name, const std::string& bytes) {
-  const std::string path = "/tmp/ctrax-fuzz-" + std::to_string(::getpid()) + "-" + name;
-  std::ofstream(path, std::ios::binary) << bytes;
-  return path;
-}
-
-template <class F>
-void expect_clean(F&& f) {
-  try {
-    f();
-  } catch (const std::runtime_error&) {
-  }
-}
-
-}  // namespace
+#include "tests/fuzz/fuzz_files.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string bytes(reinterpret_cast<const char*>(data), size);
-  const std::string all = write_temp("all", bytes);
+  const std::string all = fuzz::write_temp("all", bytes);
   const std::size_t nul = bytes.find('\0');
-  const std::string source = write_temp("source", bytes.substr(0, nul));
-  const std::string target = write_temp("target", nul == std::string::npos ? "" : bytes.substr(nul + 1));
-  expect_clean([&] { ctrax::data::read_labeled_tsv(all, 2); });
-  expect_clean([&] { ctrax::data::read_text(all); });
-  expect_clean([&] { ctrax::data::read_csv(all); });
-  expect_clean([&] { ctrax::data::read_qa_csv(all, 3); });
-  expect_clean([&] { ctrax::data::read_parallel(source, target); });
-  expect_clean([&] { (void)ctrax::train::read_metrics(all); });
+  const std::string source = fuzz::write_temp("source", bytes.substr(0, nul));
+  const std::string target = fuzz::write_temp("target", nul == std::string::npos ? "" : bytes.substr(nul + 1));
+  fuzz::expect_clean([&] { ctrax::data::read_labeled_tsv(all, 2); });
+  fuzz::expect_clean([&] { ctrax::data::read_text(all); });
+  fuzz::expect_clean([&] { ctrax::data::read_csv(all); });
+  fuzz::expect_clean([&] { ctrax::data::read_qa_csv(all, 3); });
+  fuzz::expect_clean([&] { ctrax::data::read_parallel(source, target); });
+  fuzz::expect_clean([&] { (void)ctrax::train::read_metrics(all); });
   (void)ctrax::data::clean_review(bytes);
   for (const auto& p : {all, source, target}) ::unlink(p.c_str());
   return 0;

@@ -7,23 +7,20 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <fstream>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "core/data/sentencepiece.hpp"
 #include "core/data/tokenizer.hpp"
+#include "tests/fuzz/fuzz_files.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  const std::string path = "/tmp/ctrax-fuzz-" + std::to_string(::getpid()) + "-spm.model";
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
-  try {
+  const std::string path = fuzz::write_temp("spm.model", std::string(reinterpret_cast<const char*>(data), size));
+  fuzz::expect_clean([&] {
     const auto tok = ctrax::data::SentencePieceTokenizer::load(path);
     const auto ids = tok->encode("A dog runs across the grass.");
     (void)tok->decode(ids);
-  } catch (const std::runtime_error&) {
-  }
+  });
   ::unlink(path.c_str());
   std::vector<std::int32_t> ids(size / 4);
   if (!ids.empty()) std::memcpy(ids.data(), data, ids.size() * 4);
