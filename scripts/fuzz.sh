@@ -15,6 +15,8 @@
 # format: a checkpoint, a TSV + parallel text, plain and gzipped, a SentencePiece model of 40
 # pieces) and keeps what it finds in build-fuzz/corpus/<target>.
 # A crash stops the target with its reproducer in build-fuzz/crash-*; the script exits non-zero.
+# Once mended, the reproducer goes into tests/fuzz/corpus/<target>/, named for what it found:
+# tests/fuzz/test_fuzz_corpus.cpp replays every corpus file in each test run, under the sanitizers too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 which_targets=${1:-all}
