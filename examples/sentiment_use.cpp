@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -15,9 +17,29 @@
 #include "core/tensor/ops.hpp"
 #include "core/train/checkpoint.hpp"
 #include "examples/common.hpp"
+#include "examples/flags.hpp"
 #include "examples/sentiment.hpp"
 
 namespace ctrax::examples::sentiment {
+
+namespace {
+
+// A number the run's training command was given, as its checkpoint stored it (the flag's text), or
+// 0 when it stored none. A hand-edited value that is not such a number is refused naming the file.
+nlohmann::json stored_flag(const train::StoredConfig& config, const nlohmann::json& flags, const std::string& flag,
+                           bool whole) {
+  if (!flags.is_object() || !flags.contains(flag)) return 0;
+  const nlohmann::json& v = flags.at(flag);
+  const std::string text = v.is_string() ? v.get<std::string>() : v.dump();
+  const std::string integer = canonical_integer(text);
+  if (whole && !integer.empty() && integer.size() <= 18) return std::stoll(integer);   // |x| < 10^18
+  const double x = std::strtod(text.c_str(), nullptr);
+  if (!whole && decimal_number(text) && std::isfinite(x)) return x;
+  throw std::runtime_error(fmt::format("{}: the stored flag {} is {}, expected {}", config.file(), flag, v.dump(),
+                                       whole ? "a whole number" : "a number"));
+}
+
+}  // namespace
 
 Classifier load_classifier(const std::string& out) {
   Classifier c;
@@ -95,11 +117,11 @@ int eval_command(const std::string& data_dir, const std::string& out, int thread
     const nlohmann::json stored = nlohmann::json::parse(config.text());
     const nlohmann::json flags = stored.value("flags", nlohmann::json::object());
     const nlohmann::json j = {{"run", out},
-                              {"train_limit", std::stoll(flags.value("--limit", std::string("0")))},
-                              {"train_sample", std::stoll(flags.value("--sample", std::string("0")))},
+                              {"train_limit", stored_flag(config, flags, "--limit", true)},
+                              {"train_sample", stored_flag(config, flags, "--sample", true)},
                               {"init_from", config.has("init_from") ? nlohmann::json(config.string("init_from")) : nlohmann::json()},
                               {"teacher", config.has("teacher") ? nlohmann::json(config.string("teacher")) : nlohmann::json()},
-                              {"mask_tokens", std::stod(flags.value("--mask-tokens", std::string("0")))},
+                              {"mask_tokens", stored_flag(config, flags, "--mask-tokens", false)},
                               {"weights", c.weights},
                               {"accuracy", accuracy}, {"correct", correct}, {"n", test.size()},
                               {"loss", loss / static_cast<double>(test.size())}};

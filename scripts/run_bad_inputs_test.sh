@@ -258,6 +258,10 @@ bad mask-tokens-range     "--mask-tokens: expected a number from 0 to 0.9, got 1
 bad teacher-confidence-alone "--teacher-confidence: applies with --teacher only" "${ST[@]}" --data imdb --sample 10 --teacher-confidence 0.5
 bad sentiment-eval-batch  "--batch-size: expected a number from 1" "$sentiment" eval --out srun --data imdb --batch-size 0
 bad sentiment-eval-label  "label2/test.tsv:6: expected a label from 0 to 1, got 2" "$sentiment" eval --out srun --data label2
+rm -rf sflag; cp -r srun sflag; rm -f sflag/.lock
+edit_checkpoint sflag/model.safetensors "c['flags']['--limit'] = '12abc'"
+bad sentiment-eval-stored-flag "sflag/model.safetensors: the stored flag --limit is \"12abc\", expected a whole number" \
+  "$sentiment" eval --out sflag --data imdb --json sflag/eval.json
 bad sentiment-predict-empty "predict: the text is empty" "$sentiment" predict --out srun ""
 bad sentiment-no-model    "nowhere: no model.safetensors here" "$sentiment" predict --out nowhere "Fine."
 cp -r srun snospm; rm -f snospm/spm.model snospm/.lock
