@@ -56,7 +56,7 @@ class DotProductCausalAttentionLayer final : public Layer {
         kept[1].dtype() == v.dtype)
       state() = {kept[0], kept[1], Tensor::scalar(0, DType::int32)};
     else
-      state() = {Tensor::zeros(k_shape, k.dtype), Tensor::zeros(v_shape, v.dtype), Tensor::scalar(0, DType::int32)};
+      state() = {zeros_state(k_shape, k.dtype), zeros_state(v_shape, v.dtype), Tensor::scalar(0, DType::int32)};
   }
 
   // Beam search moves only the filled positions of each reordered row, in place.

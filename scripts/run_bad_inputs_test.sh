@@ -144,6 +144,7 @@ bad dropout-1         "--dropout: expected a number from 0 to 0.99, got 1" "${T[
 bad dropout-nan       "--dropout: expected a number from 0 to 0.99, got nan" "${T[@]}" --dropout nan
 bad d-model-0         "--d-model: expected a number from 1" "${T[@]}" --d-model 0
 bad d-model-huge      "--d-model: expected a number from 1 to 65536, got 1e400" "${T[@]}" --d-model 1e400
+bad model-too-large   "the model's weights and buffers need" "${T[@]}" --d-model 65536 --n-layers 1000 --steps 1
 bad d-ff-0            "--d-ff: expected a number from 1" "${T[@]}" --d-ff 0
 bad n-heads-0         "--n-heads: expected a number from 1" "${T[@]}" --n-heads 0
 bad n-heads-divide    "not a multiple of the requested number of attention heads (3)" "${T[@]}" --d-model 16 --n-heads 3 --max-len 16 --batch-size 2 --steps 1
@@ -187,6 +188,9 @@ fresh c4; echo "not a checkpoint" >c4/model.safetensors
 bad checkpoint-text           "c4/model.safetensors: not a safetensors file" "$lm" sample --out c4
 fresh c5; edit_checkpoint c5/model.safetensors "c['max_len'] = 0"
 bad checkpoint-max-len-0      "config's \"max_len\": expected a number from 2" "$lm" sample --out c5
+fresh c5big; edit_checkpoint c5big/model.safetensors "c['n_layers'] = 1000; c['d_model'] = 65536"
+bad checkpoint-huge-model     "the model's weights and buffers need 68747.1 GB, more than this machine's memory" \
+  "$lm" sample --out c5big
 fresh c6; edit_checkpoint c6/model.safetensors "m['step'] = 'x12'"
 bad checkpoint-step-text      "corrupted checkpoint metadata: step is 'x12'" "$lm" train --out c6 --steps 4
 fresh c7; edit_checkpoint c7/model.safetensors "m['format_version'] = '9'"

@@ -1,6 +1,7 @@
 #include "core/layer/layer.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <optional>
@@ -23,23 +24,40 @@ namespace {
 // While init() runs, every layer met for the first time creates its weights and state from the
 // meta inputs it receives. A shared layer is met twice but initialised once. reset_state() runs
 // the same pass with keep_weights: each layer gets its own weights back from add_weight.
+//
+// init's first pass only sizes: each new weight (and KV cache, zeros_state) is a meta tensor, no
+// initializer runs, and the layers it met are left uninitialised again. Their bytes are summed
+// before any is drawn, so a model larger than the machine's memory — a slip in --d-ff, a
+// checkpoint's config edited by hand — is refused in one line, where the kernel would kill the
+// process mid-draw.
 struct InitPass {
   std::unordered_set<const Layer*> seen;
   bool keep_weights = false;       // reset_state: every layer keeps its weights
   bool keep_initialized = false;   // init with use_cache: the layers initialised before keep theirs
+  // init's sizing pass: weights and buffers as meta tensors, and the layers it initialises listed
+  // here (to undo); null in every other pass.
+  std::vector<Layer*>* sized = nullptr;
 };
 thread_local InitPass* t_init = nullptr;
 
 struct InitPassScope {
   InitPass pass;
   InitPass* previous;
-  explicit InitPassScope(bool keep_weights, bool keep_initialized = false) : previous(t_init) {
+  explicit InitPassScope(bool keep_weights, bool keep_initialized = false, std::vector<Layer*>* sized = nullptr)
+      : previous(t_init) {
     pass.keep_weights = keep_weights;
     pass.keep_initialized = keep_initialized;
+    pass.sized = sized;
     t_init = &pass;
   }
   ~InitPassScope() { t_init = previous; }
 };
+
+// The machine's physical memory in bytes (0 when the system does not say).
+double physical_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0.0;
+}
 
 Stack meta_inputs(const Signature& sig) {
   Stack xs;
@@ -116,6 +134,8 @@ void Layer::add_weight(std::string name, const Shape& shape, DType dtype,
           short_name(dtype), fmt::join(shape, ","),
           k < kept_weights_.size() ? kept_weights_[k].signature() : "no weight there"));
     value = kept_weights_[k];
+  } else if (t_init && t_init->sized) {
+    value = Tensor::meta(shape, dtype);
   } else {
     value = initializer(shape, rng, dtype);
     if (value.shape() != shape || value.dtype() != dtype)
@@ -126,6 +146,10 @@ void Layer::add_weight(std::string name, const Shape& shape, DType dtype,
   }
   weight_names_.push_back(std::move(name));
   weights_.push_back(std::move(value));
+}
+
+Tensor Layer::zeros_state(const Shape& shape, DType dtype) {
+  return t_init && t_init->sized ? Tensor::meta(shape, dtype) : Tensor::zeros(shape, dtype);
 }
 
 bool Layer::transparent_in_weight_paths() const { return false; }
@@ -242,9 +266,47 @@ Signature Layer::init(const ShapeDtype& input_signature, const Rng& rng, InitOpt
 
 Signature Layer::init(const Signature& input_signature, const Rng& rng, InitOptions options) {
   set_rng(rng);
-  InitPassScope scope(/*keep_weights=*/false, /*keep_initialized=*/options.use_cache);
   NoGrad no_grad;
+  check_weights_fit(input_signature, options);
+  InitPassScope scope(/*keep_weights=*/false, /*keep_initialized=*/options.use_cache);
   return signature_of((*this)(meta_inputs(input_signature)));
+}
+
+void Layer::check_weights_fit(const Signature& input_signature, InitOptions options) {
+  std::vector<Layer*> fresh;
+  const auto undo = [&] {   // the sizing pass leaves no layer initialised that was not
+    for (Layer* layer : fresh) {
+      layer->initialized_ = false;
+      layer->weights_.clear();
+      layer->weight_names_.clear();
+      layer->state_.clear();
+    }
+  };
+  double bytes = 0, largest_bytes = -1;
+  std::string largest;
+  try {
+    InitPassScope scope(/*keep_weights=*/false, /*keep_initialized=*/options.use_cache, /*sized=*/&fresh);
+    (*this)(meta_inputs(input_signature));
+    for (const auto& named : {named_weights(), named_state()})
+      for (const auto& [name, w] : named) {
+        if (!w.is_meta()) continue;   // kept (use_cache), or small state: it exists already
+        const double b = static_cast<double>(w.numel()) * static_cast<double>(itemsize(w.dtype()));
+        bytes += b;
+        if (b > largest_bytes)
+          largest_bytes = b, largest = fmt::format("{} {}[{}]", name, short_name(w.dtype()), fmt::join(w.shape(), ","));
+      }
+  } catch (...) {
+    undo();
+    throw;
+  }
+  undo();
+  const double memory = physical_memory_bytes();
+  if (memory > 0 && bytes > memory) {
+    const auto gb = [](double b) { return fmt::format("{:.1f} GB", b / 1e9); };
+    throw LayerError(name_, "init", created_, signatures(meta_inputs(input_signature)),
+                     fmt::format("the model's weights and buffers need {}, more than this machine's memory ({}); "
+                                 "the largest is {} ({})", gb(bytes), gb(memory), largest, gb(largest_bytes)));
+  }
 }
 
 Signature Layer::output_signature(const Signature& input_signature) {
@@ -288,6 +350,7 @@ Stack Layer::apply(const Stack& inputs) {
       weights_.clear();
       weight_names_.clear();
       state_.clear();
+      if (t_init->sized) t_init->sized->push_back(this);
       init_weights_and_state(signature_of(inputs));
     }
     initialized_ = true;

@@ -90,6 +90,8 @@ class Layer {
   // --- lifecycle -----------------------------------------------------------------------------
   // Creates weights and state for inputs of this signature, seeding every sublayer from `rng`.
   // Returns the output signature. Calling it again re-initialises, unless use_cache (InitOptions).
+  // The weights and KV caches it would make are sized first, without memory: more bytes than the
+  // machine has is a LayerError naming the total and the largest, before any is drawn.
   Signature init(const Signature& input_signature, const Rng& rng = Rng(0), InitOptions options = {});
   Signature init(const ShapeDtype& input_signature, const Rng& rng = Rng(0), InitOptions options = {});
   bool initialized() const { return initialized_; }
@@ -219,11 +221,17 @@ class Layer {
   // In init_weights_and_state under reset_state (or init with use_cache): the state this layer
   // had, so that it may reuse the buffers (a KV cache's) instead of allocating them; else empty.
   const std::vector<Tensor>& kept_state() const { return kept_state_; }
+  // A state buffer of zeros (a KV cache's), made in init_weights_and_state: in init's sizing pass
+  // its shape alone, counted with the weights.
+  static Tensor zeros_state(const Shape& shape, DType dtype);
   // Applies sublayer i to a stack, so that an error in it carries the index in its path.
   Stack call_sublayer(std::size_t i, const Stack& stack);
 
  private:
   Stack apply(const Stack& inputs);
+  // init's sizing pass (layer.cpp): throws, naming the largest weight, when the weights init would
+  // draw need more bytes than the machine's memory; leaves the layers as they were.
+  void check_weights_fit(const Signature& input_signature, InitOptions options);
   // init_weights_and_state under reset_state: add_weight hands back the weights this layer has.
   void init_keeping_weights(const Signature& input_signature);
   // The one walk over weights (or, with `state`, state tensors): depth-first, own tensors first,

@@ -120,3 +120,29 @@ TEST_CASE("a block built by the library reports the line of the model that asked
   CHECK(msg.find("MakeZeroState: input should be a rank 3 tensor") != std::string::npos);
   CHECK(msg.find(fmt::format("test_errors.cpp:{}", line + 2)) != std::string::npos);
 }
+
+TEST_CASE("init refuses weights and buffers larger than the machine's memory before it draws any") {
+  // 64 layers of 2^16 × 2^16 weights: each 17 GB could be allocated on its own, and drawn until
+  // the kernel killed the process; together they are 1.1 TB, counted by init's sizing pass first.
+  LayerList blocks;
+  for (int i = 0; i < 64; ++i) blocks.push_back(Dense(1 << 16));
+  auto model = Serial(blocks);
+  const LayerError error = layer_error_of([&] { model->init(ShapeDtype{{1, 1 << 16}}); });
+  CHECK(error.path() == "Serial");
+  CHECK(error.method() == "init");
+  CHECK(error.message().starts_with("the model's weights and buffers need 1099.5 GB, more than this machine's memory"));
+  CHECK(error.message().ends_with("the largest is Serial/Dense_65536[0]/w f32[65536,65536] (17.2 GB)"));
+  CHECK_FALSE(model->initialized());   // the sizing pass leaves nothing initialised
+  CHECK(model->all_weights().empty());
+  // A KV cache is counted with the weights: 2^34 positions of 64 features, keys and values.
+  auto attention = DotProductCausalAttention(0.0, std::int64_t{1} << 34, Mode::predict);
+  const ShapeDtype qkv{{1, 1, 64}};
+  const LayerError cache = layer_error_of([&] { attention->init(Signature{qkv, qkv, qkv}); });
+  CHECK(cache.message().find("need 8796.1 GB") != std::string::npos);
+  CHECK(cache.message().ends_with("the largest is DotProductCausalAttention/state0 f32[1,17179869184,64] (4398.0 GB)"));
+  // What fits is initialised as before.
+  auto small = Serial(Dense(3), Dense(2));
+  small->init(ShapeDtype{{1, 4}});
+  CHECK(small->initialized());
+  CHECK(small->all_weights().size() == 4);
+}
