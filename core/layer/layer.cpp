@@ -1,7 +1,6 @@
 #include "core/layer/layer.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <optional>
@@ -13,6 +12,7 @@
 #include "core/layer/plan.hpp"
 #include "core/layer/trace.hpp"
 #include "core/tensor/autodiff.hpp"
+#include "core/tensor/internal/meta_bytes.hpp"
 #include "core/tensor/indexing.hpp"
 
 namespace ctrax {
@@ -52,12 +52,6 @@ struct InitPassScope {
   }
   ~InitPassScope() { t_init = previous; }
 };
-
-// The machine's physical memory in bytes (0 when the system does not say).
-double physical_memory_bytes() {
-  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
-  return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0.0;
-}
 
 Stack meta_inputs(const Signature& sig) {
   Stack xs;
@@ -300,7 +294,7 @@ void Layer::check_weights_fit(const Signature& input_signature, InitOptions opti
     throw;
   }
   undo();
-  const double memory = physical_memory_bytes();
+  const double memory = internal::machine_memory_bytes();
   if (memory > 0 && bytes > memory) {
     const auto gb = [](double b) { return fmt::format("{:.1f} GB", b / 1e9); };
     throw LayerError(name_, "init", created_, signatures(meta_inputs(input_signature)),

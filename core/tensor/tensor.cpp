@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "core/engine/block_cache.hpp"
+#include "core/tensor/internal/meta_bytes.hpp"
 #include "core/tensor/op.hpp"
 
 namespace ctrax {
@@ -91,7 +92,7 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
 }
 
 Tensor Tensor::meta(const Shape& shape, DType dtype) {
-  checked_bytes(shape, dtype);
+  internal::MetaBytes::add(static_cast<double>(checked_bytes(shape, dtype)));
   auto impl = new_impl();
   impl->shape = shape;
   impl->dtype = dtype;

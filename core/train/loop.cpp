@@ -13,6 +13,7 @@
 #include "core/layer/serial.hpp"
 #include "core/tensor/autodiff.hpp"
 #include "core/tensor/elementwise.hpp"
+#include "core/tensor/internal/meta_bytes.hpp"
 #include "core/tensor/runtime.hpp"
 #include "core/tensor/shape_ops.hpp"
 #include "core/train/checkpoint.hpp"
@@ -23,6 +24,27 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+
+// A training step's memory, sized before the optimizer's slots or any activation is allocated:
+// the weights and their gradients, and every result the model and its loss make on the batch's
+// shapes (a run on meta tensors, core/tensor/internal/meta_bytes.hpp) — a lower bound, as the
+// backward pass and the optimizer need more. One larger than the machine's memory (a batch size
+// or sequence length with a digit too many) is refused before the first step, where it would run
+// until the kernel killed the process.
+void check_step_fits(Layer& model_with_loss, const Signature& batch, std::size_t task) {
+  double weights = 0;
+  for (const Tensor& w : model_with_loss.all_weights())
+    weights += static_cast<double>(w.numel()) * static_cast<double>(itemsize(w.dtype()));
+  internal::MetaBytes activations;
+  model_with_loss.output_signature(batch);
+  const double memory = internal::machine_memory_bytes(), need = 2 * weights + activations.bytes();
+  if (memory <= 0 || need <= memory) return;
+  const auto gb = [](double b) { return fmt::format("{:.1f} GB", b / 1e9); };
+  throw std::invalid_argument(fmt::format(
+      "Loop: a training step of task {} needs at least {} ({} of weights and their gradients, {} of activations "
+      "for a batch of {}), more than this machine's memory ({}): give it smaller batches, shorter sequences or "
+      "a smaller model", task, gb(need), gb(2 * weights), gb(activations.bytes()), to_string(batch), gb(memory)));
+}
 
 // Switches a layer to `mode` for a scope.
 class ModeScope {
@@ -86,7 +108,9 @@ Loop::Loop(LayerPtr model, std::vector<TrainTask> tasks, LoopOptions options)
   for (std::size_t i = 0; i < tasks_.size(); ++i) {
     LayerPtr mwl = layers::Serial(model_, tasks_[i].loss_layer);
     // The loss around the model; a model with weights already keeps them (Trax's use_cache).
-    mwl->init(signature_of(parallel_.part(tasks_[i].labeled_data(0), rng).rows), rng, {.use_cache = true});
+    const Signature batch = signature_of(parallel_.part(tasks_[i].labeled_data(0), rng).rows);
+    mwl->init(batch, rng, {.use_cache = true});
+    check_step_fits(*mwl, batch, i);
     model_with_loss_.push_back(mwl);
     tasks_[i].optimizer->init(mwl->all_weights());
   }

@@ -456,3 +456,29 @@ TEST_CASE("bfloat16 products train like float32 ones") {
   CHECK(loss16 == doctest::Approx(loss32).epsilon(0.1));
   CHECK(loss16 < 0.3);
 }
+
+TEST_CASE("a step whose activations exceed the machine's memory is refused before the first step") {
+  // 2^20 rows through a Dense layer 2^20 wide: 16 MB of weights, but 4.4 TB of activations — each
+  // allocation of the step would succeed until its pages were touched and the kernel killed us.
+  constexpr std::int64_t rows = std::int64_t{1} << 20;
+  auto huge = [](std::int64_t) {
+    return Stack{Tensor::zeros({rows, 4}), Tensor::zeros({rows}, DType::int32), Tensor::ones({rows})};
+  };
+  TempDir dir;
+  std::ostringstream out;
+  auto model = Serial(Dense(1 << 20), Dense(2));
+  try {
+    Loop loop(model, {task(huge)}, {.output_dir = dir.str(), .out = &out});
+    FAIL("the Loop accepted the step");
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    CHECK(what.starts_with("Loop: a training step of task 0 needs at least 4398.1 GB (0.1 GB of weights and their "
+                           "gradients, 4398.1 GB of activations for a batch of (f32[1048576,4], i32[1048576], "
+                           "f32[1048576])), more than this machine's memory ("));
+  }
+  CHECK_FALSE(std::filesystem::exists(dir / "model.safetensors"));
+  // The same model on 16 rows trains.
+  Loop small(Serial(Dense(8), Dense(2)), {task()}, {.out = &out});
+  small.run(1);
+  CHECK(small.step() == 1);
+}

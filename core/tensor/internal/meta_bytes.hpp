@@ -1,0 +1,44 @@
+// core/tensor/internal/meta_bytes.hpp — what a run on meta tensors would have allocated.
+//
+// Not installed (an `internal/` folder). A model larger than the machine's memory does not fail
+// with an error: each allocation succeeds (Linux promises pages it does not have) until the pages
+// are touched and the kernel kills the process. So sizes are checked before anything is drawn or
+// run: Layer::init sizes the weights it would make (core/layer/layer.cpp), the training Loop a
+// step's activations (core/train/loop.cpp) — the model and its loss run once on meta tensors, and
+// every result they make is counted: while a MetaBytes scope lives on a thread, each meta tensor
+// made there (Tensor::meta, every op's result in a shapes-only run) adds its bytes to it.
+#pragma once
+
+#include <unistd.h>
+
+namespace ctrax::internal {
+
+class MetaBytes {
+ public:
+  MetaBytes() : previous_(current()) { current() = this; }
+  ~MetaBytes() { current() = previous_; }
+  MetaBytes(const MetaBytes&) = delete;
+  MetaBytes& operator=(const MetaBytes&) = delete;
+  double bytes() const { return bytes_; }
+  // Tensor::meta's: counts a new meta tensor in this thread's innermost scope, if one lives.
+  static void add(double bytes) {
+    if (current() != nullptr) current()->bytes_ += bytes;
+  }
+
+ private:
+  static MetaBytes*& current() {
+    static thread_local MetaBytes* scope = nullptr;
+    return scope;
+  }
+  double bytes_ = 0;
+  MetaBytes* previous_;
+};
+
+// The machine's physical memory in bytes (0 when the system does not say): the bound both checks
+// hold sizes to.
+inline double machine_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0.0;
+}
+
+}  // namespace ctrax::internal
