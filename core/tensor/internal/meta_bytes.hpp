@@ -11,6 +11,9 @@
 
 #include <unistd.h>
 
+#include <fstream>
+#include <string>
+
 namespace ctrax::internal {
 
 class MetaBytes {
@@ -34,11 +37,31 @@ class MetaBytes {
   MetaBytes* previous_;
 };
 
-// The machine's physical memory in bytes (0 when the system does not say): the bound both checks
-// hold sizes to.
+// A cgroup's memory limit file as bytes: its text a whole number of bytes (cgroup v1's
+// memory.limit_in_bytes, v2's memory.max), else 0 — "max", nothing, or anything else: no limit.
+inline double cgroup_limit_bytes(const std::string& text) {
+  std::size_t i = 0;
+  double bytes = 0;
+  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) bytes = bytes * 10 + (text[i] - '0');
+  for (std::size_t j = i; j < text.size(); ++j)
+    if (text[j] != '\n' && text[j] != ' ') return 0;
+  return i == 0 ? 0 : bytes;
+}
+
+// The memory this process may fill, in bytes (0 when the system does not say): the machine's
+// physical memory, or its container's cgroup limit where that is lower (a container of 8 GB on a
+// host of 64 is killed at 8). The bound both checks hold sizes to.
 inline double machine_memory_bytes() {
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
-  return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0.0;
+  double memory = pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0.0;
+  for (const char* file : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+    std::ifstream in(file);
+    std::string text;
+    if (!in || !std::getline(in, text)) continue;
+    const double limit = cgroup_limit_bytes(text);
+    if (limit > 0 && (memory == 0 || limit < memory)) memory = limit;
+  }
+  return memory;
 }
 
 }  // namespace ctrax::internal
