@@ -294,7 +294,7 @@ void Layer::check_weights_fit(const Signature& input_signature, InitOptions opti
     throw;
   }
   undo();
-  const double memory = internal::machine_memory_bytes();
+  const double memory = ctrax::internal::machine_memory_bytes();
   if (memory > 0 && bytes > memory) {
     const auto gb = [](double b) { return fmt::format("{:.1f} GB", b / 1e9); };
     throw LayerError(name_, "init", created_, signatures(meta_inputs(input_signature)),

@@ -35,9 +35,9 @@ void check_step_fits(Layer& model_with_loss, const Signature& batch, std::size_t
   double weights = 0;
   for (const Tensor& w : model_with_loss.all_weights())
     weights += static_cast<double>(w.numel()) * static_cast<double>(itemsize(w.dtype()));
-  internal::MetaBytes activations;
+  ctrax::internal::MetaBytes activations;
   model_with_loss.output_signature(batch);
-  const double memory = internal::machine_memory_bytes(), need = 2 * weights + activations.bytes();
+  const double memory = ctrax::internal::machine_memory_bytes(), need = 2 * weights + activations.bytes();
   if (memory <= 0 || need <= memory) return;
   const auto gb = [](double b) { return fmt::format("{:.1f} GB", b / 1e9); };
   throw std::invalid_argument(fmt::format(

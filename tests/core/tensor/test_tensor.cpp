@@ -65,10 +65,10 @@ TEST_CASE("meta tensors have a shape but no data") {
 }
 
 TEST_CASE("MetaBytes counts what a run on meta tensors would have allocated, in its innermost scope") {
-  internal::MetaBytes outer;
+  ctrax::internal::MetaBytes outer;
   const Tensor a = Tensor::meta({2, 3});                      // 24 bytes
   {
-    internal::MetaBytes inner;
+    ctrax::internal::MetaBytes inner;
     const Tensor b = a + a;                                   // an op's meta result: 24 more, the inner's
     (void)Tensor::meta({4}, DType::float64);                  // 32
     CHECK(inner.bytes() == 56);
@@ -78,14 +78,14 @@ TEST_CASE("MetaBytes counts what a run on meta tensors would have allocated, in 
 }
 
 TEST_CASE("a cgroup's memory limit reads as bytes, or as none") {
-  CHECK(internal::cgroup_limit_bytes("8589934592") == 8589934592.0);
-  CHECK(internal::cgroup_limit_bytes("8589934592\n") == 8589934592.0);
-  CHECK(internal::cgroup_limit_bytes("9223372036854771712") > 9e18);   // cgroup v1's "no limit": never the minimum
-  CHECK(internal::cgroup_limit_bytes("max") == 0);                      // cgroup v2's "no limit"
-  CHECK(internal::cgroup_limit_bytes("") == 0);
-  CHECK(internal::cgroup_limit_bytes("12abc") == 0);
-  CHECK(internal::cgroup_limit_bytes("-1") == 0);
-  CHECK(internal::machine_memory_bytes() > 0);
+  CHECK(ctrax::internal::cgroup_limit_bytes("8589934592") == 8589934592.0);
+  CHECK(ctrax::internal::cgroup_limit_bytes("8589934592\n") == 8589934592.0);
+  CHECK(ctrax::internal::cgroup_limit_bytes("9223372036854771712") > 9e18);   // v1's "no limit": never the lower
+  CHECK(ctrax::internal::cgroup_limit_bytes("max") == 0);                      // v2's "no limit"
+  CHECK(ctrax::internal::cgroup_limit_bytes("") == 0);
+  CHECK(ctrax::internal::cgroup_limit_bytes("12abc") == 0);
+  CHECK(ctrax::internal::cgroup_limit_bytes("-1") == 0);
+  CHECK(ctrax::internal::machine_memory_bytes() > 0);
 }
 
 TEST_CASE("printing shows values and signature") {
