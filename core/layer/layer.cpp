@@ -267,36 +267,35 @@ Signature Layer::init(const Signature& input_signature, const Rng& rng, InitOpti
 }
 
 void Layer::check_weights_fit(const Signature& input_signature, InitOptions options) {
-  std::vector<Layer*> fresh;
-  const auto undo = [&] {   // the sizing pass leaves no layer initialised that was not
-    for (Layer* layer : fresh) {
-      layer->initialized_ = false;
-      layer->weights_.clear();
-      layer->weight_names_.clear();
-      layer->state_.clear();
+  namespace sizes = ctrax::internal;
+  struct Undo {   // the sizing pass leaves no layer initialised that was not, however it ends
+    std::vector<Layer*> fresh;
+    ~Undo() {
+      for (Layer* layer : fresh) {
+        layer->initialized_ = false;
+        layer->weights_.clear();
+        layer->weight_names_.clear();
+        layer->state_.clear();
+      }
     }
-  };
+  } undo;
   double bytes = 0, largest_bytes = -1;
   std::string largest;
-  try {
-    InitPassScope scope(/*keep_weights=*/false, /*keep_initialized=*/options.use_cache, /*sized=*/&fresh);
+  {
+    InitPassScope scope(/*keep_weights=*/false, /*keep_initialized=*/options.use_cache, /*sized=*/&undo.fresh);
     (*this)(meta_inputs(input_signature));
-    for (const auto& named : {named_weights(), named_state()})
-      for (const auto& [name, w] : named) {
-        if (!w.is_meta()) continue;   // kept (use_cache), or small state: it exists already
-        const double b = static_cast<double>(w.numel()) * static_cast<double>(itemsize(w.dtype()));
-        bytes += b;
-        if (b > largest_bytes)
-          largest_bytes = b, largest = fmt::format("{} {}[{}]", name, short_name(w.dtype()), fmt::join(w.shape(), ","));
-      }
-  } catch (...) {
-    undo();
-    throw;
   }
-  undo();
-  const double memory = ctrax::internal::machine_memory_bytes();
+  for (const auto& named : {named_weights(), named_state()})
+    for (const auto& [name, w] : named) {
+      if (!w.is_meta()) continue;   // kept (use_cache), or small state: it exists already
+      const double b = sizes::bytes_of(w);
+      bytes += b;
+      if (b > largest_bytes)
+        largest_bytes = b, largest = fmt::format("{} {}[{}]", name, short_name(w.dtype()), fmt::join(w.shape(), ","));
+    }
+  const double memory = sizes::machine_memory_bytes();
   if (memory > 0 && bytes > memory) {
-    const auto gb = [](double b) { return fmt::format("{:.1f} GB", b / 1e9); };
+    const auto gb = sizes::gigabytes;
     throw LayerError(name_, "init", created_, signatures(meta_inputs(input_signature)),
                      fmt::format("the model's weights and buffers need {}, more than this machine's memory ({}); "
                                  "the largest is {} ({})", gb(bytes), gb(memory), largest, gb(largest_bytes)));

@@ -32,14 +32,14 @@ using Clock = std::chrono::steady_clock;
 // or sequence length with a digit too many) is refused before the first step, where it would run
 // until the kernel killed the process.
 void check_step_fits(Layer& model_with_loss, const Signature& batch, std::size_t task) {
+  namespace sizes = ctrax::internal;
   double weights = 0;
-  for (const Tensor& w : model_with_loss.all_weights())
-    weights += static_cast<double>(w.numel()) * static_cast<double>(itemsize(w.dtype()));
-  ctrax::internal::MetaBytes activations;
+  for (const Tensor& w : model_with_loss.all_weights()) weights += sizes::bytes_of(w);
+  sizes::MetaBytes activations;
   model_with_loss.output_signature(batch);
-  const double memory = ctrax::internal::machine_memory_bytes(), need = 2 * weights + activations.bytes();
+  const double memory = sizes::machine_memory_bytes(), need = 2 * weights + activations.bytes();
   if (memory <= 0 || need <= memory) return;
-  const auto gb = [](double b) { return fmt::format("{:.1f} GB", b / 1e9); };
+  const auto gb = sizes::gigabytes;
   throw std::invalid_argument(fmt::format(
       "Loop: a training step of task {} needs at least {} ({} of weights and their gradients, {} of activations "
       "for a batch of {}), more than this machine's memory ({}): give it smaller batches, shorter sequences or "

@@ -11,8 +11,12 @@
 
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <fstream>
 #include <string>
+
+#include "core/tensor/tensor.hpp"
 
 namespace ctrax::internal {
 
@@ -36,6 +40,13 @@ class MetaBytes {
   double bytes_ = 0;
   MetaBytes* previous_;
 };
+
+// The bytes a tensor of t's shape and dtype holds (or would hold, for a meta tensor).
+inline double bytes_of(const Tensor& t) {
+  return static_cast<double>(t.numel()) * static_cast<double>(itemsize(t.dtype()));
+}
+// Bytes as the size checks' messages show them: "137.8 GB".
+inline std::string gigabytes(double bytes) { return fmt::format("{:.1f} GB", bytes / 1e9); }
 
 // A cgroup's memory limit file as bytes: its text a whole number of bytes (cgroup v1's
 // memory.limit_in_bytes, v2's memory.max), else 0 — "max", nothing, or anything else: no limit.
