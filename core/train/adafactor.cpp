@@ -23,12 +23,12 @@ class AdafactorOptimizer : public Optimizer {
     if (factored(w)) {
       Shape row(s.begin(), s.end() - 1), col(s.begin(), s.end() - 2);
       col.push_back(s.back());
-      slots.push_back({"v_row", Tensor::zeros(row, w.dtype())});
-      slots.push_back({"v_col", Tensor::zeros(col, w.dtype())});
+      slots.push_back({"v_row", zero_slot(w, row)});
+      slots.push_back({"v_col", zero_slot(w, col)});
     } else {
-      slots.push_back({"v", Tensor::zeros(s, w.dtype())});
+      slots.push_back({"v", zero_slot(w)});
     }
-    if (c_.do_momentum) slots.push_back({"m", Tensor::zeros(s, w.dtype())});
+    if (c_.do_momentum) slots.push_back({"m", zero_slot(w)});
     return slots;
   }
 

@@ -16,7 +16,7 @@ class AdamOptimizer : public Optimizer {
 
  protected:
   std::vector<Slot> init_slots(const Tensor& w) const override {
-    return {{"m", Tensor::zeros(w.shape(), w.dtype())}, {"v", Tensor::zeros(w.shape(), w.dtype())}};
+    return {{"m", zero_slot(w)}, {"v", zero_slot(w)}};
   }
   void update_weight(std::int64_t step, double lr, Tensor& weight, const Tensor& g,
                      double g_scale, std::vector<Slot>& slots) const override {

@@ -31,19 +31,21 @@ using Clock = std::chrono::steady_clock;
 // backward pass and the optimizer need more. One larger than the machine's memory (a batch size
 // or sequence length with a digit too many) is refused before the first step, where it would run
 // until the kernel killed the process.
-void check_step_fits(Layer& model_with_loss, const Signature& batch, std::size_t task) {
+// `slots`: the bytes the optimizers' slots take, this task's and the tasks' before it.
+void check_step_fits(Layer& model_with_loss, const Signature& batch, std::size_t task, double slots) {
   namespace sizes = ctrax::internal;
   double weights = 0;
   for (const Tensor& w : model_with_loss.all_weights()) weights += sizes::bytes_of(w);
   sizes::MetaBytes activations;
   model_with_loss.output_signature(batch);
-  const double memory = sizes::machine_memory_bytes(), need = 2 * weights + activations.bytes();
+  const double memory = sizes::machine_memory_bytes(), need = 2 * weights + slots + activations.bytes();
   if (memory <= 0 || need <= memory) return;
   const auto gb = sizes::gigabytes;
   throw std::invalid_argument(fmt::format(
-      "Loop: a training step of task {} needs at least {} ({} of weights and their gradients, {} of activations "
-      "for a batch of {}), more than this machine's memory ({}): give it smaller batches, shorter sequences or "
-      "a smaller model", task, gb(need), gb(2 * weights), gb(activations.bytes()), to_string(batch), gb(memory)));
+      "Loop: a training step of task {} needs at least {} ({} of weights and their gradients, {} of the "
+      "optimizer's slots, {} of activations for a batch of {}), more than this machine's memory ({}): give it "
+      "smaller batches, shorter sequences or a smaller model", task, gb(need), gb(2 * weights), gb(slots),
+      gb(activations.bytes()), to_string(batch), gb(memory)));
 }
 
 // Switches a layer to `mode` for a scope.
@@ -105,12 +107,16 @@ Loop::Loop(LayerPtr model, std::vector<TrainTask> tasks, LoopOptions options)
     parallel_.check_divides(tasks_[i].labeled_data(0), fmt::format("training task {}", i));
 
   const Rng rng(options_.random_seed);
+  std::map<const Optimizer*, double> slots;   // by optimizer: tasks may share one, whose init starts it afresh
   for (std::size_t i = 0; i < tasks_.size(); ++i) {
     LayerPtr mwl = layers::Serial(model_, tasks_[i].loss_layer);
     // The loss around the model; a model with weights already keeps them (Trax's use_cache).
     const Signature batch = signature_of(parallel_.part(tasks_[i].labeled_data(0), rng).rows);
     mwl->init(batch, rng, {.use_cache = true});
-    check_step_fits(*mwl, batch, i);
+    slots[tasks_[i].optimizer.get()] = tasks_[i].optimizer->slot_bytes(mwl->all_weights());
+    double all_slots = 0;
+    for (const auto& [optimizer, bytes] : slots) all_slots += bytes;
+    check_step_fits(*mwl, batch, i, all_slots);
     model_with_loss_.push_back(mwl);
     tasks_[i].optimizer->init(mwl->all_weights());
   }

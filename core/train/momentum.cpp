@@ -13,7 +13,7 @@ class MomentumOptimizer : public Optimizer {
 
  protected:
   std::vector<Slot> init_slots(const Tensor& w) const override {
-    return {{"velocity", Tensor::zeros(w.shape(), w.dtype())}};
+    return {{"velocity", zero_slot(w)}};
   }
   void update_weight(std::int64_t, double lr, Tensor& weight, const Tensor& g, double g_scale,
                      std::vector<Slot>& slots) const override {

@@ -9,6 +9,7 @@
 #include "core/engine/broadcast.hpp"
 #include "core/engine/parallel.hpp"
 #include "core/tensor/dispatch.hpp"
+#include "core/tensor/internal/meta_bytes.hpp"
 #include "core/tensor/profile.hpp"
 
 namespace ctrax::train {
@@ -71,6 +72,20 @@ void Optimizer::init(const std::vector<Tensor>& weights) {
     if (averaging_decay_ > 0) averages_.push_back(w.clone());
   }
   initialized_ = true;
+}
+
+Tensor Optimizer::zero_slot(const Tensor& weight, const Shape& shape) {
+  return weight.is_meta() ? Tensor::meta(shape, weight.dtype()) : Tensor::zeros(shape, weight.dtype());
+}
+
+double Optimizer::slot_bytes(const std::vector<Tensor>& weights) const {
+  double bytes = 0;
+  for (const Tensor& w : weights) {
+    for (const Slot& slot : init_slots(Tensor::meta(w.shape(), w.dtype())))
+      bytes += ctrax::internal::bytes_of(slot.value);
+    if (averaging_decay_ > 0) bytes += ctrax::internal::bytes_of(w);
+  }
+  return bytes;
 }
 
 void Optimizer::average_weights(double decay) {

@@ -72,6 +72,9 @@ class Optimizer {
   // Creates zeroed slots for these weights (all_weights() order); forgets any earlier ones.
   void init(const std::vector<Tensor>& weights);
   bool initialized() const { return initialized_; }
+  // The bytes init(weights) would allocate — the slots, and a copy of each weight when averaging —
+  // counted on meta tensors of the weights' shapes, nothing allocated (the Loop sizes a step so).
+  double slot_bytes(const std::vector<Tensor>& weights) const;
   // Applies one update in place: clips, then updates every weight and its slots. `step` >= 1.
   // grads[i] has weights[i]'s shape and dtype. A NaN or infinite gradient throws
   // std::domain_error before anything changes.
@@ -97,8 +100,12 @@ class Optimizer {
 
  protected:
   Optimizer(std::string name, double learning_rate, std::optional<double> clip_grad_norm);
-  // The slots one weight needs (zeros), with their names.
+  // The slots one weight needs (zeros, each made by zero_slot), with their names.
   virtual std::vector<Slot> init_slots(const Tensor& weight) const = 0;
+  // A slot of `shape` (the weight's own when omitted) in the weight's dtype: zeros, or a meta
+  // tensor when the weight is one (slot_bytes sizes the slots without making them).
+  static Tensor zero_slot(const Tensor& weight, const Shape& shape);
+  static Tensor zero_slot(const Tensor& weight) { return zero_slot(weight, weight.shape()); }
   // Updates one weight and its slots in place. The gradient to use is g_scale · g (g_scale < 1
   // only when clipping), which subclasses fold into their loop instead of materialising it.
   virtual void update_weight(std::int64_t step, double learning_rate, Tensor& weight,

@@ -7,6 +7,9 @@
 
 #include "core/tensor/dispatch.hpp"
 #include "core/tensor/runtime.hpp"
+#include "core/train/adafactor.hpp"
+#include "core/train/adam.hpp"
+#include "core/train/momentum.hpp"
 #include "core/train/sgd.hpp"
 #include "tests/helpers.hpp"
 
@@ -155,4 +158,36 @@ TEST_CASE("rate factors: a negative or NaN factor, and a count other than the we
   CHECK_THROWS_WITH_AS(opt->update(1, 0.5, {a}, {tensor({1.0}, {1})}), "SGD.update: 1 weights, but rate factors for 2",
                        std::invalid_argument);
   expect_tensor(a, {1}, {1.0}, 0);
+}
+
+TEST_CASE("slot_bytes: what init would allocate, counted without allocating it") {
+  // A (3, 5) float32 matrix and a (5) float64 vector: 60 and 40 bytes of weights.
+  const std::vector<Tensor> weights{Tensor::zeros({3, 5}), Tensor::zeros({5}, DType::float64)};
+  auto made_by_init = [&](const OptimizerPtr& opt) {
+    opt->init(weights);
+    double bytes = 0;
+    for (const auto& slots : opt->slots())
+      for (const Slot& slot : slots) bytes += static_cast<double>(slot.value.numel() * itemsize(slot.value.dtype()));
+    for (const Tensor& a : opt->averages()) bytes += static_cast<double>(a.numel() * itemsize(a.dtype()));
+    return bytes;
+  };
+  struct Case {
+    const char* name;
+    OptimizerPtr opt;
+    double bytes;
+  };
+  auto averaged = Adam();
+  averaged->average_weights(0.99);
+  for (const Case& c : {Case{"SGD", SGD(), 0.0}, Case{"Momentum", Momentum(), 100.0}, Case{"Adam", Adam(), 200.0},
+                        // factored: the matrix's row and column moments (3 + 5 floats), the vector's v (40 bytes)
+                        Case{"Adafactor", Adafactor(), 32.0 + 40.0},
+                        Case{"Adafactor with momentum", Adafactor({.do_momentum = true}), 72.0 + 100.0},
+                        Case{"Adam with averaging", averaged, 300.0}}) {
+    CAPTURE(c.name);
+    CHECK(c.opt->slot_bytes(weights) == c.bytes);
+    CHECK_FALSE(c.opt->initialized());   // sizing made no slots
+    CHECK(made_by_init(c.opt) == c.bytes);
+    for (const auto& slots : c.opt->slots())
+      for (const Slot& slot : slots) CHECK_FALSE(slot.value.is_meta());
+  }
 }
