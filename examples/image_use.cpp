@@ -27,6 +27,7 @@ int eval_command(const std::string& data_dir, const std::string& out, int thread
   const data::ImageSet test = data::load_fashion_mnist(data_dir, "test");
   const std::int64_t n = test.images.dim(0), k = spec.n_classes;
   std::vector<std::vector<std::int64_t>> confusion(static_cast<std::size_t>(k), std::vector<std::int64_t>(static_cast<std::size_t>(k), 0));
+  model->check_call_fits({ShapeDtype{{std::min(n, batch_size), side, side, 1}}});   // the largest batch
   NoGrad no_grad;
   for (std::int64_t start = 0; start < n; start += batch_size) {
     std::vector<std::int64_t> which;

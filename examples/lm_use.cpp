@@ -42,6 +42,7 @@ int eval_command(const std::string& out, int threads, const std::string& data_pa
   const Signature scored = {ShapeDtype{{1, 1, tok->vocab_size()}}, ShapeDtype{{1, 1}, DType::int32}, ShapeDtype{{1, 1}}};
   loss->init(scored);
   accuracy->init(scored);
+  model->check_call_fits(signature_of(Stack{batches(0)[0]}));   // every batch has the first's shape
   double loss_sum = 0, correct = 0, tokens = 0;
   for (std::int64_t i = 0, n = data::lm_window_batches(static_cast<std::int64_t>(valid_ids->size()), batch_size, length);
        i < n; ++i) {

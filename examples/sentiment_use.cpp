@@ -65,6 +65,13 @@ std::vector<double> log_probabilities(const Classifier& c, const data::Sequences
   });
   std::vector<double> out(static_cast<std::size_t>(n) * k);
   const std::int64_t n_batches = (n + batch_size - 1) / batch_size;
+  // A multiple of 16 (few distinct shapes), within the position table.
+  const auto padded_length = [&](std::size_t longest) {
+    return std::min(c.m.arch.max_len, std::max<std::int64_t>(16, (static_cast<std::int64_t>(longest) + 15) / 16 * 16));
+  };
+  if (n > 0)   // the largest batch: the most rows, the longest
+    c.model->check_call_fits({ShapeDtype{{std::min(n, batch_size), padded_length(tokens[static_cast<std::size_t>(
+                                              order.back())].size())}, DType::int32}});
   const bool terminal = ::isatty(STDERR_FILENO);
   NoGrad no_grad;
   data::Sequences rows;
@@ -72,10 +79,7 @@ std::vector<double> log_probabilities(const Classifier& c, const data::Sequences
     rows.clear();
     for (std::int64_t r = i * batch_size; r < std::min(n, (i + 1) * batch_size); ++r)
       rows.push_back(tokens[static_cast<std::size_t>(order[static_cast<std::size_t>(r)])]);
-    const auto longest = static_cast<std::int64_t>(rows.back().size());
-    // A multiple of 16 (few distinct shapes), within the position table.
-    const std::int64_t length = std::min(c.m.arch.max_len, std::max<std::int64_t>(16, (longest + 15) / 16 * 16));
-    const auto lp = log_softmax((*c.model)(data::pad_rows(rows, length)), -1).to_doubles();
+    const auto lp = log_softmax((*c.model)(data::pad_rows(rows, padded_length(rows.back().size()))), -1).to_doubles();
     for (std::size_t r = 0; r < rows.size(); ++r) {
       const auto row = static_cast<std::size_t>(order[static_cast<std::size_t>(i * batch_size) + r]);
       std::copy_n(lp.begin() + static_cast<std::ptrdiff_t>(r * k), k, out.begin() + static_cast<std::ptrdiff_t>(row * k));

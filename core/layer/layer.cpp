@@ -307,6 +307,22 @@ Signature Layer::output_signature(const Signature& input_signature) {
   return signature_of((*this)(meta_inputs(input_signature)));
 }
 
+void Layer::check_call_fits(const Signature& input_signature) {
+  namespace sizes = ctrax::internal;
+  double weights = 0;
+  for (const Tensor& w : all_weights()) weights += sizes::bytes_of(w);
+  sizes::MetaBytes made;
+  output_signature(input_signature);
+  const double memory = sizes::machine_memory_bytes(), need = weights + made.largest_bytes();
+  if (memory <= 0 || need <= memory) return;
+  const auto gb = sizes::gigabytes;
+  throw LayerError(name_, "call", created_, signatures(meta_inputs(input_signature)),
+                   fmt::format("a call on these inputs needs at least {} ({} of weights, {} for its largest tensor, "
+                               "{}[{}]), more than this machine's memory ({}): give it fewer rows or shorter ones",
+                               gb(need), gb(weights), gb(made.largest_bytes()), short_name(made.largest().dtype()),
+                               fmt::join(made.largest().shape(), ","), gb(memory)));
+}
+
 std::string Layer::short_of_inputs(int) const { return ""; }
 
 Stack Layer::operator()(const Stack& stack) {

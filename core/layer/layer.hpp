@@ -97,6 +97,11 @@ class Layer {
   bool initialized() const { return initialized_; }
   // The signature of the outputs for inputs of this signature, computed without data.
   Signature output_signature(const Signature& input_signature);
+  // Before evaluating or predicting on inputs of this signature (no gradients): refuses, as a
+  // LayerError, inputs whose call needs more than the machine's memory — at least the weights and
+  // the largest tensor the call makes, sized by a run on meta tensors. Linux would promise the
+  // pages and kill the process when they were touched; this names the figures instead.
+  void check_call_fits(const Signature& input_signature);
 
   // Applies the layer to a stack: pops n_in, pushes n_out, keeps the rest.
   Stack operator()(const Stack& stack);

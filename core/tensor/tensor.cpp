@@ -92,7 +92,7 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
 }
 
 Tensor Tensor::meta(const Shape& shape, DType dtype) {
-  ctrax::internal::MetaBytes::add(static_cast<double>(checked_bytes(shape, dtype)));
+  ctrax::internal::MetaBytes::add(shape, dtype, static_cast<double>(checked_bytes(shape, dtype)));
   auto impl = new_impl();
   impl->shape = shape;
   impl->dtype = dtype;

@@ -126,7 +126,9 @@ Loop::Loop(LayerPtr model, std::vector<TrainTask> tasks, LoopOptions options)
       throw std::invalid_argument("Loop: an eval task needs labeled_data, metrics and n_eval_batches >= 1");
     layers::LayerArgs metric_args(e.metrics.begin(), e.metrics.end());
     LayerPtr composite = layers::Serial(eval_model_, layers::make_branch(metric_args));
-    composite->init(signature_of(parallel_.padded_part(e.labeled_data(0), rng).rows), rng, {.use_cache = true});
+    const Signature batch = signature_of(parallel_.padded_part(e.labeled_data(0), rng).rows);
+    composite->init(batch, rng, {.use_cache = true});
+    composite->check_call_fits(batch);
     eval_with_metrics_.push_back(composite);
     std::vector<std::string> names = e.metric_names;
     if (names.empty())

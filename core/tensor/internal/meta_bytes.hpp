@@ -26,10 +26,22 @@ class MetaBytes {
   ~MetaBytes() { current() = previous_; }
   MetaBytes(const MetaBytes&) = delete;
   MetaBytes& operator=(const MetaBytes&) = delete;
-  double bytes() const { return bytes_; }
+  double bytes() const { return bytes_; }   // all of them
+  // The largest one: without gradients a run frees each result once the next layer has read it,
+  // so the largest (with the weights) is what a call needs at least.
+  double largest_bytes() const { return largest_bytes_; }
+  const Tensor& largest() const { return largest_; }   // a meta tensor of its shape and dtype
   // Tensor::meta's: counts a new meta tensor in this thread's innermost scope, if one lives.
-  static void add(double bytes) {
-    if (current() != nullptr) current()->bytes_ += bytes;
+  static void add(const Shape& shape, DType dtype, double bytes) {
+    MetaBytes* scope = current();
+    if (scope == nullptr) return;
+    scope->bytes_ += bytes;
+    if (bytes > scope->largest_bytes_) {
+      scope->largest_bytes_ = bytes;
+      current() = nullptr;   // the record is a meta tensor too, not counted
+      scope->largest_ = Tensor::meta(shape, dtype);
+      current() = scope;
+    }
   }
 
  private:
@@ -37,7 +49,8 @@ class MetaBytes {
     static thread_local MetaBytes* scope = nullptr;
     return scope;
   }
-  double bytes_ = 0;
+  double bytes_ = 0, largest_bytes_ = 0;
+  Tensor largest_;
   MetaBytes* previous_;
 };
 

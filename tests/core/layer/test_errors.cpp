@@ -146,3 +146,17 @@ TEST_CASE("init refuses weights and buffers larger than the machine's memory bef
   CHECK(small->initialized());
   CHECK(small->all_weights().size() == 4);
 }
+
+TEST_CASE("check_call_fits refuses inputs whose call would not fit in the machine's memory") {
+  // Dense 4 → 2^20 → 2: 29 MB of weights. 2^10 rows make a 4 GB hidden tensor, which fits; 2^16 rows
+  // one of 275 GB, which the call would allocate and the kernel kill it for.
+  auto model = Serial(Dense(1 << 20), Dense(2));
+  model->init(ShapeDtype{{1, 4}});
+  model->check_call_fits({ShapeDtype{{1 << 10, 4}}});
+  const LayerError error = layer_error_of([&] { model->check_call_fits({ShapeDtype{{1 << 16, 4}}}); });
+  CHECK(error.path() == "Serial");
+  CHECK(error.method() == "call");
+  CHECK(error.message().starts_with("a call on these inputs needs at least 274.9 GB (0.0 GB of weights, 274.9 GB for "
+                                    "its largest tensor, f32[65536,1048576]), more than this machine's memory ("));
+  CHECK(model->all_weights().size() == 4);   // nothing changed
+}

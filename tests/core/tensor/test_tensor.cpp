@@ -72,9 +72,12 @@ TEST_CASE("MetaBytes counts what a run on meta tensors would have allocated, in 
     const Tensor b = a + a;                                   // an op's meta result: 24 more, the inner's
     (void)Tensor::meta({4}, DType::float64);                  // 32
     CHECK(inner.bytes() == 56);
+    CHECK(inner.largest_bytes() == 32);                       // and the largest, by shape and dtype
+    CHECK(inner.largest().signature() == "f64[4]?");
   }
   (void)Tensor::zeros({1000});                                // real tensors are not counted
   CHECK(outer.bytes() == 24);
+  CHECK(outer.largest().signature() == "f32[2,3]?");
 }
 
 TEST_CASE("a cgroup's memory limit reads as bytes, or as none") {
