@@ -168,6 +168,11 @@ bad data-missing      "nowhere.txt: no such file or directory" "${L[@]}" --data 
 bad data-empty        "empty.txt: too little text: 0 training and 0 validation tokens" "${L[@]}" --data empty.txt
 bad data-empty-dir    "emptydir: no text in this directory" "${L[@]}" --data emptydir
 bad data-truncated-gz "cut.txt.gz: truncated or corrupted compressed file" "${L[@]}" --data cut.txt.gz
+# 100 GB of text (a sparse file: no disk taken) — read whole, it ended after 80 s in std::bad_alloc.
+truncate -s 100G huge.txt
+bad data-too-large    "huge.txt: 107.4 GB of text, more than one reading may hold here" "${L[@]}" --data huge.txt
+mkdir -p hugedir && truncate -s 100G hugedir/a.txt
+bad data-dir-too-large "hugedir: 107.4 GB of text, more than one reading may hold here" "${L[@]}" --data hugedir
 bad data-long-lines   "longer than 100000 bytes, its limit" "$lm" train --out new_sp --data long_lines.txt --tokenizer sentencepiece
 
 # --- lm train: resuming ---------------------------------------------------------------------

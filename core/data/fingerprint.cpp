@@ -42,6 +42,7 @@ std::string describe(const FileFingerprint& f) {
 }  // namespace
 
 std::vector<FileFingerprint> fingerprint(const std::string& path) {
+  check_text_size(path);   // before reading all of it: a file far too large is refused at once
   std::vector<FileFingerprint> out;
   const bool directory = fs::is_directory(path);
   for (const std::string& file : data_files(path))

@@ -9,6 +9,8 @@
 #include <memory>
 #include <stdexcept>
 
+#include "core/tensor/internal/meta_bytes.hpp"
+
 namespace fs = std::filesystem;
 
 namespace ctrax::data {
@@ -21,6 +23,19 @@ std::string excerpt(const std::string& line) {
 
 [[noreturn]] void fail_at(const std::string& path, std::size_t line, const std::string& what) {
   throw std::runtime_error(fmt::format("{}:{}: {}", path, line, what));
+}
+
+// Refuses a reading of `bytes` at `path` (max_text_bytes(), in the header); `inflated`: a
+// compressed file read that far, which holds more.
+[[noreturn]] void refuse_text(const std::string& path, double bytes, bool inflated = false) {
+  const auto gb = ctrax::internal::gigabytes;
+  const auto limit = static_cast<double>(max_text_bytes());
+  const std::string why = limit < static_cast<double>(kMaxFileBytes)
+      ? fmt::format("an eighth of this machine's {} of memory: the text is read whole, and its token ids take up "
+                    "to 4 bytes per byte", gb(ctrax::internal::machine_memory_bytes()))
+      : std::string("the most ctrax reads at once");
+  throw std::runtime_error(fmt::format("{}: {}{} of text, more than one reading may hold here ({}: {})", path,
+                                       inflated ? "more than " : "", gb(bytes), gb(limit), why));
 }
 
 // The label of a TSV line: digits only, fitting int32.
@@ -54,15 +69,34 @@ std::vector<fs::path> review_files(const fs::path& dir) {
 
 }  // namespace
 
+std::size_t max_text_bytes() {
+  const double eighth = ctrax::internal::machine_memory_bytes() / 8;
+  return eighth > 0 && eighth < static_cast<double>(kMaxFileBytes) ? static_cast<std::size_t>(eighth) : kMaxFileBytes;
+}
+
+void check_text_size(const std::string& path) {
+  if (!fs::exists(path)) return;   // the readers name a missing path
+  std::uintmax_t bytes = 0;
+  if (fs::is_directory(path))
+    for (const std::string& file : data_files(path)) bytes += fs::file_size(file);
+  else if (fs::is_regular_file(path))
+    bytes = fs::file_size(path);
+  if (bytes > max_text_bytes()) refuse_text(path, static_cast<double>(bytes));
+}
+
 std::string read_file(const std::string& path) {
   if (!fs::exists(path)) throw std::runtime_error(fmt::format("{}: no such file", path));
   if (fs::is_directory(path)) throw std::runtime_error(fmt::format("{}: is a directory, expected a file", path));
   if (!fs::is_regular_file(path))   // /dev/zero, a pipe: data that may never end
     throw std::runtime_error(fmt::format("{}: not a regular file (a device, pipe or socket), expected a file", path));
+  const std::size_t limit = max_text_bytes();
+  const std::uintmax_t on_disk = fs::file_size(path);
+  if (on_disk > limit) refuse_text(path, static_cast<double>(on_disk));
   std::unique_ptr<gzFile_s, int (*)(gzFile)> f(gzopen(path.c_str(), "rb"), gzclose);
   if (!f) throw std::runtime_error(fmt::format("{}: cannot open", path));
   gzbuffer(f.get(), 1 << 17);
   std::string out;
+  out.reserve(on_disk);   // a plain file's text in one allocation, not a doubling's two
   std::vector<char> buf(1 << 18);
   for (;;) {
     const int n = gzread(f.get(), buf.data(), static_cast<unsigned>(buf.size()));
@@ -72,9 +106,8 @@ std::string read_file(const std::string& path) {
     }
     if (n == 0) break;
     out.append(buf.data(), static_cast<std::size_t>(n));
-    if (out.size() > kMaxFileBytes)   // a .gz bomb, or a file growing while it is read
-      throw std::runtime_error(fmt::format("{}: more than {} GiB of text; ctrax reads a data file whole", path,
-                                           kMaxFileBytes >> 30));
+    if (out.size() > limit)   // a .gz bomb, or a file growing while it is read
+      refuse_text(path, static_cast<double>(limit), /*inflated=*/true);
   }
   // A truncated .gz reads like a short file until its end; zlib reports it only here
   // (Z_BUF_ERROR, "unexpected end of file"), so partial data is never taken for the whole.
@@ -300,10 +333,12 @@ std::vector<std::string> data_files(const std::string& path) {
 std::string read_text(const std::string& path) {
   if (!fs::exists(path)) throw std::runtime_error(fmt::format("{}: no such file or directory", path));
   if (!fs::is_directory(path)) return read_file(path);
+  check_text_size(path);
   std::string out;
   for (const auto& f : data_files(path)) {
     out += read_file(f);
     if (!out.empty() && out.back() != '\n') out += '\n';
+    if (out.size() > max_text_bytes()) refuse_text(path, static_cast<double>(max_text_bytes()), /*inflated=*/true);
   }
   if (out.empty()) throw std::runtime_error(fmt::format("{}: no text in this directory", path));
   return out;

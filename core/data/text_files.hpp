@@ -32,10 +32,19 @@
 
 namespace ctrax::data {
 
-// Bounds on what one reading may take: a data file is read whole, so one larger than this (or a
-// compressed one that inflates past it) is refused rather than exhausting memory.
+// Bounds on what one reading may take. A data file is read whole, and what reads it keeps more
+// beside its text: a language model's token ids take up to 4 bytes per byte of text (one id of
+// int32 per character), and a split or a batch copies. So a reading — a file, or a corpus
+// directory's files together — may hold at most an eighth of the machine's memory (its
+// container's limit where lower), and never more than kMaxFileBytes; more (or a compressed file
+// that inflates past it) is refused with the figures before it is read, not left to end in
+// std::bad_alloc or the kernel's kill.
 inline constexpr std::size_t kMaxFileBytes = std::size_t{16} << 30;
 inline constexpr std::size_t kMaxDataFiles = 1'000'000;
+std::size_t max_text_bytes();
+// Refuses `path` (a file or a directory of data files) when its data files hold more bytes on
+// disk than max_text_bytes(), naming the path and the figures.
+void check_text_size(const std::string& path);
 
 // The whole file (plain or .gz) as bytes, a leading UTF-8 byte order mark dropped. Only a regular
 // file is read: a directory, a device (/dev/zero) or a pipe is refused with its path.

@@ -2,9 +2,11 @@
 #include <doctest/doctest.h>
 #include <zlib.h>
 
+#include <filesystem>
 #include <string>
 
 #include "core/data/fingerprint.hpp"
+#include "core/data/text_files.hpp"
 #include "tests/core/train/temp_dir.hpp"
 #include "tests/files.hpp"
 
@@ -44,4 +46,14 @@ TEST_CASE("fingerprint_changes names each changed, missing and new file; none wh
   CHECK(changes[0].starts_with("changed: a.txt: 5 bytes, crc32 "));
   CHECK(changes[1].starts_with("missing: b.txt (was 5 bytes"));
   CHECK(changes[2].starts_with("new file: c.txt (3 bytes"));
+}
+
+TEST_CASE("fingerprint refuses data too large to read before it reads it") {
+  // A sparse file past max_text_bytes(): hashing it would read it all (a minute for 100 GB), and the
+  // run would then refuse it anyway (text_files.hpp).
+  TempDir dir;
+  write_bytes(dir / "big.txt", "a");
+  std::filesystem::resize_file(dir / "big.txt", max_text_bytes() + 1);
+  CHECK(error_of([&] { fingerprint(dir / "big.txt"); }).find("of text, more than one reading may hold here") !=
+        std::string::npos);
 }

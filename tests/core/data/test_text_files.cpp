@@ -212,3 +212,25 @@ TEST_CASE("data_files: regular files only, hidden entries skipped; devices and p
   std::filesystem::create_symlink("/dev/zero", dir / "zero.txt");
   CHECK(error_of([&] { read_lines(dir / "zero.txt"); }).find("not a regular file") != std::string::npos);
 }
+
+TEST_CASE("text larger than a reading may hold is refused with the figures, before it is read") {
+  // A sparse file one byte past the bound (an eighth of the memory, at most 16 GiB): no disk
+  // taken, and read whole it would have taken the bound in memory before the refusal (or, larger,
+  // ended in std::bad_alloc or the kernel's kill).
+  TempDir dir;
+  const std::string corpus = dir / "corpus", big = dir / "corpus/big.txt";
+  write_bytes(big, "a");
+  std::filesystem::resize_file(big, max_text_bytes() + 1);
+  CHECK(max_text_bytes() <= kMaxFileBytes);
+  for (const std::string& what : {error_of([&] { read_file(big); }), error_of([&] { read_text(big); })}) {
+    CHECK(what.starts_with(big + ": "));
+    CHECK(what.find(" of text, more than one reading may hold here (") != std::string::npos);
+  }
+  // A directory's files count together, checked before the first is read.
+  std::filesystem::resize_file(big, max_text_bytes() / 2 + 1);
+  write_bytes(dir / "corpus/big2.txt", "a");
+  std::filesystem::resize_file(dir / "corpus/big2.txt", max_text_bytes() / 2 + 1);
+  CHECK_NOTHROW(check_text_size(big));
+  CHECK(error_of([&] { read_text(corpus); }).starts_with(corpus + ": "));
+  CHECK_THROWS(check_text_size(corpus));
+}
