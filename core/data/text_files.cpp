@@ -34,7 +34,7 @@ std::string excerpt(const std::string& line) {
       ? fmt::format("an eighth of this machine's {} of memory: the text is read whole, and its token ids take up "
                     "to 4 bytes per byte", gb(ctrax::internal::machine_memory_bytes()))
       : std::string("the most ctrax reads at once");
-  throw std::runtime_error(fmt::format("{}: {}{} of text, more than one reading may hold here ({}: {})", path,
+  throw std::runtime_error(fmt::format("{}: {}{} of text, more than one reading may hold here ({}, {})", path,
                                        inflated ? "more than " : "", gb(bytes), gb(limit), why));
 }
 

@@ -26,12 +26,12 @@ using Clock = std::chrono::steady_clock;
 
 
 // A training step's memory, sized before the optimizer's slots or any activation is allocated:
-// the weights and their gradients, and every result the model and its loss make on the batch's
-// shapes (a run on meta tensors, core/tensor/internal/meta_bytes.hpp) — a lower bound, as the
-// backward pass and the optimizer need more. One larger than the machine's memory (a batch size
-// or sequence length with a digit too many) is refused before the first step, where it would run
-// until the kernel killed the process.
-// `slots`: the bytes the optimizers' slots take, this task's and the tasks' before it.
+// the weights and their gradients, the optimizers' `slots` (this task's and the tasks' before it:
+// Optimizer::slot_bytes), and every result the model and its loss make on the batch's shapes (a
+// run on meta tensors, core/tensor/internal/meta_bytes.hpp) — a lower bound, as the backward pass
+// needs more. One larger than the machine's memory (a batch size or sequence length with a digit
+// too many) is refused before the first step, where it would run until the kernel killed the
+// process.
 void check_step_fits(Layer& model_with_loss, const Signature& batch, std::size_t task, double slots) {
   namespace sizes = ctrax::internal;
   double weights = 0;
