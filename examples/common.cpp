@@ -242,6 +242,12 @@ int run_main(const char* program, const std::function<int()>& body) {
   } catch (const std::exception& e) {
     std::fflush(stdout);
     fmt::print(stderr, "{}: {}\n", program, e.what());
+    // Under mpirun an error on this process alone (its disk, a file only it writes) would leave the
+    // others waiting for it forever, and it for them in MPI_Finalize: every process ends here.
+    try {
+      if (const auto comm = dist::make_communicator(); comm->size() > 1) comm->abort(1);
+    } catch (const std::exception&) {   // mpirun without MPI in this build: nothing was started
+    }
     return 1;
   }
 }

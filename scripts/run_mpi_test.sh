@@ -66,4 +66,13 @@ grep -q "rank 1" "$tmp/killed.log" || { cat "$tmp/killed.log"; fail "the error d
 step=$("$loop" train "$tmp/killed" 0 2>&1 | sed -n 's/.*trained to step \([0-9]*\).*/\1/p')
 [ -n "$step" ] || fail "the checkpoint left by the killed run does not load"
 echo "killed rank ok: mpirun exited ($status) ${seconds} s after rank 1 died: $(grep -m1 'rank 1' "$tmp/killed.log" | cut -c1-120); the checkpoint (step $step) loads"
+# An error on one process alone: process 1 cannot read batch 3. Process 0 would wait for it in the
+# step's sum forever, and it for process 0 in MPI_Finalize; the run must end, naming the error.
+started=$(date +%s)
+status=0
+timeout 60 "${mpi[@]}" "$loop" train "$tmp/one_fails" 6 4 3 >"$tmp/fails.log" 2>&1 || status=$?
+[ "$status" -ne 124 ] || { cat "$tmp/fails.log"; fail "an error on rank 1 left the run hanging (killed after 60 s)"; }
+[ "$status" -ne 0 ] || { cat "$tmp/fails.log"; fail "mpirun exited 0 after an error on rank 1"; }
+grep -q "process 1 of 2: batch 3: unreadable" "$tmp/fails.log" || { cat "$tmp/fails.log"; fail "the error is not named"; }
+echo "error on one rank ok: mpirun exited ($status) $(( $(date +%s) - started )) s after starting: $(grep -m1 'unreadable' "$tmp/fails.log")"
 echo "mpi test ok"

@@ -53,6 +53,12 @@ class Communicator {
   void all_reduce(std::vector<Tensor>& tensors, Reduce op = Reduce::sum, std::size_t bucket_bytes = 4 << 20);
   void broadcast(std::vector<Tensor>& tensors, int root = 0);
   virtual void barrier() = 0;
+  // Ends every process of the run with `status`, at once (MPI_Abort: mpirun ends them all and names
+  // this one). For an error on one process alone: the others would wait for it in their next sum
+  // forever, and this one in MPI_Finalize for them. The single-process communicator returns (its
+  // caller's error ends the run as usual). The Loop calls it when a step fails on one of several
+  // processes, the examples' main when any command does.
+  virtual void abort(int status) = 0;
 
   // A sum in flight (MPI_Iallreduce): start_sum begins summing the n elements at `data` over the
   // processes and returns at once; wait_all returns when every started sum is done, `data` then

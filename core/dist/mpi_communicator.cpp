@@ -61,6 +61,11 @@ class Mpi final : public Communicator {
   int rank() const override { return rank_; }
   std::string describe() const override { return fmt::format("MPI, rank {} of {} ({})", rank_, size_, library_); }
   void barrier() override { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+  void abort(int status) override {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, status);
+  }
   void start_sum(void* data, std::size_t n, DType dtype) override {
     MPI_Request request;
     check(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), mpi_type(dtype), MPI_SUM, MPI_COMM_WORLD, &request),

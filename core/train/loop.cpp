@@ -232,14 +232,24 @@ void Loop::run(std::int64_t n_steps) {
   run_first_ = step_ + 1;
   run_last_ = step_ + n_steps;
   stopped_ = false;
-  for (std::int64_t i = 0; i < n_steps && !stopped_; ++i) {
-    train_step();
-    if (options_.checkpoint_at(step_)) report_and_checkpoint();
-    // All processes stop at the same step, when any was asked to.
-    const bool stop = parallel_.any(options_.stop_requested && options_.stop_requested());
-    stopped_ = stop && i + 1 < n_steps;
+  try {
+    for (std::int64_t i = 0; i < n_steps && !stopped_; ++i) {
+      train_step();
+      if (options_.checkpoint_at(step_)) report_and_checkpoint();
+      // All processes stop at the same step, when any was asked to.
+      const bool stop = parallel_.any(options_.stop_requested && options_.stop_requested());
+      stopped_ = stop && i + 1 < n_steps;
+    }
+    if (last_report_step_ != step_) report_and_checkpoint();
+  } catch (const std::exception& e) {
+    // An error on one of several processes (its batch, its disk) would leave the others waiting
+    // for it in their next sum forever: said here, then every process ended (Communicator::abort).
+    if (parallel_.size() > 1) {
+      fmt::print(stderr, "Loop, process {} of {}: {}\n", parallel_.rank(), parallel_.size(), e.what());
+      parallel_.communicator().abort(1);
+    }
+    throw;
   }
-  if (last_report_step_ != step_) report_and_checkpoint();
   reporter_.clear_progress();
 }
 

@@ -1,8 +1,11 @@
 // The data-parallel Loop across real processes (scripts/run_mpi_test.sh runs it alone and under
 // `mpirun -np 2`):
 //
-//   loop_check train DIR STEPS [BATCH]   trains a small TransformerLM with dropout to STEPS (resuming
-//                                        DIR's checkpoint if there is one), reporting every step
+//   loop_check train DIR STEPS [BATCH [FAIL]]
+//                                        trains a small TransformerLM with dropout to STEPS (resuming
+//                                        DIR's checkpoint if there is one), reporting every step; with
+//                                        FAIL, process 1 cannot read batch FAIL (an error on one
+//                                        process: the run must end, not wait for it)
 //   loop_check compare DIR_A DIR_B       every train loss and eval metric of DIR_B's metrics.jsonl, and
 //                                        its final weights, equal DIR_A's within 1e-5 relative;
 //                                        prints the largest differences
@@ -21,6 +24,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 
@@ -51,12 +55,16 @@ Stack batch(std::int64_t i, std::int64_t B) {
   return {ids, ids, w};
 }
 
-int train_run(const std::string& dir, std::int64_t steps, std::int64_t B) {
+int train_run(const std::string& dir, std::int64_t steps, std::int64_t B, std::int64_t fail = -1) {
   auto comm = dist::make_communicator();
+  const int rank = comm->rank();
   auto model = models::TransformerLM(kVocab, {.d_model = 16, .d_ff = 32, .n_layers = 2, .n_heads = 2,
                                               .max_len = 16, .dropout = 0.1});
   train::Loop loop(model,
-                   {{.labeled_data = [B](std::int64_t i) { return batch(i, B); },
+                   {{.labeled_data = [B, fail, rank](std::int64_t i) {
+                       if (i == fail && rank == 1) throw std::runtime_error(fmt::format("batch {}: unreadable", i));
+                       return batch(i, B);
+                     },
                      .loss_layer = layers::WeightedCategoryCrossEntropy(),
                      .optimizer = train::Momentum({.learning_rate = 0.05}),
                      .n_steps_per_checkpoint = 1,
@@ -128,10 +136,11 @@ int compare(const std::string& a, const std::string& b) {
 int main(int argc, char** argv) {
   try {
     const std::string mode = argc > 1 ? argv[1] : "";
-    if (mode == "train" && (argc == 4 || argc == 5))
-      return train_run(argv[2], std::stoll(argv[3]), argc == 5 ? std::stoll(argv[4]) : 4);
+    if (mode == "train" && argc >= 4 && argc <= 6)
+      return train_run(argv[2], std::stoll(argv[3]), argc >= 5 ? std::stoll(argv[4]) : 4,
+                       argc == 6 ? std::stoll(argv[5]) : -1);
     if (mode == "compare" && argc == 4) return compare(argv[2], argv[3]);
-    std::fprintf(stderr, "usage: loop_check train DIR STEPS [BATCH] | loop_check compare DIR_A DIR_B\n");
+    std::fprintf(stderr, "usage: loop_check train DIR STEPS [BATCH [FAIL]] | loop_check compare DIR_A DIR_B\n");
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

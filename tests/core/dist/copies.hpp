@@ -23,7 +23,8 @@ class Copies final : public dist::Communicator {
     ++in_flight;
   }
   void wait_all() override { in_flight = 0; }
-  int calls = 0, started = 0, in_flight = 0;
+  void abort(int status) override { aborted = status; }   // recorded; the caller's error goes on
+  int calls = 0, started = 0, in_flight = 0, aborted = -1;
 
  protected:
   void all_reduce_sum(void* data, std::size_t n, DType dtype) override {

@@ -19,6 +19,7 @@
 #include "layers/dropout.hpp"
 #include "layers/metrics.hpp"
 #include "layers/batch_norm.hpp"
+#include "tests/core/dist/copies.hpp"
 #include "tests/core/train/temp_dir.hpp"
 #include "tests/file_size_limit.hpp"
 #include "tests/helpers.hpp"
@@ -481,4 +482,23 @@ TEST_CASE("a step whose activations exceed the machine's memory is refused befor
   Loop small(Serial(Dense(8), Dense(2)), {task()}, {.out = &out});
   small.run(1);
   CHECK(small.step() == 1);
+}
+
+TEST_CASE("an error in a step of one of several processes ends them all: the others would wait for it") {
+  // Process 1 of 2 cannot read batch 3. Under MPI process 0 would wait for it in the step's sum
+  // forever (and it for process 0 in MPI_Finalize): the Loop says what failed and aborts the run.
+  auto failing = [](std::int64_t i) {
+    if (i == 3) throw std::runtime_error("batch 3: unreadable");
+    return make_batch(i);
+  };
+  std::ostringstream out;
+  const auto two = std::make_shared<ctrax::testing::Copies>(2, 1);
+  Loop loop(classifier(), {task(failing)}, {.out = &out, .communicator = two});
+  CHECK_THROWS_WITH(loop.run(5), "batch 3: unreadable");   // the Copies stand-in returns from abort
+  CHECK(two->aborted == 1);
+  // Alone, the error is the caller's, as always: nothing to end.
+  const auto one = std::make_shared<ctrax::testing::Copies>(1);
+  Loop alone(classifier(), {task(failing)}, {.out = &out, .communicator = one});
+  CHECK_THROWS_WITH(alone.run(5), "batch 3: unreadable");
+  CHECK(one->aborted == -1);
 }
