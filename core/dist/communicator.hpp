@@ -56,8 +56,8 @@ class Communicator {
   // Ends every process of the run with `status`, at once (MPI_Abort: mpirun ends them all and names
   // this one). For an error on one process alone: the others would wait for it in their next sum
   // forever, and this one in MPI_Finalize for them. The single-process communicator returns (its
-  // caller's error ends the run as usual). The Loop calls it when a step fails on one of several
-  // processes, the examples' main when any command does.
+  // caller's error ends the run as usual). The Loop calls it when a step or its setting up fails on
+  // one of several processes, the examples' main when any command does.
   virtual void abort(int status) = 0;
 
   // A sum in flight (MPI_Iallreduce): start_sum begins summing the n elements at `data` over the

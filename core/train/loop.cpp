@@ -81,6 +81,21 @@ Loop::Loop(LayerPtr model, std::vector<TrainTask> tasks, LoopOptions options)
       reporter_(lead() ? *options_.out : silent_,
                 !lead() || options_.output_dir.empty() ? "" : options_.output_dir + "/metrics.jsonl",
                 lead() ? options_.progress : Progress::off) {
+  try {
+    set_up();
+  } catch (const std::exception& e) {
+    end_processes_on_error(e);
+    throw;
+  }
+}
+
+void Loop::end_processes_on_error(const std::exception& e) const {
+  if (parallel_.size() <= 1) return;
+  fmt::print(stderr, "Loop, process {} of {}: {}\n", parallel_.rank(), parallel_.size(), e.what());
+  parallel_.communicator().abort(1);
+}
+
+void Loop::set_up() {
   if (tasks_.empty()) throw std::invalid_argument("Loop: no training tasks");
   configure_process();   // training is what the settings are for (runtime.hpp); asked for once
   for (std::size_t i = 0; i < tasks_.size(); ++i) {
@@ -242,12 +257,7 @@ void Loop::run(std::int64_t n_steps) {
     }
     if (last_report_step_ != step_) report_and_checkpoint();
   } catch (const std::exception& e) {
-    // An error on one of several processes (its batch, its disk) would leave the others waiting
-    // for it in their next sum forever: said here, then every process ended (Communicator::abort).
-    if (parallel_.size() > 1) {
-      fmt::print(stderr, "Loop, process {} of {}: {}\n", parallel_.rank(), parallel_.size(), e.what());
-      parallel_.communicator().abort(1);
-    }
+    end_processes_on_error(e);
     throw;
   }
   reporter_.clear_progress();

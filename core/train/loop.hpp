@@ -137,6 +137,11 @@ class Loop {
   void report_and_checkpoint();
 
  private:
+  void set_up();   // the constructor's work
+  // An error on one of several processes (its batch, its disk, the checkpoint process 0 reads)
+  // would leave the others waiting for it in their next sum or broadcast forever: said on stderr
+  // with the process's rank, then every process ended (Communicator::abort). Alone: nothing.
+  void end_processes_on_error(const std::exception& e) const;
   void train_step();
   void evaluate();
   Rng step_rng(std::int64_t step_key_data) const;

@@ -496,6 +496,11 @@ TEST_CASE("an error in a step of one of several processes ends them all: the oth
   Loop loop(classifier(), {task(failing)}, {.out = &out, .communicator = two});
   CHECK_THROWS_WITH(loop.run(5), "batch 3: unreadable");   // the Copies stand-in returns from abort
   CHECK(two->aborted == 1);
+  // The same when the Loop is being set up (here the first batch, which sizes the model).
+  const auto set_up = std::make_shared<ctrax::testing::Copies>(2, 1);
+  auto none = [](std::int64_t) -> Stack { throw std::runtime_error("no data"); };
+  CHECK_THROWS_WITH(Loop(classifier(), {task(none)}, {.out = &out, .communicator = set_up}), "no data");
+  CHECK(set_up->aborted == 1);
   // Alone, the error is the caller's, as always: nothing to end.
   const auto one = std::make_shared<ctrax::testing::Copies>(1);
   Loop alone(classifier(), {task(failing)}, {.out = &out, .communicator = one});
