@@ -378,6 +378,13 @@ bad data-contains-out     "overlap: a run would read its own directory" "$lm" tr
 bad data-dev-zero         "/dev/zero: not a regular file (a device, pipe or socket), expected a file" "$lm" train --data /dev/zero --out zrun
 mkfifo fifo.txt
 bad data-fifo             "fifo.txt: not a regular file" "$lm" train --data fifo.txt --out frun
+# The run's metrics file a pipe: reading it (a resume) or appending to it (a new run) waited forever.
+fresh mfifo; rm -f mfifo/metrics.jsonl; mkfifo mfifo/metrics.jsonl
+bad metrics-fifo-resume   "mfifo/metrics.jsonl: not a regular file (a directory, device or pipe), expected the run's metrics" \
+  "$lm" train --data text.txt --out mfifo --steps 4
+mkdir -p mfifo2 && mkfifo mfifo2/metrics.jsonl
+bad metrics-fifo-new      "mfifo2/metrics.jsonl: not a regular file (a directory, device or pipe), expected a file to append to" \
+  "$lm" train --data text.txt --out mfifo2 --steps 2 --max-len 16 "${tiny[@]}"
 
 # --- tokenizer, model and program bound to each other --------------------------------------
 cp -r srun sswap; rm -f sswap/.lock; cp srun2/spm.model sswap/spm.model

@@ -83,7 +83,14 @@ void copy_atomically(const std::string& from, const std::string& to) {
 }
 
 void append_whole(const std::string& path, std::string_view bytes) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  // Only to a regular file: opening a pipe for writing waits for a reader, forever if none comes.
+  // (O_NONBLOCK changes nothing for a regular file; for a pipe made after the check it fails at
+  // once instead of waiting.)
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw std::runtime_error(fmt::format("{}: not a regular file (a directory, device or pipe), expected a file to "
+                                         "append to", path));
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
   if (fd < 0) fail(path, "opening for appending", errno);
   const off_t size = ::lseek(fd, 0, SEEK_END);
   if (!write_all(fd, bytes)) {

@@ -1,6 +1,8 @@
 // Atomic writes: the new content or the old, never half; a full disk is an error naming the file.
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -67,4 +69,13 @@ TEST_CASE("append_whole appends a record whole, or not at all on a full disk") {
     CHECK(error_of([&] { io::append_whole(path, "three\n"); }) == path + ": appending failed: File too large");
   }
   CHECK(read_bytes(path) == "one\ntwo\n");
+}
+
+TEST_CASE("append_whole refuses a pipe, which it would wait on for a reader forever") {
+  TempDir dir;
+  const std::string fifo = dir / "metrics.jsonl";
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  CHECK(error_of([&] { io::append_whole(fifo, "one\n"); }) ==
+        fifo + ": not a regular file (a directory, device or pipe), expected a file to append to");
+  CHECK(error_of([&] { io::append_whole(dir.str(), "one\n"); }).find("not a regular file") != std::string::npos);
 }
