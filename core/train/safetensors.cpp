@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "core/io/atomic_file.hpp"
+#include "core/tensor/internal/meta_bytes.hpp"
 #include "core/train/internal/json_integer.hpp"
 
 namespace ctrax::train {
@@ -103,6 +104,15 @@ SafetensorsFile read_safetensors(const std::string& path) {
   std::error_code error;
   if (std::filesystem::exists(path, error) && !std::filesystem::is_regular_file(path, error))   // /dev/zero never ends
     fail(path, "not a regular file (a directory, device or pipe), expected a checkpoint");
+  // Read whole, then copied into its tensors: twice its size at the peak. More than the memory
+  // would end in std::bad_alloc or the kernel's kill, after a long read.
+  const std::uintmax_t size = std::filesystem::file_size(path, error);
+  const double memory = ctrax::internal::machine_memory_bytes();
+  if (!error && memory > 0 && 2.0 * static_cast<double>(size) > memory) {
+    const auto gb = ctrax::internal::gigabytes;
+    fail(path, fmt::format("{} on disk, and loading it takes twice that (its bytes, then its tensors): more than this "
+                           "machine's memory ({})", gb(static_cast<double>(size)), gb(memory)));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, "cannot open for reading");
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

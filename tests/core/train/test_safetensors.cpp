@@ -179,3 +179,16 @@ TEST_CASE("extents and data_offsets must be whole numbers: no fraction, nothing 
     CHECK_THROWS_WITH_AS(read_safetensors(path), doctest::Contains(expected), std::runtime_error);
   }
 }
+
+TEST_CASE("a file too large to load is refused before it is read") {
+  // Read whole, then copied into its tensors: a file of more than half the memory (here a sparse
+  // one, no disk taken) would read for minutes and end in std::bad_alloc or the kernel's kill.
+  TempDir dir;
+  const std::string path = dir / "huge.safetensors";
+  write_safetensors(path, {{"x", Tensor::ones({100})}});
+  std::filesystem::resize_file(path, std::uintmax_t{1} << 40);   // 1.1 TB
+  CHECK_THROWS_WITH_AS(read_safetensors(path),
+                       doctest::Contains((path + ": 1099.5 GB on disk, and loading it takes twice that (its bytes, "
+                                                 "then its tensors): more than this machine's memory (").c_str()),
+                       std::runtime_error);
+}
