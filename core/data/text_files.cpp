@@ -70,8 +70,13 @@ std::vector<fs::path> review_files(const fs::path& dir) {
 }  // namespace
 
 std::size_t max_text_bytes() {
-  const double eighth = ctrax::internal::machine_memory_bytes() / 8;
-  return eighth > 0 && eighth < static_cast<double>(kMaxFileBytes) ? static_cast<std::size_t>(eighth) : kMaxFileBytes;
+  // Once per process: every file read asks (aclImdb's 50,000 reviews), and the memory stays put.
+  static const std::size_t bytes = [] {
+    const double eighth = ctrax::internal::machine_memory_bytes() / 8;
+    return eighth > 0 && eighth < static_cast<double>(kMaxFileBytes) ? static_cast<std::size_t>(eighth)
+                                                                     : kMaxFileBytes;
+  }();
+  return bytes;
 }
 
 void check_text_size(const std::string& path) {

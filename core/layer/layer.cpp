@@ -309,8 +309,7 @@ Signature Layer::output_signature(const Signature& input_signature) {
 
 void Layer::check_call_fits(const Signature& input_signature) {
   namespace sizes = ctrax::internal;
-  double weights = 0;
-  for (const Tensor& w : all_weights()) weights += sizes::bytes_of(w);
+  const double weights = sizes::bytes_of(all_weights());
   sizes::MetaBytes made;
   output_signature(input_signature);
   const double memory = sizes::machine_memory_bytes(), need = weights + made.largest_bytes();

@@ -34,8 +34,7 @@ using Clock = std::chrono::steady_clock;
 // process.
 void check_step_fits(Layer& model_with_loss, const Signature& batch, std::size_t task, double slots) {
   namespace sizes = ctrax::internal;
-  double weights = 0;
-  for (const Tensor& w : model_with_loss.all_weights()) weights += sizes::bytes_of(w);
+  const double weights = sizes::bytes_of(model_with_loss.all_weights());
   sizes::MetaBytes activations;
   model_with_loss.output_signature(batch);
   const double memory = sizes::machine_memory_bytes(), need = 2 * weights + slots + activations.bytes();

@@ -4,9 +4,10 @@
 // with an error: each allocation succeeds (Linux promises pages it does not have) until the pages
 // are touched and the kernel kills the process. So sizes are checked before anything is drawn or
 // run: Layer::init sizes the weights it would make (core/layer/layer.cpp), the training Loop a
-// step's activations (core/train/loop.cpp) — the model and its loss run once on meta tensors, and
-// every result they make is counted: while a MetaBytes scope lives on a thread, each meta tensor
-// made there (Tensor::meta, every op's result in a shapes-only run) adds its bytes to it.
+// step's activations (core/train/loop.cpp), Layer::check_call_fits an evaluation's largest tensor —
+// the model runs once on meta tensors, and every result it makes is counted: while a MetaBytes
+// scope lives on a thread, each meta tensor made there (Tensor::meta, every op's result in a
+// shapes-only run) adds its bytes to it.
 #pragma once
 
 #include <unistd.h>
@@ -15,6 +16,7 @@
 
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "core/tensor/tensor.hpp"
 
@@ -57,6 +59,11 @@ class MetaBytes {
 // The bytes a tensor of t's shape and dtype holds (or would hold, for a meta tensor).
 inline double bytes_of(const Tensor& t) {
   return static_cast<double>(t.numel()) * static_cast<double>(itemsize(t.dtype()));
+}
+inline double bytes_of(const std::vector<Tensor>& ts) {
+  double bytes = 0;
+  for (const Tensor& t : ts) bytes += bytes_of(t);
+  return bytes;
 }
 // Bytes as the size checks' messages show them: "137.8 GB".
 inline std::string gigabytes(double bytes) { return fmt::format("{:.1f} GB", bytes / 1e9); }
