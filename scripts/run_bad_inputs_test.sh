@@ -378,9 +378,13 @@ bad data-contains-out     "overlap: a run would read its own directory" "$lm" tr
 bad data-dev-zero         "/dev/zero: not a regular file (a device, pipe or socket), expected a file" "$lm" train --data /dev/zero --out zrun
 mkfifo fifo.txt
 bad data-fifo             "fifo.txt: not a regular file" "$lm" train --data fifo.txt --out frun
-# A checkpoint of 100 GB (sparse): read whole, it ended after minutes in std::bad_alloc or a kill.
-fresh bigck; truncate -s 100G bigck/model.safetensors
-bad checkpoint-too-large  "bigck/model.safetensors: 107.4 GB on disk, and loading it takes twice that" "$lm" sample --out bigck
+# A checkpoint of 100 GB (a sparse file whose header lists a 100 GB tensor): read whole, it ended
+# after minutes in std::bad_alloc or a kill.
+fresh bigck
+edit_checkpoint bigck/model.safetensors "h['zz'] = {'dtype': 'F32', 'shape': [25 * 10**9], 'data_offsets': [len(data), len(data) + 10**11]}"
+truncate -s +100000000000 bigck/model.safetensors
+bad checkpoint-too-large  "bigck/model.safetensors: 100.0 GB on disk, and loading it takes twice that" \
+  "$lm" train --out bigck --steps 4
 # The run's metrics file a pipe: reading it (a resume) or appending to it (a new run) waited forever.
 fresh mfifo; rm -f mfifo/metrics.jsonl; mkfifo mfifo/metrics.jsonl
 bad metrics-fifo-resume   "mfifo/metrics.jsonl: not a regular file (a directory, device or pipe), expected the run's metrics" \

@@ -98,9 +98,16 @@ CheckpointInfo info_from(const std::string& path, const Metadata& m) {
   return info;
 }
 
+// What loading the weights alone reads of a file: the weights, the state, and the first
+// optimizer's averages ("opt/<weight>/ema"); not the optimizers' other slots.
+bool weight_or_average(const std::string& name) {
+  return !is_state_or_slot(name) || name.rfind("state/", 0) == 0 ||
+         (name.rfind("opt/", 0) == 0 && name.ends_with("/ema"));
+}
+
 CheckpointInfo restore(const std::string& path, Layer& model,
                        const std::vector<OptimizerPtr>& optimizers, bool weights_only) {
-  const SafetensorsFile file = read_safetensors(path);
+  const SafetensorsFile file = weights_only ? read_safetensors(path, weight_or_average) : read_safetensors(path);
   CheckpointInfo info = info_from(path, file.metadata);
   const NamedTensors expected = expected_tensors(model, optimizers, weights_only);
   std::map<std::string, Tensor> found;
@@ -197,7 +204,7 @@ CheckpointInfo load_weights(const std::string& path, Layer& model) {
 }
 
 CheckpointInfo read_checkpoint_info(const std::string& path) {
-  return info_from(path, read_safetensors(path).metadata);
+  return info_from(path, read_safetensors_metadata(path));
 }
 
 CheckpointInfo init_from_file(const std::string& path, Layer& model, bool weights_only) {
@@ -213,7 +220,7 @@ std::string LoadReport::describe() const {
 }
 
 LoadReport load_matching_weights(const std::string& path, Layer& model, const std::vector<WeightMap>& maps) {
-  const SafetensorsFile file = read_safetensors(path);
+  const SafetensorsFile file = read_safetensors(path, weight_or_average);
   info_from(path, file.metadata);   // a ctrax checkpoint, or a clear error
   if (!model.initialized())
     throw std::logic_error(fmt::format("load_matching_weights: {} is not initialised (call init first)",

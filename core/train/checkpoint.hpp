@@ -61,7 +61,8 @@ CheckpointInfo load_checkpoint(const std::string& path, Layer& model,
 // they are what training evaluated and chose best.safetensors by — and info.averaged_weights says so.
 CheckpointInfo load_weights(const std::string& path, Layer& model);
 
-// Reads only the metadata (and checks it is a ctrax checkpoint).
+// Reads only the file's header (read_safetensors_metadata: the weights are not read, so a resume
+// or a `sample` reads a large checkpoint once) and checks it is a ctrax checkpoint.
 CheckpointInfo read_checkpoint_info(const std::string& path);
 
 // PRETRAINED WEIGHTS INTO ANOTHER MODEL. Trax's Layer.init_from_file(file, weights_only) loads a

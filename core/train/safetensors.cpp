@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -100,35 +101,37 @@ void write_safetensors(const std::string& path, const NamedTensors& tensors,
   io::write_atomically(path, parts);
 }
 
-SafetensorsFile read_safetensors(const std::string& path) {
-  std::error_code error;
-  if (std::filesystem::exists(path, error) && !std::filesystem::is_regular_file(path, error))   // /dev/zero never ends
-    fail(path, "not a regular file (a directory, device or pipe), expected a checkpoint");
-  // Read whole, then copied into its tensors: twice its size at the peak. More than the memory
-  // would end in std::bad_alloc or the kernel's kill, after a long read.
-  const std::uintmax_t size = std::filesystem::file_size(path, error);
-  const double memory = ctrax::internal::machine_memory_bytes();
-  if (!error && memory > 0 && 2.0 * static_cast<double>(size) > memory) {
-    const auto gb = ctrax::internal::gigabytes;
-    fail(path, fmt::format("{} on disk, and loading it takes twice that (its bytes, then its tensors): more than this "
-                           "machine's memory ({})", gb(static_cast<double>(size)), gb(memory)));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, "cannot open for reading");
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) fail(path, "read error");
-  return parse_safetensors(bytes, path);
-}
+namespace {
 
-SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& path) {
-  const std::uint64_t size = bytes.size();
-  if (size < 8) fail(path, fmt::format("truncated or not a safetensors file ({} bytes)", size));
+// One tensor's entry in the header: where its bytes lie in the data section, what they hold.
+struct Entry {
+  std::uint64_t begin, end;
+  std::string name;
+  DType dtype;
+  Shape shape;
+};
+
+// The header, checked whole before any tensor is allocated; `data_crc` is the stored checksum of
+// the data section ("" when the file has none), taken out of the metadata.
+struct Header {
+  std::vector<Entry> entries;  // in file order (by offset), tiling the data section exactly
+  Metadata metadata;
+  std::string data_crc;
+};
+
+// N, the header's length, from the file's first 8 bytes; it must fit in a file of `size` bytes.
+std::uint64_t header_length(std::string_view first8, std::uint64_t size, const std::string& path) {
+  if (size < 8 || first8.size() < 8) fail(path, fmt::format("truncated or not a safetensors file ({} bytes)", size));
   std::uint64_t n = 0;
-  for (int i = 0; i < 8; ++i) n |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[static_cast<std::size_t>(i)])) << (8 * i);
+  for (std::size_t i = 0; i < 8; ++i) n |= std::uint64_t{static_cast<unsigned char>(first8[i])} << (8 * i);
   if (n > size - 8 || n > (100u << 20))
     fail(path, fmt::format("not a safetensors file, or truncated: header length {} but file has {} bytes",
                            n, size));
-  const std::string_view text = bytes.substr(8, n);
+  return n;
+}
+
+// The header's JSON text, checked against a data section of `data_size` bytes.
+Header parse_header(std::string_view text, std::uint64_t data_size, const std::string& path) {
   json header;
   try {
     header = json::parse(text);
@@ -136,19 +139,11 @@ SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& pat
     fail(path, fmt::format("not a safetensors file, or its header is corrupted ({})", e.what()));
   }
   if (!header.is_object()) fail(path, "not a safetensors file: the header is not a JSON object");
-  const std::uint64_t data_size = size - 8 - n;
 
   // Every entry is checked before any memory is allocated for it: a known dtype, a shape of
   // non-negative extents whose byte size fits (overflow-safe), and offsets that tile the data
   // section exactly — in order, no gaps, no overlaps (two weights never load the same bytes).
-  struct Entry {
-    std::uint64_t begin, end;
-    std::string name;
-    DType dtype;
-    Shape shape;
-  };
-  std::vector<Entry> entries;
-  SafetensorsFile out;
+  Header out;
   try {
     for (auto& [name, entry] : header.items()) {
       if (name == "__metadata__") {
@@ -187,7 +182,7 @@ SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& pat
       if (e.end - e.begin != bytes)
         fail(path, fmt::format("tensor '{}' is {} {} ({} bytes) but its data_offsets span {} bytes", name,
                                to_string(e.dtype), to_string(e.shape), bytes, e.end - e.begin));
-      entries.push_back(std::move(e));
+      out.entries.push_back(std::move(e));
     }
   } catch (const json::exception& e) {
     fail(path, fmt::format("corrupted header ({})", e.what()));
@@ -199,11 +194,11 @@ SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& pat
     out.metadata.erase(it);
   }
   // In file order (by begin offset), as they were written.
-  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+  std::sort(out.entries.begin(), out.entries.end(), [](const Entry& a, const Entry& b) {
     return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
   });
   std::uint64_t expected_begin = 0;
-  for (const Entry& e : entries) {
+  for (const Entry& e : out.entries) {
     if (e.begin != expected_begin)
       fail(path, fmt::format("tensor '{}' starts at byte {} of the data section, expected {} ({})", e.name, e.begin,
                              expected_begin, e.begin < expected_begin ? "it overlaps the tensor before it" : "a gap"));
@@ -215,16 +210,93 @@ SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& pat
   if (expected_begin != data_size)
     fail(path, fmt::format("{} bytes after the last tensor: corrupted, or not written by safetensors",
                            data_size - expected_begin));
-
-  const std::string_view data = bytes.substr(8 + n);
   if (auto it = out.metadata.find("crc32"); it != out.metadata.end()) {
-    const std::string actual = std::to_string(crc_of(data.data(), data.size()));
-    if (it->second != actual)
-      fail(path, fmt::format("corrupted: data checksum {} does not match the stored {}", actual,
-                             it->second));
+    out.data_crc = it->second;
     out.metadata.erase(it);
   }
-  for (const Entry& e : entries) {
+  return out;
+}
+
+void check_data_crc(const Header& header, std::uint32_t crc, const std::string& path) {
+  const std::string actual = std::to_string(crc);
+  if (!header.data_crc.empty() && header.data_crc != actual)
+    fail(path, fmt::format("corrupted: data checksum {} does not match the stored {}", actual, header.data_crc));
+}
+
+// An open file of `size` bytes, checked (a regular file: /dev/zero never ends), its header read.
+struct OpenFile {
+  std::ifstream in;
+  std::uint64_t size = 0;
+  Header header;
+};
+
+// With `to_load`, a file too large to load is refused before anything is read: a model loading a
+// checkpoint holds its own weights and slots beside the file's tensors, about twice the file, and
+// more than the memory would end in std::bad_alloc or the kernel's kill, after a long read.
+OpenFile open_safetensors(const std::string& path, bool to_load) {
+  std::error_code error;
+  if (std::filesystem::exists(path, error) && !std::filesystem::is_regular_file(path, error))
+    fail(path, "not a regular file (a directory, device or pipe), expected a checkpoint");
+  OpenFile f;
+  f.in.open(path, std::ios::binary);
+  if (!f.in) fail(path, "cannot open for reading");
+  f.size = std::filesystem::file_size(path, error);
+  if (error) fail(path, fmt::format("cannot read its size ({})", error.message()));
+  const double memory = ctrax::internal::machine_memory_bytes();
+  if (to_load && memory > 0 && 2.0 * static_cast<double>(f.size) > memory) {
+    const auto gb = ctrax::internal::gigabytes;
+    fail(path, fmt::format("{} on disk, and loading it takes twice that (the model's own weights, then the file's): "
+                           "more than this machine's memory ({})", gb(static_cast<double>(f.size)), gb(memory)));
+  }
+  std::string first8(8, '\0');
+  f.in.read(first8.data(), 8);
+  first8.resize(static_cast<std::size_t>(f.in.gcount()));
+  const std::uint64_t n = header_length(first8, f.size, path);
+  std::string text(n, '\0');
+  f.in.read(text.data(), static_cast<std::streamsize>(n));
+  if (static_cast<std::uint64_t>(f.in.gcount()) != n) fail(path, "truncated while reading its header");
+  f.header = parse_header(text, f.size - 8 - n, path);
+  return f;
+}
+
+}  // namespace
+
+SafetensorsFile read_safetensors(const std::string& path, const std::function<bool(const std::string&)>& keep) {
+  OpenFile f = open_safetensors(path, true);
+  // Each tensor kept is read straight into its own memory, the others through a small buffer;
+  // every byte is checksummed on the way.
+  SafetensorsFile out{{}, std::move(f.header.metadata)};
+  std::uint32_t crc = 0;
+  std::vector<char> skipped;
+  for (const Entry& e : f.header.entries) {
+    const bool kept = !keep || keep(e.name);
+    Tensor t = kept ? Tensor::empty(e.shape, e.dtype) : Tensor();
+    for (std::uint64_t done = 0, n = e.end - e.begin; done < n;) {
+      if (!kept) skipped.resize(1 << 20);
+      const std::uint64_t chunk = kept ? n : std::min<std::uint64_t>(n - done, skipped.size());
+      char* bytes = kept ? static_cast<char*>(t.raw_data()) : skipped.data();
+      f.in.read(bytes, static_cast<std::streamsize>(chunk));
+      if (f.in.bad()) fail(path, "read error");
+      if (static_cast<std::uint64_t>(f.in.gcount()) != chunk)
+        fail(path, fmt::format("truncated while reading tensor '{}' (the file shrank?)", e.name));
+      crc = crc_of(bytes, chunk, crc);
+      done += chunk;
+    }
+    if (kept) out.tensors.emplace_back(e.name, t);
+  }
+  check_data_crc(f.header, crc, path);
+  return out;
+}
+
+Metadata read_safetensors_metadata(const std::string& path) { return open_safetensors(path, false).header.metadata; }
+
+SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& path) {
+  const std::uint64_t n = header_length(bytes.substr(0, 8), bytes.size(), path);
+  const Header header = parse_header(bytes.substr(8, n), bytes.size() - 8 - n, path);
+  const std::string_view data = bytes.substr(8 + n);
+  check_data_crc(header, crc_of(data.data(), data.size()), path);
+  SafetensorsFile out{{}, header.metadata};
+  for (const Entry& e : header.entries) {
     Tensor t = Tensor::empty(e.shape, e.dtype);
     if (e.end > e.begin) std::memcpy(t.raw_data(), data.data() + e.begin, e.end - e.begin);
     out.tensors.emplace_back(e.name, t);

@@ -17,6 +17,7 @@
 // checksum mismatch, ...).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -40,8 +41,16 @@ struct SafetensorsFile {
 void write_safetensors(const std::string& path, const NamedTensors& tensors,
                        const Metadata& metadata = {});
 
-// Reads and validates the whole file. Throws std::runtime_error naming the file on failure.
-SafetensorsFile read_safetensors(const std::string& path);
+// Reads and validates the whole file, each tensor straight into its own memory. Refuses a file
+// of more than half the machine's memory before reading it (loading a checkpoint holds the
+// model's weights beside the file's). With `keep`, only the tensors it accepts by name are kept:
+// the others' bytes are read for the checksum alone (an inference program's load leaves the
+// optimizer's slots, two thirds of an Adam checkpoint). Throws std::runtime_error naming the file
+// on failure.
+SafetensorsFile read_safetensors(const std::string& path, const std::function<bool(const std::string&)>& keep = {});
+// The metadata alone (without "crc32"): the header is read and checked — its checksum, and its
+// entries against the file's size — but not the data (read_safetensors checks that).
+Metadata read_safetensors_metadata(const std::string& path);
 // The same, of a file's bytes in memory; errors name `path` (the fuzz target's entry point).
 SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& path);
 

@@ -181,14 +181,61 @@ TEST_CASE("extents and data_offsets must be whole numbers: no fraction, nothing 
 }
 
 TEST_CASE("a file too large to load is refused before it is read") {
-  // Read whole, then copied into its tensors: a file of more than half the memory (here a sparse
-  // one, no disk taken) would read for minutes and end in std::bad_alloc or the kernel's kill.
+  // A model loading a checkpoint holds its own weights beside the file's: a file of more than half
+  // the memory (here a sparse one, no disk taken) would read for minutes and end in std::bad_alloc
+  // or the kernel's kill.
   TempDir dir;
   const std::string path = dir / "huge.safetensors";
   write_safetensors(path, {{"x", Tensor::ones({100})}});
   std::filesystem::resize_file(path, std::uintmax_t{1} << 40);   // 1.1 TB
   CHECK_THROWS_WITH_AS(read_safetensors(path),
-                       doctest::Contains((path + ": 1099.5 GB on disk, and loading it takes twice that (its bytes, "
-                                                 "then its tensors): more than this machine's memory (").c_str()),
+                       doctest::Contains((path + ": 1099.5 GB on disk, and loading it takes twice that (the "
+                                                 "model's own weights, then the file's): more than this machine's "
+                                                 "memory (").c_str()),
+                       std::runtime_error);
+}
+
+TEST_CASE("the metadata alone is read from the header: the data is neither read nor checked") {
+  TempDir dir;
+  const std::string path = dir / "t.safetensors";
+  write_safetensors(path, {{"x", Tensor::ones({100})}}, {{"step", "7"}});
+  std::string bytes = read_bytes(path);
+  bytes[bytes.size() - 5] ^= 1;   // a flipped data byte: the whole read catches it, the header read does not look
+  write_bytes(path, bytes);
+  CHECK(read_safetensors_metadata(path) == Metadata{{"step", "7"}});
+  CHECK_THROWS_WITH_AS(read_safetensors(path), doctest::Contains("corrupted: data checksum"), std::runtime_error);
+  // The header itself is checked as in the whole read: a file of the wrong size, a flipped digit.
+  write_bytes(path, bytes.substr(0, bytes.size() - 4));
+  CHECK_THROWS_WITH_AS(read_safetensors_metadata(path), doctest::Contains((path + ": truncated").c_str()),
+                       std::runtime_error);
+  const std::size_t digit = bytes.find("\"7\"");
+  REQUIRE(digit != std::string::npos);
+  bytes[digit + 1] = '8';
+  write_bytes(path, bytes);
+  CHECK_THROWS_WITH_AS(read_safetensors_metadata(path), doctest::Contains("corrupted: header checksum"),
+                       std::runtime_error);
+  // Nor is it refused for its size: only loading it needs the memory.
+  write_safetensors(path, {{"x", Tensor::ones({100})}}, {{"step", "7"}});
+  std::filesystem::resize_file(path, std::uintmax_t{1} << 40);
+  CHECK_THROWS_WITH_AS(read_safetensors_metadata(path), doctest::Contains("bytes after the last tensor"),
+                       std::runtime_error);
+}
+
+TEST_CASE("read with `keep`: the others are not kept, but their bytes still count in the checksum") {
+  TempDir dir;
+  const std::string path = dir / "t.safetensors";
+  // "big" spans several of the reader's 1 MiB chunks.
+  write_safetensors(path, {{"a", tensor({1.f, 2.f}, {2})}, {"big", Tensor::ones({600000})}, {"c", tensor({3}, {1})}});
+  const auto keep = [](const std::string& name) { return name != "big"; };
+  const auto file = read_safetensors(path, keep);
+  REQUIRE(file.tensors.size() == 2);
+  CHECK(file.tensors[0].first == "a");
+  expect_tensor(file.tensors[1].second, {1}, {3});
+  std::string bytes = read_bytes(path);
+  bytes[bytes.size() - 4 - 1500000] ^= 1;   // inside "big", past its first chunk
+  write_bytes(path, bytes);
+  CHECK_THROWS_WITH_AS(read_safetensors(path, keep), doctest::Contains("corrupted: data checksum"), std::runtime_error);
+  write_bytes(path, bytes.substr(0, bytes.size() - 2000000));
+  CHECK_THROWS_WITH_AS(read_safetensors(path, keep), doctest::Contains((path + ": truncated").c_str()),
                        std::runtime_error);
 }
