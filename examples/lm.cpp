@@ -10,7 +10,9 @@
 // subword vocabulary from the training part and saves it as OUT/spm.model). The last 10% is the
 // validation split. Training batches are random windows of --max-len tokens; evaluation runs
 // over every window of the validation split, so the reported loss is the loss on all of it
-// (in nats per token; per character with the byte tokenizer on ASCII text).
+// (in nats per token; per character with the byte tokenizer on ASCII text). On a large corpus
+// --eval-batches N reads only the split's first N batches at each evaluation (Trax's
+// n_eval_batches): the same windows every time, so successive values still compare.
 //
 // --train-len L trains on windows of L tokens in a model built for --max-len positions: how the
 // positions chapter (docs) measures extrapolation — `lm eval --length N` then scores the validation
@@ -79,7 +81,7 @@ std::pair<std::string, std::string> split_text(const std::string& data) {
 namespace {
 
 int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, examples::TrainFlags t, std::string tokenizer_kind,
-                  std::int64_t sp_vocab, std::int64_t train_len) {
+                  std::int64_t sp_vocab, std::int64_t train_len, std::int64_t eval_batches) {
   const bool resumed = examples::open_run(t);
   const auto [train_text, valid_text] = split_text(t.data);
   std::unique_ptr<data::Tokenizer> tok;
@@ -103,7 +105,11 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
         "--train-len/--max-len {} + 1 tokens and validation at least one token", t.data.empty() ? std::string(kFortunes) : t.data,
         train_ids->size(), valid_ids->size(), L));
   auto model = m.language_model(tok->vocab_size(), Mode::train);
-  const std::int64_t n_eval = data::lm_window_batches(static_cast<std::int64_t>(valid_ids->size()), B, L);
+  const std::int64_t n_valid = data::lm_window_batches(static_cast<std::int64_t>(valid_ids->size()), B, L);
+  const std::int64_t n_eval = eval_batches > 0 ? std::min(eval_batches, n_valid) : n_valid;
+  if (n_eval < n_valid)
+    fmt::print("each evaluation reads the validation split's first {} of its {} batches (--eval-batches)\n", n_eval,
+               n_valid);
   train::Loop loop = examples::make_loop(
       model, m, t,
       {.train = data::lm_random_windows(train_ids, B, L, t.seed),
@@ -145,6 +151,11 @@ int main(int argc, char** argv) {
   std::int64_t train_len = 0;
   train->add_option("--train-len", train_len, "training window in tokens (0: --max-len); at most --max-len")
       ->capture_default_str()->check(examples::number_in(0, 1 << 20));
+  std::int64_t eval_batches = 0;
+  train->add_option("--eval-batches", eval_batches,
+                    "batches of the validation split each evaluation reads, its first ones (0: all of it); for a "
+                    "large corpus, whose whole split takes minutes")
+      ->capture_default_str()->check(examples::number_in(0, 1e12));
 
   std::string out = "runs/lm", prompt = "";
   int threads = 0;
@@ -185,7 +196,7 @@ int main(int argc, char** argv) {
       t.task = "lm";
       t.default_data = kFortunes;   // what an empty --data reads
       auto lock = examples::settle_run(*train, t);
-      return train_command(std::move(lock), m, t, tokenizer, sp_vocab, train_len);
+      return train_command(std::move(lock), m, t, tokenizer, sp_vocab, train_len, eval_batches);
     }
     if (*eval) return eval_command(out, threads, eval_data, eval_length, eval_batch);
     if (*attention) return attention_command(out, threads, attention_text, attention_json);

@@ -138,6 +138,7 @@ bad threads-negative  "--threads: expected a number from 0 to 256" "${T[@]}" --t
 bad batch-size-0      "--batch-size: expected a number from 1" "${T[@]}" --batch-size 0
 bad batch-size-huge   "--batch-size: expected a number from 1 to 1048576, got 1e30" "${T[@]}" --batch-size 1e30
 bad steps-0           "--steps: expected a number from 1" "${T[@]}" --steps 0
+bad eval-batches-negative "--eval-batches: expected a number from 0 to 1000000000000, got -1" "${T[@]}" --eval-batches -1
 bad steps-overflow    "--steps: expected a number from 1 to 1000000000000, got 99999999999999999999999" "${T[@]}" --steps 99999999999999999999999
 bad steps-text        "--steps" "${T[@]}" --steps many
 bad dropout-1         "--dropout: expected a number from 0 to 0.99, got 1" "${T[@]}" --dropout 1

@@ -37,6 +37,14 @@ lm)
     "$exe" train --out "$tmp/fortunes" --steps 2 --eval-every 2 --max-len 16 "${tiny[@]}" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "train on fortunes"; }
     expect "/usr/share/games/fortunes:" "$tmp/log"
     expect "validation loss" "$tmp/log"
+    # --eval-batches N: each evaluation reads the split's first N batches; N past the split's end is
+    # all of it (the same loss as the run above), one batch another loss.
+    eval_loss() { grep '"split":"eval","name":"loss"' "$1/metrics.jsonl"; }
+    "$exe" train --out "$tmp/eval1" --steps 2 --eval-every 2 --max-len 16 --eval-batches 1 "${tiny[@]}" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "train --eval-batches 1"; }
+    expect "each evaluation reads the validation split's first 1 of its" "$tmp/log"
+    "$exe" train --out "$tmp/eval_all" --steps 2 --eval-every 2 --max-len 16 --eval-batches 1000000000 "${tiny[@]}" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "train --eval-batches 1e9"; }
+    [ -n "$(eval_loss "$tmp/fortunes")" ] && [ "$(eval_loss "$tmp/eval_all")" = "$(eval_loss "$tmp/fortunes")" ] || fail "--eval-batches past the split's end is not the whole split"
+    [ "$(eval_loss "$tmp/eval1")" != "$(eval_loss "$tmp/fortunes")" ] || fail "--eval-batches 1 reported the whole split's loss"
     # A resume is the same run: 2 steps, then a resume to 4 that leaves the flags out (they come
     # from the checkpoint: seed, batch size, data order), equals 4 steps straight, bit for bit.
     # (rsqrt: lm's default cosine schedule is drawn over --steps, so raising --steps re-draws it.)

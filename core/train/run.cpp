@@ -248,7 +248,7 @@ SettledRun settle_run(const RunRequest& r) {
   if (!definition.is_null() && definition.at("task") != r.task)
     throw std::runtime_error(fmt::format("{} holds a `{}` run; this is `{}`: give another --out", definition_file(r.out),
                                          definition.at("task").get<std::string>(), r.task));
-  // The checkpoint's config, read once (reading it loads the whole file).
+  // The checkpoint's config, read once (from the file's header).
   const std::optional<StoredConfig> config = checkpoint ? std::optional(StoredConfig::of_run(r.out)) : std::nullopt;
   if (config) config->check_task(r.task, "give another --out");   // older runs have no run.json
   RunSettings settings = r.settings;   // as the command gave them, then as the run has them
