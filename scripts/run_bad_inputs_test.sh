@@ -146,7 +146,7 @@ bad dropout-nan       "--dropout: expected a number from 0 to 0.99, got nan" "${
 bad d-model-0         "--d-model: expected a number from 1" "${T[@]}" --d-model 0
 bad d-model-huge      "--d-model: expected a number from 1 to 65536, got 1e400" "${T[@]}" --d-model 1e400
 bad model-too-large   "the model's weights and buffers need" "${T[@]}" --d-model 65536 --n-layers 1000 --steps 1
-bad step-too-large    "Loop: a training step of task 0 needs at least" "${T[@]}" --d-model 16 --d-ff 1048576 --n-layers 1 \
+bad step-too-large    "Loop: a training step of task 0 needs about" "${T[@]}" --d-model 16 --d-ff 1048576 --n-layers 1 \
   --batch-size 128 --max-len 128 --steps 1
 bad d-ff-0            "--d-ff: expected a number from 1" "${T[@]}" --d-ff 0
 bad n-heads-0         "--n-heads: expected a number from 1" "${T[@]}" --n-heads 0

@@ -28,10 +28,11 @@ using Clock = std::chrono::steady_clock;
 // A training step's memory, sized before the optimizer's slots or any activation is allocated:
 // the weights and their gradients, the optimizers' `slots` (this task's and the tasks' before it:
 // Optimizer::slot_bytes), and every result the model and its loss make on the batch's shapes (a
-// run on meta tensors, core/tensor/internal/meta_bytes.hpp) — a lower bound, as the backward pass
-// needs more. One larger than the machine's memory (a batch size or sequence length with a digit
-// too many) is refused before the first step, where it would run until the kernel killed the
-// process.
+// run on meta tensors, core/tensor/internal/meta_bytes.hpp). An estimate, not a bound: it counts
+// the forward pass's results whether the step keeps them for the backward pass or frees them at
+// once, and none of the backward pass's own (docs/08_training.md has how far real steps fell from
+// it). One larger than the machine's memory (a batch size or sequence length with a digit too
+// many) is refused before the first step, where it would run until the kernel killed the process.
 void check_step_fits(Layer& model_with_loss, const Signature& batch, std::size_t task, double slots) {
   namespace sizes = ctrax::internal;
   const double weights = sizes::bytes_of(model_with_loss.all_weights());
@@ -41,7 +42,7 @@ void check_step_fits(Layer& model_with_loss, const Signature& batch, std::size_t
   if (memory <= 0 || need <= memory) return;
   const auto gb = sizes::gigabytes;
   throw std::invalid_argument(fmt::format(
-      "Loop: a training step of task {} needs at least {} ({} of weights and their gradients, {} of the "
+      "Loop: a training step of task {} needs about {} ({} of weights and their gradients, {} of the "
       "optimizer's slots, {} of activations for a batch of {}), more than this machine's memory ({}): give it "
       "smaller batches, shorter sequences or a smaller model", task, gb(need), gb(2 * weights), gb(slots),
       gb(activations.bytes()), to_string(batch), gb(memory)));

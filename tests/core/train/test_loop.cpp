@@ -473,7 +473,7 @@ TEST_CASE("a step whose activations exceed the machine's memory is refused befor
     FAIL("the Loop accepted the step");
   } catch (const std::invalid_argument& e) {
     const std::string what = e.what();
-    CHECK(what.starts_with("Loop: a training step of task 0 needs at least 4398.2 GB (0.1 GB of weights and their "
+    CHECK(what.starts_with("Loop: a training step of task 0 needs about 4398.2 GB (0.1 GB of weights and their "
                            "gradients, 0.1 GB of the optimizer's slots, 4398.1 GB of activations for a batch of (f32[1048576,4], i32[1048576], "
                            "f32[1048576])), more than this machine's memory ("));
   }
