@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 namespace ctrax::io {
@@ -32,30 +33,71 @@ bool write_all(int fd, std::string_view bytes) {
   return true;
 }
 
+// The parent directory's entries flushed to the disk: the rename itself survives a crash (until
+// then only the file's bytes are sure to be on the disk). A file system that cannot flush a
+// directory (EINVAL) has nothing more to do.
+void sync_directory(const std::string& path) {
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;   // a directory we may write in but not read: the rename is done, as before
+  const int err = ::fsync(fd) != 0 ? errno : 0;
+  ::close(fd);
+  if (err != 0 && err != EINVAL) fail(path, "flushing its directory to disk (fsync)", err);
+}
+
+// The temporary file of one atomic write (steps 1–3 of atomic_file.hpp): written, then finished —
+// flushed, closed and renamed over `path` — or, on any failure or if never finished, removed.
+class Temporary {
+ public:
+  explicit Temporary(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp") {
+    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd_ < 0) fail(tmp_, "opening for writing", errno);
+  }
+  ~Temporary() {
+    if (fd_ >= 0) abandon();
+  }
+  Temporary(const Temporary&) = delete;
+  Temporary& operator=(const Temporary&) = delete;
+
+  void write(std::string_view bytes) {
+    if (!write_all(fd_, bytes)) fail_and_abandon("writing", errno);
+  }
+  void finish() {
+    if (::fsync(fd_) != 0) fail_and_abandon("flushing to disk (fsync)", errno);
+    const int fd = std::exchange(fd_, -1);
+    if (::close(fd) != 0) {
+      const int e = errno;
+      ::unlink(tmp_.c_str());
+      fail(tmp_, "closing", e);
+    }
+    if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
+      const int e = errno;
+      ::unlink(tmp_.c_str());
+      fail(path_, "renaming the finished temporary file over it", e);
+    }
+    sync_directory(path_);
+  }
+
+ private:
+  void abandon() {
+    ::close(std::exchange(fd_, -1));
+    ::unlink(tmp_.c_str());
+  }
+  [[noreturn]] void fail_and_abandon(const char* doing, int err) {
+    abandon();
+    fail(tmp_, doing, err);
+  }
+  std::string path_, tmp_;
+  int fd_ = -1;
+};
+
 }  // namespace
 
 void write_atomically(const std::string& path, std::span<const std::string_view> parts) {
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail(tmp, "opening for writing", errno);
-  const char* failed = nullptr;   // the step that failed, with its errno
-  int err = 0;
-  for (std::string_view p : parts)
-    if (!write_all(fd, p)) {
-      failed = "writing", err = errno;
-      break;
-    }
-  if (!failed && ::fsync(fd) != 0) failed = "flushing to disk (fsync)", err = errno;
-  if (::close(fd) != 0 && !failed) failed = "closing", err = errno;
-  if (failed) {
-    ::unlink(tmp.c_str());
-    fail(tmp, failed, err);
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int e = errno;
-    ::unlink(tmp.c_str());
-    fail(path, "renaming the finished temporary file over it", e);
-  }
+  Temporary out(path);
+  for (std::string_view p : parts) out.write(p);
+  out.finish();
 }
 
 void write_atomically(const std::string& path, std::string_view bytes) {
@@ -63,23 +105,26 @@ void write_atomically(const std::string& path, std::string_view bytes) {
 }
 
 void copy_atomically(const std::string& from, const std::string& to) {
+  // Through a buffer of 1 MiB: a checkpoint copied as best.safetensors is as large as the model's
+  // weights and slots, which training already holds — read whole, it would take as much again.
   const int fd = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail(from, "opening for reading", errno);
-  std::string bytes;
-  std::vector<char> buf(1 << 20);
-  for (;;) {
-    const ssize_t n = ::read(fd, buf.data(), buf.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int e = errno;
-      ::close(fd);
-      fail(from, "reading", e);
+  try {
+    Temporary out(to);
+    std::vector<char> buf(1 << 20);
+    for (;;) {
+      const ssize_t n = ::read(fd, buf.data(), buf.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) fail(from, "reading", errno);
+      if (n == 0) break;
+      out.write({buf.data(), static_cast<std::size_t>(n)});
     }
-    if (n == 0) break;
-    bytes.append(buf.data(), static_cast<std::size_t>(n));
+    out.finish();
+  } catch (...) {
+    ::close(fd);
+    throw;
   }
   ::close(fd);
-  write_atomically(to, bytes);
 }
 
 void append_whole(const std::string& path, std::string_view bytes) {

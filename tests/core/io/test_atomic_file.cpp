@@ -58,6 +58,19 @@ TEST_CASE("copy_atomically copies byte for byte") {
         dir / "absent" + ": opening for reading failed: No such file or directory");
 }
 
+TEST_CASE("a copy that fails half way (a full disk) keeps the old file and leaves no temporary") {
+  TempDir dir;
+  io::write_atomically(dir / "best", "the best so far");
+  io::write_atomically(dir / "model", std::string(3 << 20, 'w'));   // three of the copy's 1 MiB reads
+  {
+    FileSizeLimit full(1500000);
+    CHECK(error_of([&] { io::copy_atomically(dir / "model", dir / "best"); }) ==
+          dir / "best" + ".tmp: writing failed: File too large");
+  }
+  CHECK(read_bytes(dir / "best") == "the best so far");
+  CHECK_FALSE(std::filesystem::exists(dir / "best" + ".tmp"));
+}
+
 TEST_CASE("append_whole appends a record whole, or not at all on a full disk") {
   TempDir dir;
   const std::string path = dir / "metrics.jsonl";
