@@ -384,7 +384,7 @@ bad data-fifo             "fifo.txt: not a regular file" "$lm" train --data fifo
 fresh bigck
 edit_checkpoint bigck/model.safetensors "h['zz'] = {'dtype': 'F32', 'shape': [25 * 10**9], 'data_offsets': [len(data), len(data) + 10**11]}"
 truncate -s +100000000000 bigck/model.safetensors
-bad checkpoint-too-large  "bigck/model.safetensors: 100.0 GB on disk, and loading it takes twice that" \
+bad checkpoint-too-large  "bigck/model.safetensors: 100.0 GB of tensors to load (100.0 GB on disk), and loading takes twice that" \
   "$lm" train --out bigck --steps 4
 # The run's metrics file a pipe: reading it (a resume) or appending to it (a new run) waited forever.
 fresh mfifo; rm -f mfifo/metrics.jsonl; mkfifo mfifo/metrics.jsonl

@@ -230,10 +230,7 @@ struct OpenFile {
   Header header;
 };
 
-// With `to_load`, a file too large to load is refused before anything is read: a model loading a
-// checkpoint holds its own weights and slots beside the file's tensors, about twice the file, and
-// more than the memory would end in std::bad_alloc or the kernel's kill, after a long read.
-OpenFile open_safetensors(const std::string& path, bool to_load) {
+OpenFile open_safetensors(const std::string& path) {
   std::error_code error;
   if (std::filesystem::exists(path, error) && !std::filesystem::is_regular_file(path, error))
     fail(path, "not a regular file (a directory, device or pipe), expected a checkpoint");
@@ -242,12 +239,6 @@ OpenFile open_safetensors(const std::string& path, bool to_load) {
   if (!f.in) fail(path, "cannot open for reading");
   f.size = std::filesystem::file_size(path, error);
   if (error) fail(path, fmt::format("cannot read its size ({})", error.message()));
-  const double memory = ctrax::internal::machine_memory_bytes();
-  if (to_load && memory > 0 && 2.0 * static_cast<double>(f.size) > memory) {
-    const auto gb = ctrax::internal::gigabytes;
-    fail(path, fmt::format("{} on disk, and loading it takes twice that (the model's own weights, then the file's): "
-                           "more than this machine's memory ({})", gb(static_cast<double>(f.size)), gb(memory)));
-  }
   std::string first8(8, '\0');
   f.in.read(first8.data(), 8);
   first8.resize(static_cast<std::size_t>(f.in.gcount()));
@@ -262,19 +253,40 @@ OpenFile open_safetensors(const std::string& path, bool to_load) {
 }  // namespace
 
 SafetensorsFile read_safetensors(const std::string& path, const std::function<bool(const std::string&)>& keep) {
-  OpenFile f = open_safetensors(path, true);
-  // Each tensor kept is read straight into its own memory, the others through a small buffer;
-  // every byte is checksummed on the way.
+  OpenFile f = open_safetensors(path);
+  // Tensors too large to load are refused before their bytes are read: a model loading a
+  // checkpoint holds its own weights and slots beside the file's, and more than the memory would
+  // end in std::bad_alloc or the kernel's kill, after a long read.
+  std::vector<bool> kept;
+  double kept_bytes = 0;
+  for (const Entry& e : f.header.entries) {
+    kept.push_back(!keep || keep(e.name));
+    if (kept.back()) kept_bytes += static_cast<double>(e.end - e.begin);
+  }
+  const double memory = ctrax::internal::machine_memory_bytes();
+  if (memory > 0 && 2.0 * kept_bytes > memory) {
+    const auto gb = ctrax::internal::gigabytes;
+    fail(path, fmt::format("{} of tensors to load ({} on disk), and loading takes twice that (the model's own, then "
+                           "the file's): more than this machine's memory ({})", gb(kept_bytes),
+                           gb(static_cast<double>(f.size)), gb(memory)));
+  }
+  // Each tensor kept is read straight into its own memory; the others' bytes pass through a small
+  // buffer for the checksum, or are skipped when the file has none.
   SafetensorsFile out{{}, std::move(f.header.metadata)};
   std::uint32_t crc = 0;
   std::vector<char> skipped;
-  for (const Entry& e : f.header.entries) {
-    const bool kept = !keep || keep(e.name);
-    Tensor t = kept ? Tensor::empty(e.shape, e.dtype) : Tensor();
-    for (std::uint64_t done = 0, n = e.end - e.begin; done < n;) {
-      if (!kept) skipped.resize(1 << 20);
-      const std::uint64_t chunk = kept ? n : std::min<std::uint64_t>(n - done, skipped.size());
-      char* bytes = kept ? static_cast<char*>(t.raw_data()) : skipped.data();
+  for (std::size_t i = 0; i < f.header.entries.size(); ++i) {
+    const Entry& e = f.header.entries[i];
+    const std::uint64_t n = e.end - e.begin;
+    if (!kept[i] && f.header.data_crc.empty()) {
+      f.in.seekg(static_cast<std::streamoff>(n), std::ios::cur);
+      continue;
+    }
+    Tensor t = kept[i] ? Tensor::empty(e.shape, e.dtype) : Tensor();
+    for (std::uint64_t done = 0; done < n;) {
+      if (!kept[i]) skipped.resize(1 << 20);
+      const std::uint64_t chunk = kept[i] ? n : std::min<std::uint64_t>(n - done, skipped.size());
+      char* bytes = kept[i] ? static_cast<char*>(t.raw_data()) : skipped.data();
       f.in.read(bytes, static_cast<std::streamsize>(chunk));
       if (f.in.bad()) fail(path, "read error");
       if (static_cast<std::uint64_t>(f.in.gcount()) != chunk)
@@ -282,13 +294,13 @@ SafetensorsFile read_safetensors(const std::string& path, const std::function<bo
       crc = crc_of(bytes, chunk, crc);
       done += chunk;
     }
-    if (kept) out.tensors.emplace_back(e.name, t);
+    if (kept[i]) out.tensors.emplace_back(e.name, t);
   }
   check_data_crc(f.header, crc, path);
   return out;
 }
 
-Metadata read_safetensors_metadata(const std::string& path) { return open_safetensors(path, false).header.metadata; }
+Metadata read_safetensors_metadata(const std::string& path) { return open_safetensors(path).header.metadata; }
 
 SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& path) {
   const std::uint64_t n = header_length(bytes.substr(0, 8), bytes.size(), path);

@@ -41,12 +41,12 @@ struct SafetensorsFile {
 void write_safetensors(const std::string& path, const NamedTensors& tensors,
                        const Metadata& metadata = {});
 
-// Reads and validates the whole file, each tensor straight into its own memory. Refuses a file
-// of more than half the machine's memory before reading it (loading a checkpoint holds the
-// model's weights beside the file's). With `keep`, only the tensors it accepts by name are kept:
-// the others' bytes are read for the checksum alone (an inference program's load leaves the
-// optimizer's slots, two thirds of an Adam checkpoint). Throws std::runtime_error naming the file
-// on failure.
+// Reads and validates the whole file, each tensor straight into its own memory. With `keep`,
+// only the tensors it accepts by name are kept: the others' bytes are read for the checksum alone
+// (an inference program's load leaves the optimizer's slots, two thirds of an Adam checkpoint), or
+// skipped when the file has no checksum. Tensors to keep of more than half the machine's memory are
+// refused before their bytes are read (loading a checkpoint holds the model's weights beside the
+// file's). Throws std::runtime_error naming the file on failure.
 SafetensorsFile read_safetensors(const std::string& path, const std::function<bool(const std::string&)>& keep = {});
 // The metadata alone (without "crc32"): the header is read and checked — its checksum, and its
 // entries against the file's size — but not the data (read_safetensors checks that).
