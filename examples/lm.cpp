@@ -119,7 +119,8 @@ int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, exa
       examples::config_json(m, t, fmt::format(R"({{"tokenizer": "{}", "vocab_size": {}, "train_len": {}}})", tok->name(),
                                               tok->vocab_size(), L)));
   train::train_until(loop, t.until(train::KeepBest{.metric = "loss", .higher_is_better = false}));
-  fmt::print("validation loss {:.4f} nats per token\n", loop.last_value("eval", "loss"));
+  fmt::print("validation loss {:.4f} nats per token{}\n", loop.last_value("eval", "loss"),
+             n_eval < n_valid ? fmt::format(" (the split's first {} batches)", n_eval) : "");
   return 0;
 }
 

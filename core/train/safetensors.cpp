@@ -283,8 +283,8 @@ SafetensorsFile read_safetensors(const std::string& path, const std::function<bo
       continue;
     }
     Tensor t = kept[i] ? Tensor::empty(e.shape, e.dtype) : Tensor();
+    if (!kept[i]) skipped.resize(1 << 20);
     for (std::uint64_t done = 0; done < n;) {
-      if (!kept[i]) skipped.resize(1 << 20);
       const std::uint64_t chunk = kept[i] ? n : std::min<std::uint64_t>(n - done, skipped.size());
       char* bytes = kept[i] ? static_cast<char*>(t.raw_data()) : skipped.data();
       f.in.read(bytes, static_cast<std::streamsize>(chunk));
