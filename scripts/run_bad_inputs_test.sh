@@ -109,6 +109,11 @@ open("qa_stray.csv", "w").write("\n".join(qa[:5] + ['"a quoted question" and mor
 open("qa_inner.csv", "w").write("\n".join(qa[:7] + ['say "hi",answer,1'] + qa[7:20]) + "\n")
 os.makedirs("hugelabel", exist_ok=True)
 open("hugelabel/train.tsv", "w").write("\n".join(rows[:8] + ["999999999\ta stray label"] + rows[8:30]) + "\n")
+os.makedirs("manychars", exist_ok=True)   # 400 distinct Hangul syllables: more than a vocabulary of 60 holds
+hangul = "".join(chr(0xAC00 + i) for i in range(400))
+open("manychars/train.tsv", "w").write("\n".join(f"{i % 2}\t{hangul[i:i + 40]} {hangul[i * 7 % 360:i * 7 % 360 + 40]}"
+                                                for i in range(360)) + "\n")
+open("manychars/test.tsv", "w").write("0\tx\n1\ty\n")
 os.makedirs("corpus", exist_ok=True)
 open("corpus/a.txt", "w").write(text)
 open("changing.txt", "w").write(text)
@@ -252,6 +257,10 @@ bad sentiment-word-label  "word/train.tsv:4: expected a non-negative integer lab
 bad sentiment-cut-gz      "cutgz/train.tsv.gz: truncated or corrupted compressed file" "${ST[@]}" --data cutgz
 bad sentiment-head        "--head 1000 exceeds --max-len 32" "${ST[@]}" --data imdb --head 1000
 bad sentiment-vocab       "--vocab-size: expected a number from 8" "${ST[@]}" --data imdb --vocab-size 3
+# A vocabulary smaller than the text's characters: SentencePiece's own words named its own flag
+# (--character_coverage), which no ctrax program has.
+bad sentiment-vocab-chars "SentencePiece: a vocabulary of 60 pieces is too small for this text: a piece for each of its distinct characters and the word mark ▁, with the pad, EOS and unknown pieces, makes" \
+  "${ST[@]}" --data manychars
 bad sentiment-limit       "--limit: expected a number from 0" "${ST[@]}" --data imdb --limit -1
 bad sentiment-too-few     "5 training reviews are too few" "${ST[@]}" --data imdb --limit 5
 bad sentiment-sample      "--sample: expected a number from 0" "${ST[@]}" --data imdb --sample -1

@@ -74,7 +74,21 @@ std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::train(
       o.vocab_size, o.model_type, o.character_coverage, kMaxSentenceBytes,
       o.control_symbols.empty() ? std::string() : " --control_symbols=" + fmt::format("{}", fmt::join(o.control_symbols, ",")));
   std::string proto;
-  check(sentencepiece::SentencePieceTrainer::Train(args, &it, &proto), "training");
+  const auto trained = sentencepiece::SentencePieceTrainer::Train(args, &it, &proto);
+  // Too small a vocabulary for the text's characters: its own words ("Vocabulary size is smaller
+  // than required_chars. 200 vs 1237. Increase vocab_size or decrease character_coverage with
+  // --character_coverage option.") name its own flags, which no ctrax program has. Said with its
+  // numbers instead.
+  const std::string said = trained.ToString();
+  const auto at = said.find("Vocabulary size is smaller than required_chars. ");
+  long long asked = 0, needed = 0;
+  if (!trained.ok() && at != std::string::npos &&
+      std::sscanf(said.c_str() + at, "Vocabulary size is smaller than required_chars. %lld vs %lld", &asked,
+                  &needed) == 2)
+    throw std::runtime_error(fmt::format(
+        "SentencePiece: a vocabulary of {} pieces is too small for this text: a piece for each of its distinct "
+        "characters and the word mark ▁, with the pad, EOS and unknown pieces, makes {}; ask for at least {}", asked, needed, needed));
+  check(trained, "training");
 
   io::write_atomically(model_path, proto);   // a crash never leaves half a model behind
 

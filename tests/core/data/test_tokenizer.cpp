@@ -62,6 +62,23 @@ TEST_CASE("SentencePiece: text whose every line is over its 100,000-byte limit i
   CHECK_FALSE(std::filesystem::exists(dir / "spm.model"));
 }
 
+TEST_CASE("SentencePiece: a vocabulary smaller than the text's characters is said with its numbers") {
+  // 100 distinct letters (ASCII and Latin-1 ones, two bytes each in UTF-8), the word mark ▁ it puts
+  // before each line, and pad, EOS and unknown: 104 pieces at least. SentencePiece's own words
+  // named its own --character_coverage.
+  TempDir dir;
+  std::string letters;
+  for (char c = '!'; c <= '~'; ++c) letters += c;                       // 94
+  for (const char* c : {"é", "ü", "ß", "ø", "å", "ñ"}) letters += c;    // 100
+  const std::vector<std::string> lines(20, letters);
+  CHECK_THROWS_WITH_AS(SentencePieceTokenizer::train(lines, {.vocab_size = 40}, dir / "spm.model"),
+                       "SentencePiece: a vocabulary of 40 pieces is too small for this text: a piece for each of its "
+                       "distinct characters and the word mark ▁, with the pad, EOS and unknown pieces, makes 104; ask for at "
+                       "least 104",
+                       std::runtime_error);
+  CHECK_FALSE(std::filesystem::exists(dir / "spm.model"));
+}
+
 TEST_CASE("SentencePiece: a corrupted model file is an error naming it") {
   TempDir dir;
   std::ofstream(dir / "spm.model") << "not a model";
