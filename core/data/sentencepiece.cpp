@@ -87,7 +87,8 @@ std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::train(
                   &needed) == 2)
     throw std::runtime_error(fmt::format(
         "SentencePiece: a vocabulary of {} pieces is too small for this text: a piece for each of its distinct "
-        "characters and the word mark ▁, with the pad, EOS and unknown pieces, makes {}; ask for at least {}", asked, needed, needed));
+        "characters and the word mark ▁, with the pad, EOS and unknown pieces, makes {}; ask for at least {}", asked,
+        needed, needed));
   check(trained, "training");
 
   io::write_atomically(model_path, proto);   // a crash never leaves half a model behind

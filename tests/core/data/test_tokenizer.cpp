@@ -73,8 +73,8 @@ TEST_CASE("SentencePiece: a vocabulary smaller than the text's characters is sai
   const std::vector<std::string> lines(20, letters);
   CHECK_THROWS_WITH_AS(SentencePieceTokenizer::train(lines, {.vocab_size = 40}, dir / "spm.model"),
                        "SentencePiece: a vocabulary of 40 pieces is too small for this text: a piece for each of its "
-                       "distinct characters and the word mark ▁, with the pad, EOS and unknown pieces, makes 104; ask for at "
-                       "least 104",
+                       "distinct characters and the word mark ▁, with the pad, EOS and unknown pieces, makes 104; "
+                       "ask for at least 104",
                        std::runtime_error);
   CHECK_FALSE(std::filesystem::exists(dir / "spm.model"));
 }
