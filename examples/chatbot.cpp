@@ -34,6 +34,7 @@
 #include "core/data/text_files.hpp"
 #include "core/tensor/random.hpp"
 #include "examples/seq2seq.hpp"
+#include "examples/flags.hpp"
 
 using namespace ctrax;
 

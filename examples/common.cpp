@@ -1,6 +1,8 @@
 #include "examples/common.hpp"
+#include "examples/flags.hpp"
 #include "models/electra.hpp"
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 

@@ -8,8 +8,6 @@
 // run-defining flag not given takes the run's value, one given with another value is refused.
 #pragma once
 
-#include <CLI/CLI.hpp>
-
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -25,10 +23,15 @@
 #include "core/io/run_lock.hpp"
 #include "core/train/loop.hpp"
 #include "core/train/run.hpp"
-#include "examples/flags.hpp"
 #include "models/config.hpp"
 #include "models/registry.hpp"
 #include "models/transformer.hpp"
+
+// CLI11's App, declared only: the programs that build a command line include <CLI/CLI.hpp> (and
+// examples/flags.hpp) themselves; the files that only use a trained model do not pay for parsing it.
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace ctrax::examples {
 

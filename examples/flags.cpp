@@ -1,5 +1,6 @@
 #include "examples/flags.hpp"
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <cctype>

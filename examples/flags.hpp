@@ -10,9 +10,14 @@
 //     so one a program adds later is covered too.
 #pragma once
 
-#include <CLI/CLI.hpp>
-
 #include <string>
+
+// CLI11's types, declared only: a program that declares flags includes <CLI/CLI.hpp> itself, and a
+// file that only reads numbers (canonical_integer) does not pay for parsing it.
+namespace CLI {
+class App;
+class Validator;
+}  // namespace CLI
 
 namespace ctrax::examples {
 

@@ -26,6 +26,7 @@
 
 #include "core/tensor/ops.hpp"
 #include "examples/common.hpp"
+#include "examples/flags.hpp"
 #include "examples/image.hpp"
 
 namespace ctrax::examples::image {

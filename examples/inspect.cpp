@@ -22,6 +22,7 @@
 #include "core/tensor/runtime.hpp"
 #include "core/layer/trace.hpp"
 #include "examples/common.hpp"
+#include "examples/flags.hpp"
 #include "models/registry.hpp"
 
 using namespace ctrax;

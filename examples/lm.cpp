@@ -38,6 +38,7 @@
 #include "core/train/adam.hpp"
 #include "core/train/checkpoint.hpp"
 #include "examples/common.hpp"
+#include "examples/flags.hpp"
 #include "examples/lm.hpp"
 #include "core/tensor/ops.hpp"
 

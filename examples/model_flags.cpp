@@ -1,5 +1,6 @@
 // examples/model_flags.cpp — the model a run trains, from its command line (--d-model, --model, …)
 // or from its stored configuration, built by the model registry (models/registry.hpp).
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <stdexcept>
 
 #include "examples/common.hpp"
+#include "examples/flags.hpp"
 #include "models/config.hpp"
 #include "models/registry.hpp"
 

@@ -48,6 +48,7 @@
 #include "core/data/masked_lm.hpp"
 #include "core/data/text_files.hpp"
 #include "examples/common.hpp"
+#include "examples/flags.hpp"
 #include "layers/metrics.hpp"
 #include "models/electra.hpp"
 

@@ -52,6 +52,7 @@
 #include "core/train/adam.hpp"
 #include "core/train/checkpoint.hpp"
 #include "examples/common.hpp"
+#include "examples/flags.hpp"
 #include "examples/sentiment.hpp"
 #include "models/sentence_cnn.hpp"
 

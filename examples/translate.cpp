@@ -31,6 +31,7 @@
 #include "core/io/stop_signals.hpp"
 #include "examples/seq2seq.hpp"
 #include "examples/translate.hpp"
+#include "examples/flags.hpp"
 
 namespace ctrax::examples::translate {
 

@@ -1,5 +1,6 @@
 // Every number on a command line is decimal, or refused naming the flag; flags a setting does not
 // read are refused (examples/flags.hpp, examples/common.hpp).
+#include <CLI/CLI.hpp>
 #include <doctest/doctest.h>
 
 #include <cstdint>

@@ -1,5 +1,6 @@
 // A run directory records its definition before any long step (OUT/run.json): a bare resume takes
 // it back, another program's run and overlapping --data/--out are refused (examples/common.hpp).
+#include <CLI/CLI.hpp>
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -9,6 +10,7 @@
 
 #include "core/data/text_files.hpp"
 #include "examples/common.hpp"
+#include "examples/flags.hpp"
 #include "tests/core/train/temp_dir.hpp"
 #include "tests/examples/command_line.hpp"
 #include "tests/files.hpp"
