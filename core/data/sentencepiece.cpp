@@ -76,9 +76,9 @@ std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::train(
   std::string proto;
   const auto trained = sentencepiece::SentencePieceTrainer::Train(args, &it, &proto);
   // Too small a vocabulary for the text's characters: its own words ("Vocabulary size is smaller
-  // than required_chars. 200 vs 1237. Increase vocab_size or decrease character_coverage with
-  // --character_coverage option.") name its own flags, which no ctrax program has. Said with its
-  // numbers instead.
+  // than required_chars. <asked> vs <needed>. Increase vocab_size or decrease character_coverage
+  // with --character_coverage option.") name its own flags, which no ctrax program has. Said with
+  // its numbers instead.
   const std::string said = trained.ToString();
   const auto at = said.find("Vocabulary size is smaller than required_chars. ");
   long long asked = 0, needed = 0;
