@@ -385,9 +385,9 @@ echo "another file" >corpus/b.txt
 bad data-new-file         "new file: b.txt" "$lm" train --out lmcorpus --steps 4
 bad data-is-out           "overlap: a run would read its own directory" "$lm" train --data lmrun --out lmrun --steps 4
 bad data-contains-out     "overlap: a run would read its own directory" "$lm" train --data corpus --out corpus/run
-bad data-dev-zero         "/dev/zero: not a regular file (a device, pipe or socket), expected a file" "$lm" train --data /dev/zero --out zrun
+bad data-dev-zero         "/dev/zero: not a regular file (a character device), expected a file or a directory of files" "$lm" train --data /dev/zero --out zrun
 mkfifo fifo.txt
-bad data-fifo             "fifo.txt: not a regular file" "$lm" train --data fifo.txt --out frun
+bad data-fifo             "fifo.txt: not a regular file (a named pipe), expected a file or a directory of files" "$lm" train --data fifo.txt --out frun
 # A checkpoint of 100 GB (a sparse file whose header lists a 100 GB tensor): read whole, it ended
 # after minutes in std::bad_alloc or a kill.
 fresh bigck
@@ -397,10 +397,10 @@ bad checkpoint-too-large  "bigck/model.safetensors: 100.0 GB of tensors to load 
   "$lm" train --out bigck --steps 4
 # The run's metrics file a pipe: reading it (a resume) or appending to it (a new run) waited forever.
 fresh mfifo; rm -f mfifo/metrics.jsonl; mkfifo mfifo/metrics.jsonl
-bad metrics-fifo-resume   "mfifo/metrics.jsonl: not a regular file (a directory, device or pipe), expected the run's metrics" \
+bad metrics-fifo-resume   "mfifo/metrics.jsonl: not a regular file (a named pipe), expected the run's metrics" \
   "$lm" train --data text.txt --out mfifo --steps 4
 mkdir -p mfifo2 && mkfifo mfifo2/metrics.jsonl
-bad metrics-fifo-new      "mfifo2/metrics.jsonl: not a regular file (a directory, device or pipe), expected a file to append to" \
+bad metrics-fifo-new      "mfifo2/metrics.jsonl: not a regular file (a named pipe), expected a file to append to" \
   "$lm" train --data text.txt --out mfifo2 --steps 2 --max-len 16 "${tiny[@]}"
 
 # --- tokenizer, model and program bound to each other --------------------------------------
@@ -414,11 +414,11 @@ bad task-resume-other     "lmrun/run.json holds a \`lm\` run; this is \`sentimen
 
 # --- endless inputs, and files that are not files -------------------------------------------
 fresh z1; rm -f z1/model.safetensors z1/best.safetensors; ln -s /dev/zero z1/model.safetensors
-bad checkpoint-dev-zero   "z1/model.safetensors: not a regular file" "$lm" sample --out z1
+bad checkpoint-dev-zero   "z1/model.safetensors: not a regular file (a character device), expected a checkpoint" "$lm" sample --out z1
 fresh z2; rm -f z2/model.safetensors z2/best.safetensors; mkdir z2/model.safetensors
-bad checkpoint-directory  "z2/model.safetensors: not a regular file" "$lm" sample --out z2
+bad checkpoint-directory  "z2/model.safetensors: not a regular file (a directory), expected a checkpoint" "$lm" sample --out z2
 cp -r srun z3; rm -f z3/.lock z3/spm.model; mkdir z3/spm.model
-bad spm-directory         "z3/spm.model: not a regular file" "$sentiment" predict --out z3 "Fine."
+bad spm-directory         "z3/spm.model: not a regular file (a directory), expected a SentencePiece model" "$sentiment" predict --out z3 "Fine."
 bad chat-dev-zero         "standard input, line 1: longer than 65536 bytes" sh -c "exec \"$chatbot\" chat --out crun </dev/zero"
 
 # --- CSV strictly, and messages that name the cause ------------------------------------------

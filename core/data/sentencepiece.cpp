@@ -8,9 +8,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <stdexcept>
+#include <string>
+#include <unordered_map>
 
 #include "core/io/atomic_file.hpp"
 #include "core/tensor/random.hpp"
+#include "core/io/regular_file.hpp"
 
 namespace ctrax::data {
 
@@ -67,12 +70,14 @@ std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::train(
     kept = std::move(sample);
   }
   VectorIterator it(std::move(kept));
-  const std::string args = fmt::format(
-      "--model_prefix= --vocab_size={} --model_type={} --character_coverage={} "
-      "--pad_id=0 --eos_id=1 --unk_id=2 --bos_id=-1 --hard_vocab_limit=false "
-      "--max_sentence_length={} --minloglevel=2 --num_threads=2{}",
-      o.vocab_size, o.model_type, o.character_coverage, kMaxSentenceBytes,
-      o.control_symbols.empty() ? std::string() : " --control_symbols=" + fmt::format("{}", fmt::join(o.control_symbols, ",")));
+  // Its options as a map, not a command line: the command-line form logs "Running command: …" to
+  // stderr before it reads minloglevel, on every training; the map form reads it first.
+  std::unordered_map<std::string, std::string> args = {
+      {"model_prefix", ""}, {"vocab_size", std::to_string(o.vocab_size)}, {"model_type", o.model_type},
+      {"character_coverage", fmt::format("{}", o.character_coverage)}, {"pad_id", "0"}, {"eos_id", "1"},
+      {"unk_id", "2"}, {"bos_id", "-1"}, {"hard_vocab_limit", "false"},
+      {"max_sentence_length", std::to_string(kMaxSentenceBytes)}, {"minloglevel", "2"}, {"num_threads", "2"}};
+  if (!o.control_symbols.empty()) args["control_symbols"] = fmt::format("{}", fmt::join(o.control_symbols, ","));
   std::string proto;
   const auto trained = sentencepiece::SentencePieceTrainer::Train(args, &it, &proto);
   // Too small a vocabulary for the text's characters: its own words ("Vocabulary size is smaller
@@ -101,9 +106,7 @@ std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::train(
 std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::load(const std::string& model_path) {
   if (!std::filesystem::exists(model_path))
     throw std::runtime_error(fmt::format("{}: no such SentencePiece model", model_path));
-  if (!std::filesystem::is_regular_file(model_path))
-    throw std::runtime_error(fmt::format("{}: not a regular file (a directory, device or pipe), expected a SentencePiece "
-                                         "model", model_path));
+  io::check_regular_file(model_path, "a SentencePiece model");
   auto impl = std::make_unique<Impl>();
   try {
     check(impl->processor.Load(model_path), model_path);

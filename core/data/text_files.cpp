@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "core/tensor/internal/meta_bytes.hpp"
+#include "core/io/regular_file.hpp"
 
 namespace fs = std::filesystem;
 
@@ -92,8 +93,7 @@ void check_text_size(const std::string& path) {
 std::string read_file(const std::string& path) {
   if (!fs::exists(path)) throw std::runtime_error(fmt::format("{}: no such file", path));
   if (fs::is_directory(path)) throw std::runtime_error(fmt::format("{}: is a directory, expected a file", path));
-  if (!fs::is_regular_file(path))   // /dev/zero, a pipe: data that may never end
-    throw std::runtime_error(fmt::format("{}: not a regular file (a device, pipe or socket), expected a file", path));
+  io::check_regular_file(path, "a file");
   const std::size_t limit = max_text_bytes();
   const std::uintmax_t on_disk = fs::file_size(path);
   if (on_disk > limit) refuse_text(path, static_cast<double>(on_disk));
@@ -315,8 +315,7 @@ std::vector<LabeledText> load_labeled_split(const std::string& dir, const std::s
 std::vector<std::string> data_files(const std::string& path) {
   if (!fs::exists(path)) throw std::runtime_error(fmt::format("{}: no such file or directory", path));
   if (!fs::is_directory(path)) {
-    if (!fs::is_regular_file(path))
-      throw std::runtime_error(fmt::format("{}: not a regular file (a device, pipe or socket), expected a file", path));
+    io::check_regular_file(path, "a file or a directory of files");
     return {path};
   }
   std::vector<std::string> files;

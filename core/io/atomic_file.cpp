@@ -1,4 +1,5 @@
 #include "core/io/atomic_file.hpp"
+#include "core/io/regular_file.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -131,10 +132,7 @@ void append_whole(const std::string& path, std::string_view bytes) {
   // Only to a regular file: opening a pipe for writing waits for a reader, forever if none comes.
   // (O_NONBLOCK changes nothing for a regular file; for a pipe made after the check it fails at
   // once instead of waiting.)
-  std::error_code ec;
-  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
-    throw std::runtime_error(fmt::format("{}: not a regular file (a directory, device or pipe), expected a file to "
-                                         "append to", path));
+  check_regular_file(path, "a file to append to");
   const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
   if (fd < 0) fail(path, "opening for appending", errno);
   const off_t size = ::lseek(fd, 0, SEEK_END);

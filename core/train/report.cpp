@@ -11,6 +11,7 @@
 
 #include "core/io/atomic_file.hpp"
 #include "core/train/internal/json_integer.hpp"
+#include "core/io/regular_file.hpp"
 
 namespace ctrax::train {
 
@@ -33,9 +34,7 @@ Reporter::Reporter(std::ostream& out, std::string metrics_path, Progress progres
 std::vector<MetricRecord> read_metrics(const std::string& path) {
   std::vector<MetricRecord> records;
   // A pipe would be waited on for a writer, forever if none comes.
-  if (std::filesystem::exists(path) && !std::filesystem::is_regular_file(path))
-    throw std::runtime_error(fmt::format("{}: not a regular file (a directory, device or pipe), expected the run's "
-                                         "metrics", path));
+  io::check_regular_file(path, "the run's metrics");
   std::ifstream in(path);
   std::string text;
   for (int line = 1; std::getline(in, text); ++line) {

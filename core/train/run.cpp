@@ -23,6 +23,7 @@
 #include "core/train/checkpoint.hpp"
 #include "core/train/internal/json_integer.hpp"
 #include "core/train/report.hpp"
+#include "core/io/regular_file.hpp"
 
 namespace ctrax::train {
 
@@ -114,9 +115,7 @@ void StoredConfig::check_tokenizer(const std::string& out) const {
   const std::string spm = vocabulary_file(out);
   if (!fs::exists(spm))
     throw std::runtime_error(fmt::format("{}: no such SentencePiece model ({} was trained with one)", spm, file_));
-  if (!fs::is_regular_file(spm))
-    throw std::runtime_error(fmt::format("{}: not a regular file (a directory, device or pipe), expected a SentencePiece "
-                                         "model", spm));
+  io::check_regular_file(spm, "a SentencePiece model");
   const auto stored = value<std::uint32_t>(parsed(parsed_), file_, "tokenizer_crc32");
   const std::uint32_t now = data::fingerprint(spm).at(0).crc32;
   if (now != stored)

@@ -17,6 +17,7 @@
 #include "core/io/atomic_file.hpp"
 #include "core/tensor/internal/meta_bytes.hpp"
 #include "core/train/internal/json_integer.hpp"
+#include "core/io/regular_file.hpp"
 
 namespace ctrax::train {
 namespace {
@@ -231,9 +232,8 @@ struct OpenFile {
 };
 
 OpenFile open_safetensors(const std::string& path) {
+  io::check_regular_file(path, "a checkpoint");
   std::error_code error;
-  if (std::filesystem::exists(path, error) && !std::filesystem::is_regular_file(path, error))
-    fail(path, "not a regular file (a directory, device or pipe), expected a checkpoint");
   OpenFile f;
   f.in.open(path, std::ios::binary);
   if (!f.in) fail(path, "cannot open for reading");

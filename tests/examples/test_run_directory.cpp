@@ -95,5 +95,5 @@ TEST_CASE("another program's run, and --data overlapping --out, are refused") {
   CHECK(TrainCommand("lm").settle(fmt::format("--data {} --out {}", dir / "corpus", dir / "corpus/run")).find("overlap") !=
         std::string::npos);
   CHECK(TrainCommand("lm").settle(fmt::format("--data /dev/zero --out {}", dir / "z")) ==
-        "/dev/zero: not a regular file (a device, pipe or socket), expected a file");
+        "/dev/zero: not a regular file (a character device), expected a file or a directory of files");
 }

@@ -207,8 +207,8 @@ TEST_CASE("data_files: regular files only, hidden entries skipped; devices and p
   write_bytes(dir / "corpus/sub/b.txt", "second\n");
   CHECK(data_files(dir / "corpus") == std::vector<std::string>{dir / "corpus/a.txt", dir / "corpus/sub/b.txt"});
   CHECK(read_text(dir / "corpus") == "first\nsecond\n");
-  CHECK(error_of([] { read_text("/dev/zero"); }) == "/dev/zero: not a regular file (a device, pipe or socket), expected a file");
-  CHECK(error_of([] { read_file("/dev/zero"); }) == "/dev/zero: not a regular file (a device, pipe or socket), expected a file");
+  CHECK(error_of([] { read_text("/dev/zero"); }) == "/dev/zero: not a regular file (a character device), expected a file");
+  CHECK(error_of([] { read_file("/dev/zero"); }) == "/dev/zero: not a regular file (a character device), expected a file");
   std::filesystem::create_symlink("/dev/zero", dir / "zero.txt");
   CHECK(error_of([&] { read_lines(dir / "zero.txt"); }).find("not a regular file") != std::string::npos);
 }

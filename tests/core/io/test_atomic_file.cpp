@@ -89,6 +89,6 @@ TEST_CASE("append_whole refuses a pipe, which it would wait on for a reader fore
   const std::string fifo = dir / "metrics.jsonl";
   REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
   CHECK(error_of([&] { io::append_whole(fifo, "one\n"); }) ==
-        fifo + ": not a regular file (a directory, device or pipe), expected a file to append to");
+        fifo + ": not a regular file (a named pipe), expected a file to append to");
   CHECK(error_of([&] { io::append_whole(dir.str(), "one\n"); }).find("not a regular file") != std::string::npos);
 }
