@@ -23,6 +23,7 @@
 #include "core/data/text_files.hpp"
 #include "core/tensor/random.hpp"
 #include "core/io/atomic_file.hpp"
+#include "core/io/path_kind.hpp"
 #include "core/tensor/blas_kernels.hpp"
 #include "core/io/stop_signals.hpp"
 #include "core/tensor/runtime.hpp"
@@ -101,7 +102,7 @@ train::Schedule lr_schedule(const TrainFlags& t, const ModelFlags& m) {
 bool open_run(const TrainFlags& t) {
   apply_threads(t.threads);
   const bool resumed = train::existing_checkpoint(t.out).has_value();
-  std::filesystem::create_directories(t.out);
+  io::create_directories(t.out, "the run's directory");
   return resumed;
 }
 

@@ -385,6 +385,11 @@ echo "another file" >corpus/b.txt
 bad data-new-file         "new file: b.txt" "$lm" train --out lmcorpus --steps 4
 bad data-is-out           "overlap: a run would read its own directory" "$lm" train --data lmrun --out lmrun --steps 4
 bad data-contains-out     "overlap: a run would read its own directory" "$lm" train --data corpus --out corpus/run
+printf 'notes\n' > notes.txt
+bad out-is-file           "notes.txt: not a directory (a regular file), expected the run's directory" \
+  "$lm" train --data text.txt --out notes.txt --steps 2
+bad out-under-file        "notes.txt/run: cannot make the run's directory: Not a directory" \
+  "$lm" train --data text.txt --out notes.txt/run --steps 2
 bad data-dev-zero         "/dev/zero: not a regular file (a character device), expected a file or a directory of files" "$lm" train --data /dev/zero --out zrun
 mkfifo fifo.txt
 bad data-fifo             "fifo.txt: not a regular file (a named pipe), expected a file or a directory of files" "$lm" train --data fifo.txt --out frun

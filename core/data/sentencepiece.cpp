@@ -13,7 +13,7 @@
 
 #include "core/io/atomic_file.hpp"
 #include "core/tensor/random.hpp"
-#include "core/io/regular_file.hpp"
+#include "core/io/path_kind.hpp"
 
 namespace ctrax::data {
 

@@ -10,7 +10,7 @@
 #include <stdexcept>
 
 #include "core/tensor/internal/meta_bytes.hpp"
-#include "core/io/regular_file.hpp"
+#include "core/io/path_kind.hpp"
 
 namespace fs = std::filesystem;
 

@@ -1,5 +1,4 @@
 #include "core/io/atomic_file.hpp"
-#include "core/io/regular_file.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -11,6 +10,8 @@
 #include <stdexcept>
 #include <utility>
 #include <vector>
+
+#include "core/io/path_kind.hpp"
 
 namespace ctrax::io {
 

@@ -11,10 +11,12 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/io/path_kind.hpp"
+
 namespace ctrax::io {
 
 std::shared_ptr<RunLock> RunLock::acquire(const std::string& dir) {
-  std::filesystem::create_directories(dir);
+  create_directories(dir, "the run's directory");
   const std::string path = (std::filesystem::path(dir) / ".lock").string();
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) throw std::runtime_error(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));

@@ -11,7 +11,7 @@
 
 #include "core/io/atomic_file.hpp"
 #include "core/train/internal/json_integer.hpp"
-#include "core/io/regular_file.hpp"
+#include "core/io/path_kind.hpp"
 
 namespace ctrax::train {
 

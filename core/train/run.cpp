@@ -23,7 +23,7 @@
 #include "core/train/checkpoint.hpp"
 #include "core/train/internal/json_integer.hpp"
 #include "core/train/report.hpp"
-#include "core/io/regular_file.hpp"
+#include "core/io/path_kind.hpp"
 
 namespace ctrax::train {
 

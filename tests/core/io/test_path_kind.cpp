@@ -9,7 +9,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "core/io/regular_file.hpp"
+#include "core/io/path_kind.hpp"
 #include "tests/core/train/temp_dir.hpp"
 #include "tests/files.hpp"
 
@@ -52,4 +52,21 @@ TEST_CASE("check_regular_file names what the path is instead, and what was expec
   CHECK(error_of([&] { io::check_regular_file(socket_path, "a file"); }) ==
         socket_path + ": not a regular file (a socket), expected a file");
   ::close(fd);
+}
+
+TEST_CASE("create_directories makes the directory and its parents, and says why when it cannot") {
+  TempDir dir;
+  const std::string run = dir / "runs/a/b";
+  io::create_directories(run, "the run's directory");
+  CHECK(std::filesystem::is_directory(run));
+  CHECK_NOTHROW(io::create_directories(run, "the run's directory"));   // there already: nothing to do
+
+  const std::string file = dir / "notes.txt";
+  ctrax::testing::write_bytes(file, "x");
+  CHECK(error_of([&] { io::create_directories(file, "the run's directory"); }) ==
+        file + ": not a directory (a regular file), expected the run's directory");
+  CHECK(error_of([&] { io::create_directories(file + "/run", "the run's directory"); }) ==
+        file + "/run: cannot make the run's directory: Not a directory");
+  CHECK(error_of([] { io::create_directories("/dev/null", "the run's directory"); }) ==
+        "/dev/null: not a directory (a character device), expected the run's directory");
 }
