@@ -233,6 +233,19 @@ train::TrainUntil TrainFlags::until(std::optional<train::KeepBest> keep_best) co
           .planned_steps = planned_steps, .keep_best = std::move(keep_best), .comm = comm};
 }
 
+namespace {
+
+// What an error says. The standard library's file errors read "filesystem error: status: Too many
+// levels of symbolic links [/runs/a]"; said as every other file error is: the path, then the reason.
+std::string message_of(const std::exception& e) {
+  if (const auto* f = dynamic_cast<const std::filesystem::filesystem_error*>(&e); f && !f->path1().empty())
+    return f->path2().empty() ? fmt::format("{}: {}", f->path1().string(), f->code().message())
+                              : fmt::format("{}, {}: {}", f->path1().string(), f->path2().string(), f->code().message());
+  return e.what();
+}
+
+}  // namespace
+
 int run_main(const char* program, const std::function<int()>& body) {
   try {
     threads_from_environment();   // a CTRAX_NUM_THREADS that is not a count is refused, not ignored
@@ -244,7 +257,7 @@ int run_main(const char* program, const std::function<int()>& body) {
     return 128 + e.signal;
   } catch (const std::exception& e) {
     std::fflush(stdout);
-    fmt::print(stderr, "{}: {}\n", program, e.what());
+    fmt::print(stderr, "{}: {}\n", program, message_of(e));
     // Under mpirun an error on this process alone (its disk, a file only it writes) would leave the
     // others waiting for it forever, and it for them in MPI_Finalize: every process ends here.
     try {

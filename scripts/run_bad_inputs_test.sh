@@ -390,6 +390,10 @@ bad out-is-file           "notes.txt: not a directory (a regular file), expected
   "$lm" train --data text.txt --out notes.txt --steps 2
 bad out-under-file        "notes.txt/run: cannot make the run's directory: Not a directory" \
   "$lm" train --data text.txt --out notes.txt/run --steps 2
+# A symbolic link to itself: the standard library's error ("filesystem error: status: …"), said as ours.
+ln -sfn loop loop
+bad data-symlink-loop     "loop: Too many levels of symbolic links" "$lm" train --data loop --out looprun --steps 2
+bad out-symlink-loop      "loop: Too many levels of symbolic links" "$lm" train --data text.txt --out loop --steps 2
 bad data-dev-zero         "/dev/zero: not a regular file (a character device), expected a file or a directory of files" "$lm" train --data /dev/zero --out zrun
 mkfifo fifo.txt
 bad data-fifo             "fifo.txt: not a regular file (a named pipe), expected a file or a directory of files" "$lm" train --data fifo.txt --out frun
