@@ -35,7 +35,7 @@ flags=(-std=c++20 -O1 -g -I. -fopenmp -fsanitize=address,undefined -fno-sanitize
        -fno-omit-frame-pointer -Wno-pass-failed)
 # The tensor library and its engine but attention.cpp (clang 14 cannot capture structured bindings
 # in lambdas; nothing here calls attention), and the readers.
-sources=($(ls core/tensor/*.cpp core/engine/*.cpp | grep -v attention.cpp) core/io/atomic_file.cpp
+sources=($(ls core/tensor/*.cpp core/engine/*.cpp | grep -v attention.cpp) core/io/atomic_file.cpp core/io/path_kind.cpp
          core/train/safetensors.cpp core/train/report.cpp core/data/text_files.cpp core/data/idx.cpp
          core/data/tokenizer.cpp core/data/sentencepiece.cpp)
 objects=()
