@@ -86,6 +86,7 @@ int ask_command(const std::string& out, int threads, std::int64_t n_beams, doubl
   examples::require_text(questions, "QUESTION", "ask something");
   examples::apply_threads(threads);
   examples::Seq2Seq bot(out, "chatbot");
+  bot.say_cut(questions, examples::text_names("QUESTION", questions.size()));
   for (const auto& answer : bot(questions, n_beams, length_penalty)) fmt::print("{}\n", answer);
   return 0;
 }
@@ -118,6 +119,7 @@ int chat_command(const std::string& out, int threads, std::int64_t n_beams, doub
     if (line.find_first_not_of(" \t") == std::string::npos) {
       std::cout << "\n" << std::flush;   // one answer line per question line, even an empty one
     } else {
+      bot.say_cut({line}, {fmt::format("line {}", number)});
       std::cout << bot({line}, n_beams, length_penalty).front() << "\n" << std::flush;
     }
     if (terminal) std::cerr << "> " << std::flush;

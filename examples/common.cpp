@@ -38,10 +38,17 @@ namespace ctrax::examples {
 
 using nlohmann::json;
 
+std::vector<std::string> text_names(const std::string& argument, std::size_t n) {
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < n; ++i) names.push_back(fmt::format("{} {} of {}", argument, i + 1, n));
+  return names;
+}
+
 void require_text(const std::vector<std::string>& texts, const std::string& argument, const std::string& hint) {
+  const auto names = text_names(argument, texts.size());
   for (std::size_t i = 0; i < texts.size(); ++i)
     if (texts[i].find_first_not_of(" \t\r\n") == std::string::npos)
-      throw std::invalid_argument(fmt::format("{} {} of {} is empty: {}", argument, i + 1, texts.size(), hint));
+      throw std::invalid_argument(fmt::format("{} is empty: {}", names[i], hint));
 }
 
 void add_train_flags(CLI::App& app, TrainFlags& t, bool data_required) {

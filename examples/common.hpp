@@ -38,6 +38,8 @@ namespace ctrax::examples {
 // Throws unless every text has a non-blank character: "TEXT 2 of 3 is empty: give a sentence to
 // translate" (argument = "TEXT", hint = "give a sentence to translate").
 void require_text(const std::vector<std::string>& texts, const std::string& argument, const std::string& hint);
+// What messages call each of n command-line texts: "TEXT 1 of 3", "TEXT 2 of 3", ….
+std::vector<std::string> text_names(const std::string& argument, std::size_t n);
 
 // The model a run trains: the Transformer's configuration (its sizes, positions and norm; the
 // recurrent models read the sizes they share with it) and which model it is.

@@ -84,7 +84,7 @@ void train_seq2seq(std::shared_ptr<io::RunLock> lock, const ModelFlags& m, const
 Seq2Seq::Seq2Seq(const std::string& out, const std::string& task) : Seq2Seq(train::StoredConfig::of_run(out), task) {}
 
 Seq2Seq::Seq2Seq(const train::StoredConfig& config, const std::string& task)
-    : weights_(train::weights_to_use(config, task)), m_(model_flags_from(config)),
+    : task_(task), weights_(train::weights_to_use(config, task)), m_(model_flags_from(config)),
       tok_(data::SentencePieceTokenizer::load(train::vocabulary_file(config.run()))) {
   model_ = m_.seq2seq_model(tok_->vocab_size(), Mode::predict);
   model_->init({ShapeDtype{{1, 8}, DType::int32}, ShapeDtype{{1, 1}, DType::int32}});
@@ -115,6 +115,21 @@ std::vector<std::string> Seq2Seq::operator()(const std::vector<std::string>& sou
     for (const auto& hyps : beams) out.push_back(tok_->decode(hyps.front().tokens));
   }
   return out;
+}
+
+void Seq2Seq::say_cut(const std::vector<std::string>& sources, const std::vector<std::string>& what) const {
+  for (std::size_t i = 0; i < sources.size(); ++i)
+    if (const auto n = static_cast<std::int64_t>(tok_->encode(sources[i]).size()); n > m_.arch.max_len)
+      fmt::print(stderr, "{}: {} is {} pieces long; the model reads its first {} (the run's --max-len) and leaves the "
+                 "rest out\n", task_, what.at(i), n, m_.arch.max_len);
+}
+
+void Seq2Seq::say_cut_count(const std::vector<std::string>& sources, const std::string& many) const {
+  std::size_t cut = 0;
+  for (const auto& s : sources) cut += static_cast<std::int64_t>(tok_->encode(s).size()) > m_.arch.max_len;
+  if (cut > 0)
+    fmt::print(stderr, "{}: {} of the {} {} are longer than the {} pieces the model reads (the run's --max-len): their "
+               "translations leave the rest out\n", task_, cut, sources.size(), many, m_.arch.max_len);
 }
 
 Alignment Seq2Seq::align(const std::string& source) {

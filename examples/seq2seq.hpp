@@ -58,8 +58,16 @@ class Seq2Seq {
   // LSTMSeq2SeqAttn's α (needs a --score), or a Transformer's last cross-attention, per head.
   Alignment align(const std::string& source);
 
+  // A source longer than the model's positions (the run's --max-len) is read up to there: the rest
+  // is left out of its translation. Says so on stderr for each such source, as "<what> is N pieces
+  // long" (`what`: "TEXT 2 of 3", "line 7"); say_cut_count counts them in one line (`many`: "test
+  // sentences", the sources of a test set).
+  void say_cut(const std::vector<std::string>& sources, const std::vector<std::string>& what) const;
+  void say_cut_count(const std::vector<std::string>& sources, const std::string& many) const;
+
  private:
   Seq2Seq(const train::StoredConfig& config, const std::string& task);   // the run's config, read once
+  std::string task_;
   std::string weights_;   // first: a directory without a model, or another program's, says so first
   ModelFlags m_;
   std::unique_ptr<data::SentencePieceTokenizer> tok_;

@@ -20,6 +20,7 @@ int translate_command(const std::string& out, int threads, std::int64_t n_beams,
   examples::require_text(texts, "TEXT", "give a sentence to translate");
   examples::apply_threads(threads);
   examples::Seq2Seq translator(out, "translate");
+  translator.say_cut(texts, examples::text_names("TEXT", texts.size()));
   const auto result = translator(texts, n_beams, length_penalty);
   for (const auto& r : result) fmt::print("{}\n", r);
   return 0;
@@ -32,6 +33,7 @@ int align_command(const std::string& out, int threads, const std::string& text, 
   examples::require_text({text}, "TEXT", "give a sentence to translate");
   examples::apply_threads(threads);
   examples::Seq2Seq translator(out, "translate");
+  translator.say_cut({text}, {"TEXT"});
   const examples::Alignment a = translator.align(text);
   fmt::print("{}\n\n{:>12}", a.translation, "");
   for (const auto& s : a.source) fmt::print(" {:>8.8}", s);
@@ -60,14 +62,19 @@ int bleu_command(const std::string& data_dir, const std::string& out, int thread
   const auto src = config.string("source"), tgt = config.string("target");
   const auto pairs = load_pairs(data_dir, split, src, tgt, limit);
   std::vector<std::string> references;
-  for (const auto& p : pairs) references.push_back(p.target);
+  std::vector<std::string> sources;
+  for (const auto& p : pairs) {
+    sources.push_back(p.source);
+    references.push_back(p.target);
+  }
+  translator.say_cut_count(sources, fmt::format("{} sentences", split));
   for (const auto n_beams : beams) {
     const auto start = std::chrono::steady_clock::now();
     std::vector<std::string> hypotheses;
     for (std::size_t i = 0; i < pairs.size(); i += static_cast<std::size_t>(batch_size)) {
-      std::vector<std::string> batch;
-      for (std::size_t j = i; j < std::min(pairs.size(), i + static_cast<std::size_t>(batch_size)); ++j)
-        batch.push_back(pairs[j].source);
+      const std::vector<std::string> batch(sources.begin() + static_cast<std::ptrdiff_t>(i),
+                                           sources.begin() + static_cast<std::ptrdiff_t>(
+                                               std::min(pairs.size(), i + static_cast<std::size_t>(batch_size))));
       for (auto& h : translator(batch, n_beams, length_penalty)) hypotheses.push_back(std::move(h));
       std::cerr << fmt::format("\r{} / {} sentences", hypotheses.size(), pairs.size()) << std::flush;
     }
