@@ -44,6 +44,12 @@ std::vector<std::string> text_names(const std::string& argument, std::size_t n) 
   return names;
 }
 
+void say_cut(const std::string& program, const std::string& what, std::int64_t pieces, std::int64_t max_len) {
+  if (pieces > max_len)
+    fmt::print(stderr, "{}: {} is {} tokens long; the model reads its first {} (the run's --max-len) and leaves the "
+               "rest out\n", program, what, pieces, max_len);
+}
+
 void require_text(const std::vector<std::string>& texts, const std::string& argument, const std::string& hint) {
   const auto names = text_names(argument, texts.size());
   for (std::size_t i = 0; i < texts.size(); ++i)

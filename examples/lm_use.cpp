@@ -111,6 +111,7 @@ int attention_command(const std::string& out, int threads, const std::string& te
     throw std::runtime_error(fmt::format("{}: attention needs a Transformer model; this one is {}", out, m.model));
   const auto tok = load_tokenizer(config.string("tokenizer"), out);
   std::vector<std::int32_t> ids = tok->encode(text);
+  examples::say_cut("lm", "TEXT", static_cast<std::int64_t>(ids.size()), m.arch.max_len);
   if (static_cast<std::int64_t>(ids.size()) > m.arch.max_len) ids.resize(static_cast<std::size_t>(m.arch.max_len));
   const auto L = static_cast<std::int64_t>(ids.size());
   auto model = m.language_model(tok->vocab_size(), Mode::eval);

@@ -119,16 +119,14 @@ std::vector<std::string> Seq2Seq::operator()(const std::vector<std::string>& sou
 
 void Seq2Seq::say_cut(const std::vector<std::string>& sources, const std::vector<std::string>& what) const {
   for (std::size_t i = 0; i < sources.size(); ++i)
-    if (const auto n = static_cast<std::int64_t>(tok_->encode(sources[i]).size()); n > m_.arch.max_len)
-      fmt::print(stderr, "{}: {} is {} pieces long; the model reads its first {} (the run's --max-len) and leaves the "
-                 "rest out\n", task_, what.at(i), n, m_.arch.max_len);
+    examples::say_cut(task_, what.at(i), static_cast<std::int64_t>(tok_->encode(sources[i]).size()), m_.arch.max_len);
 }
 
 void Seq2Seq::say_cut_count(const std::vector<std::string>& sources, const std::string& many) const {
   std::size_t cut = 0;
   for (const auto& s : sources) cut += static_cast<std::int64_t>(tok_->encode(s).size()) > m_.arch.max_len;
   if (cut > 0)
-    fmt::print(stderr, "{}: {} of the {} {} are longer than the {} pieces the model reads (the run's --max-len): their "
+    fmt::print(stderr, "{}: {} of the {} {} are longer than the {} tokens the model reads (the run's --max-len): their "
                "translations leave the rest out\n", task_, cut, sources.size(), many, m_.arch.max_len);
 }
 

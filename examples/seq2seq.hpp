@@ -59,7 +59,7 @@ class Seq2Seq {
   Alignment align(const std::string& source);
 
   // A source longer than the model's positions (the run's --max-len) is read up to there: the rest
-  // is left out of its translation. Says so on stderr for each such source, as "<what> is N pieces
+  // is left out of its translation. Says so on stderr for each such source, as "<what> is N tokens
   // long" (`what`: "TEXT 2 of 3", "line 7"); say_cut_count counts them in one line (`many`: "test
   // sentences", the sources of a test set).
   void say_cut(const std::vector<std::string>& sources, const std::vector<std::string>& what) const;

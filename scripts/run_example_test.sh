@@ -102,6 +102,10 @@ lm)
     # Every head's attention on a text (here through rotary positions): a line per head, and maps
     # whose rows sum to 1 with nothing above the diagonal.
     "$exe" attention --out "$tmp/rotary" --threads 1 --json "$tmp/att.json" "The cat" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "attention"; }
+    grep -q "tokens long" "$tmp/log" && fail "attention: a short text called too long"
+    "$exe" attention --out "$tmp/rotary" --threads 1 "$(printf 'The cat sat. %.0s' $(seq 4))" >"$tmp/log" 2>"$tmp/err" \
+      || { cat "$tmp/log" "$tmp/err"; fail "attention on a long text"; }
+    expect "^lm: TEXT is 52 tokens long; the model reads its first 16 (the run's --max-len)" "$tmp/err"
     expect "layer 1 head 1: reads .* positions back on average" "$tmp/log"
     /usr/bin/python3 - "$tmp/att.json" <<'PY' || fail "attention: maps that are not causal rows summing to one"
 import json, sys
@@ -294,12 +298,12 @@ translate)
     # A source longer than the run's --max-len (48) is read up to there, and the run says so.
     long=$(printf 'A dog runs across the green field. %.0s' $(seq 20))
     "$exe" translate --out "$run" --threads 1 "A dog runs." "$long" >"$tmp/log" 2>"$tmp/err" || fail "translate a long text"
-    expect "TEXT 2 of 2 is [0-9]* pieces long; the model reads its first 48 (the run's --max-len) and leaves the rest out" "$tmp/err"
+    expect "TEXT 2 of 2 is [0-9]* tokens long; the model reads its first 48 (the run's --max-len) and leaves the rest out" "$tmp/err"
     grep -q "TEXT 1 of 2" "$tmp/err" && fail "translate: a short text called too long"
     [ "$(wc -l <"$tmp/log")" -eq 2 ] || fail "translate a long text: expected two lines"
     "$exe" bleu --data "$data/multi30k" --out "$run" --limit 8 --threads 1 >"$tmp/log" 2>"$tmp/err" || fail "bleu"
     # (this vocabulary of 300 pieces cuts some sentences into more than 48)
-    expect "[1-7] of the 8 test_2016_flickr sentences are longer than the 48 pieces the model reads" "$tmp/err"
+    expect "[1-7] of the 8 test_2016_flickr sentences are longer than the 48 tokens the model reads" "$tmp/err"
     expect "greedy): BLEU = " "$tmp/log"
     expect "beam 4): BLEU = " "$tmp/log"
     # Trax's LSTMSeq2SeqAttn with the notes' additive score: train, translate greedily and with beams.
@@ -347,7 +351,7 @@ chatbot)
     # A question longer than the run's --max-len (40) is read up to there, and chat says which line.
     long=$(printf '오늘 영화 볼래? %.0s' $(seq 30))
     printf '고마워\n%s\n' "$long" | "$exe" chat --out "$run" --threads 1 >"$tmp/log" 2>"$tmp/err" || fail "chat, a long line"
-    expect "^chatbot: line 2 is [0-9]* pieces long; the model reads its first 40 (the run's --max-len)" "$tmp/err"
+    expect "^chatbot: line 2 is [0-9]* tokens long; the model reads its first 40 (the run's --max-len)" "$tmp/err"
     [ "$(wc -l <"$tmp/err")" -eq 1 ] || { cat "$tmp/err"; fail "chat, a long line: expected one note"; }
     # chat on a terminal (script(1) gives it a pseudo-terminal): the prompt, then an answer per question.
     if command -v script >/dev/null; then
