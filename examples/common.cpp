@@ -27,7 +27,12 @@
 #include "core/tensor/blas_kernels.hpp"
 #include "core/io/stop_signals.hpp"
 #include "core/tensor/runtime.hpp"
+#include "core/train/adafactor.hpp"
 #include "core/train/adam.hpp"
+#include "core/train/momentum.hpp"
+#include "core/train/rms_prop.hpp"
+#include "core/train/sgd.hpp"
+#include "core/train/sm3.hpp"
 #include "core/train/checkpoint.hpp"
 #include "core/train/report.hpp"
 #include "layers/metrics.hpp"
@@ -67,7 +72,11 @@ void add_train_flags(CLI::App& app, TrainFlags& t, bool data_required) {
       ->capture_default_str()->check(number_in(1, 1e12));
   app.add_option("--minutes", t.minutes, "train at most this many minutes: stop at the last checkpoint that fits (0: no limit)")
       ->capture_default_str()->check(number_in(0, 1e7));
-  app.add_option("--lr", t.lr, "peak learning rate (Adam)")->capture_default_str()->check(number_in(0, 10, true));
+  app.add_option("--lr", t.lr, "peak learning rate")->capture_default_str()->check(number_in(0, 10, true));
+  app.add_option("--optimizer", t.optimizer,
+                 "adam, or another of Trax's: adafactor, momentum (Nesterov), rmsprop, sm3 (memory per row and column, "
+                 "not per weight), sgd — each with Trax's defaults but --lr, which the default suits for Adam only")
+      ->capture_default_str()->check(CLI::IsMember({"adam", "adafactor", "momentum", "rmsprop", "sm3", "sgd"}));
   app.add_option("--warmup", t.warmup, "learning-rate warm-up steps")->capture_default_str()->check(number_in(0, 1e12));
   app.add_option("--schedule", t.schedule,
                  "after warm-up: cosine (down to ~0 at --steps), rsqrt (Trax's 1/sqrt(step) decay), or noam: "
@@ -203,9 +212,18 @@ std::shared_ptr<io::RunLock> settle_run(CLI::App& cmd, TrainFlags& t) {
 }
 
 train::OptimizerPtr optimizer(const TrainFlags& t) {
-  auto adam = train::Adam({.learning_rate = t.lr});
-  adam->average_weights(t.ema);
-  return adam;
+  const std::map<std::string, std::function<train::OptimizerPtr()>> made = {
+      {"adam", [&] { return train::Adam({.learning_rate = t.lr}); }},
+      {"adafactor", [&] { return train::Adafactor({.learning_rate = t.lr}); }},
+      {"momentum", [&] { return train::Momentum({.learning_rate = t.lr}); }},
+      {"rmsprop", [&] { return train::RMSProp({.learning_rate = t.lr}); }},
+      {"sm3", [&] { return train::SM3({.learning_rate = t.lr}); }},
+      {"sgd", [&] { return train::SGD({.learning_rate = t.lr}); }}};
+  const auto make = made.find(t.optimizer);
+  if (make == made.end()) throw std::invalid_argument(fmt::format("--optimizer {}: not one of Trax's", t.optimizer));
+  auto opt = make->second();
+  opt->average_weights(t.ema);
+  return opt;
 }
 
 train::Loop make_loop(LayerPtr model, const ModelFlags& m, const TrainFlags& t, LoopData data,

@@ -93,6 +93,7 @@ struct TrainFlags {
   bool steps_given = false;           // --steps on the command line (settle_run): then no budget plan
   double lr = 0, minutes = 0;         // minutes 0: no time limit
   std::string schedule = "rsqrt";     // after warm-up: "rsqrt" (Trax's) or "cosine" (to ~0 at --steps)
+  std::string optimizer = "adam";     // Trax's optimizers by name: adam, adafactor, momentum, rmsprop, sm3, sgd
   double ema = 0;                     // weight averaging's decay (Optimizer::average_weights); 0: off
   bool bf16 = false;                  // --bf16: the training steps' products in bfloat16 (LoopOptions::products)
   std::uint64_t seed = 0;
@@ -124,7 +125,8 @@ void apply_threads(int threads);
 // The learning-rate schedule the flags ask for: linear warm-up, then rsqrt decay (Trax's default)
 // or a cosine down to ~0 at --steps (docs/10_real_data.md compares them).
 train::Schedule lr_schedule(const TrainFlags& t, const ModelFlags& m);
-// Adam at --lr, averaging the weights when --ema is set.
+// The --optimizer (Adam by default) at --lr with Trax's other defaults, averaging the weights when
+// --ema is set.
 train::OptimizerPtr optimizer(const TrainFlags& t);
 
 // THE LOOP every training program builds: `train` batches trained with WeightedCategoryCrossEntropy

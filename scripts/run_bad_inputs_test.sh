@@ -160,6 +160,7 @@ bad n-layers-0        "--n-layers: expected a number from 1" "${T[@]}" --n-layer
 bad warmup-negative   "--warmup: expected a number from 0" "${T[@]}" --warmup -5
 bad ema-1             "--ema: expected a number from 0 to 0.99999, got 1" "${T[@]}" --ema 1
 bad schedule-unknown  "--schedule: linear not in {cosine,rsqrt,noam}" "${T[@]}" --schedule linear
+bad optimizer-unknown "--optimizer: lion not in {adam,adafactor,momentum,rmsprop,sm3,sgd}" "${T[@]}" --optimizer lion
 bad eval-every-0      "--eval-every: expected a number from 1" "${T[@]}" --eval-every 0
 bad minutes-negative  "--minutes: expected a number from 0" "${T[@]}" --minutes -1
 bad seed-negative     "--seed: expected a number from 0" "${T[@]}" --seed -1
@@ -186,6 +187,7 @@ R=("$lm" train --out lmrun --steps 4)
 bad resume-seed       "--seed 9 (the run's: 0)" "${R[@]}" --seed 9
 bad resume-batch-size "--batch-size 8 (the run's: 4)" "${R[@]}" --batch-size 8
 bad resume-model      "--d-model 32 (the run's: 16)" "${R[@]}" --d-model 32
+bad resume-optimizer  "--optimizer sm3 (the run's: adam)" "${R[@]}" --optimizer sm3
 bad resume-data       "--data $tmp/text.txt.gz (the run's: $tmp/text.txt)" "${R[@]}" --data text.txt.gz
 bad resume-tokenizer  "--tokenizer sentencepiece (the run's: char)" "${R[@]}" --tokenizer sentencepiece
 

@@ -62,6 +62,14 @@ lm)
     "$exe" train --out "$tmp/halves" --steps 6 --seed 4 --batch-size 8 >"$tmp/log" 2>&1 && fail "a resume with another seed was accepted"
     expect "  --batch-size 8 (the run's: 4)" "$tmp/log"
     expect "  --seed 4 (the run's: 3)" "$tmp/log"
+    # Trax's other optimizers: SM3's slots (per row and column) saved, resumed by the run's own
+    # --optimizer when none is given, and another one refused.
+    "$exe" train --out "$tmp/sm3" --steps 2 --eval-every 2 --max-len 16 --optimizer sm3 --lr 0.01 "${tiny[@]}" >"$tmp/log" 2>&1 \
+      || { cat "$tmp/log"; fail "train --optimizer sm3"; }
+    "$exe" train --out "$tmp/sm3" --steps 4 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "resume of an SM3 run"; }
+    expect "Ran 2 train steps" "$tmp/log"
+    "$exe" train --out "$tmp/sm3" --steps 6 --optimizer adam >"$tmp/log" 2>&1 && fail "a resume with another --optimizer was accepted"
+    expect "  --optimizer adam (the run's: sm3)" "$tmp/log"
     # The paper's Transformer and each position kind train and sample; sample rebuilds the model
     # from the checkpoint's config (a predict-mode model with rotary or linear-bias attention).
     for positions in learned rotary linear-bias; do

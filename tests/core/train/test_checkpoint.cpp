@@ -1,7 +1,13 @@
 #include <doctest/doctest.h>
 
+#include <functional>
+
+#include "core/train/adafactor.hpp"
 #include "core/train/adam.hpp"
 #include "core/train/checkpoint.hpp"
+#include "core/train/momentum.hpp"
+#include "core/train/rms_prop.hpp"
+#include "core/train/sm3.hpp"
 #include "layers/activations.hpp"
 #include "layers/batch_norm.hpp"
 #include "core/layer/combinators.hpp"
@@ -50,6 +56,33 @@ TEST_CASE("a checkpoint restores weights and optimizer slots exactly, by name") 
   for (std::size_t i = 0; i < opt->slots().size(); ++i)
     for (std::size_t k = 0; k < 2; ++k)
       CHECK(bit_equal(opt->slots()[i][k].value, other_opt->slots()[i][k].value));
+}
+
+TEST_CASE("every optimizer's slots come back from a checkpoint, whatever their shapes") {
+  // Adafactor's and SM3's slots are shaped unlike their weights (per row, per column, per axis).
+  const std::vector<std::function<OptimizerPtr()>> makers{
+      [] { return Momentum(); }, [] { return Adafactor(); }, [] { return RMSProp(); }, [] { return SM3(); }};
+  for (const auto& make : makers) {
+    TempDir dir;
+    auto model = mlp(3, 1);
+    auto opt = make();
+    CAPTURE(opt->name());
+    std::vector<Tensor> grads;
+    for (const Tensor& w : model->all_weights()) grads.push_back(Rng(3).normal(w.shape()));
+    opt->update(1, 0.1, model->all_weights(), grads);
+    save_checkpoint(dir / "model.safetensors", *model, {opt}, {.step = 1});
+    auto other = mlp(3, 2);
+    auto other_opt = make();
+    load_checkpoint(dir / "model.safetensors", *other, {other_opt});
+    REQUIRE(other_opt->slots().size() == opt->slots().size());
+    for (std::size_t i = 0; i < opt->slots().size(); ++i) {
+      REQUIRE(other_opt->slots()[i].size() == opt->slots()[i].size());
+      for (std::size_t k = 0; k < opt->slots()[i].size(); ++k) {
+        CHECK(other_opt->slots()[i][k].name == opt->slots()[i][k].name);
+        CHECK(bit_equal(opt->slots()[i][k].value, other_opt->slots()[i][k].value));
+      }
+    }
+  }
 }
 
 TEST_CASE("tensors are named by their path in the tree, slots under opt/") {

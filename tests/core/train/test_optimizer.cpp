@@ -10,7 +10,9 @@
 #include "core/train/adafactor.hpp"
 #include "core/train/adam.hpp"
 #include "core/train/momentum.hpp"
+#include "core/train/rms_prop.hpp"
 #include "core/train/sgd.hpp"
+#include "core/train/sm3.hpp"
 #include "tests/helpers.hpp"
 
 using namespace ctrax;
@@ -182,6 +184,9 @@ TEST_CASE("slot_bytes: what init would allocate, counted without allocating it")
                         // factored: the matrix's row and column moments (3 + 5 floats), the vector's v (40 bytes)
                         Case{"Adafactor", Adafactor(), 32.0 + 40.0},
                         Case{"Adafactor with momentum", Adafactor({.do_momentum = true}), 72.0 + 100.0},
+                        Case{"RMSProp", RMSProp(), 100.0},
+                        // m (100 bytes); the matrix's accumulators per row and column, the vector's own
+                        Case{"SM3", SM3(), 100.0 + 32.0 + 40.0},
                         Case{"Adam with averaging", averaged, 300.0}}) {
     CAPTURE(c.name);
     CHECK(c.opt->slot_bytes(weights) == c.bytes);
@@ -189,5 +194,31 @@ TEST_CASE("slot_bytes: what init would allocate, counted without allocating it")
     CHECK(made_by_init(c.opt) == c.bytes);
     for (const auto& slots : c.opt->slots())
       for (const Slot& slot : slots) CHECK_FALSE(slot.value.is_meta());
+  }
+}
+
+TEST_CASE("every optimizer fits a least-squares problem: the loss falls below 1% of where it started") {
+  // Y = X W* for a random (3, 4) W*; W starts at zero and follows each optimizer at its own
+  // learning rate for 300 steps. A wrong sign or a wrong accumulator would leave the loss high.
+  const Tensor X = Rng(1).normal({16, 3}, 0.0, 1.0, DType::float64);
+  const Tensor Y = matmul(X, Rng(2).normal({3, 4}, 0.0, 1.0, DType::float64));
+  const auto loss = [&](const std::vector<Tensor>& w) {
+    const Tensor d = matmul(X, w[0]) - Y;
+    return mean(d * d);
+  };
+  struct Case {
+    const char* name;
+    OptimizerPtr opt;
+    double lr;
+  };
+  for (const Case& c : {Case{"SGD", SGD(), 0.1}, Case{"Momentum", Momentum({.weight_decay_rate = 0}), 0.05},
+                        Case{"Adam", Adam({.weight_decay_rate = 0}), 0.05},
+                        Case{"Adafactor", Adafactor({.weight_decay_rate = 0}), 0.05},
+                        Case{"RMSProp", RMSProp(), 0.02}, Case{"SM3", SM3(), 0.2}}) {
+    CAPTURE(c.name);
+    Tensor w = Tensor::zeros({3, 4}, DType::float64);
+    const double first = loss({w}).item();
+    for (std::int64_t step = 1; step <= 300; ++step) c.opt->update(step, c.lr, {w}, value_and_grad(loss, {w}).second);
+    CHECK(loss({w}).item() < 0.01 * first);
   }
 }

@@ -1,0 +1,106 @@
+#include "core/train/sm3.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "core/engine/flush_denormals.hpp"
+#include "core/tensor/dispatch.hpp"
+
+namespace ctrax::train {
+namespace {
+
+class SM3Optimizer : public Optimizer {
+ public:
+  explicit SM3Optimizer(const SM3Config& c) : Optimizer("SM3", c.learning_rate, c.clip_grad_norm), c_(c) {
+    if (!(c.momentum >= 0 && c.momentum < 1))
+      throw std::invalid_argument(fmt::format("SM3: momentum must be in [0, 1), got {}", c.momentum));
+  }
+
+ protected:
+  std::vector<Slot> init_slots(const Tensor& w) const override {
+    std::vector<Slot> slots{{"m", zero_slot(w)}};
+    if (w.rank() <= 1) {
+      slots.push_back({"v0", zero_slot(w)});
+    } else {
+      for (std::int64_t k = 0; k < w.rank(); ++k) slots.push_back({fmt::format("v{}", k), zero_slot(w, {w.dim(k)})});
+    }
+    return slots;
+  }
+
+  void update_weight(std::int64_t, double lr, Tensor& weight, const Tensor& g, double g_scale,
+                     std::vector<Slot>& slots) const override {
+    const FlushDenormals flush;   // the momentum of a weight without gradient decays through the subnormals
+    dispatch_float(weight.dtype(), [&]<class T>(T) {
+      if (weight.rank() <= 1) diagonal<T>(lr, weight, g, g_scale, slots);
+      else sketched<T>(lr, weight, g, g_scale, slots);
+    }, "SM3");
+  }
+
+ private:
+  // m ← μ m + (1 − μ) · p,  w ← w − lr · m: the step both forms end with, for the preconditioned p.
+  template <class T>
+  void step(T& w, T& m, double p, double lr) const {
+    m = static_cast<T>(c_.momentum * static_cast<double>(m) + (1 - c_.momentum) * p);
+    w = static_cast<T>(static_cast<double>(w) - lr * static_cast<double>(m));
+  }
+
+  // A vector or a scalar: its own accumulator per weight (Adagrad).
+  template <class T>
+  void diagonal(double lr, Tensor& weight, const Tensor& grad, double g_scale, std::vector<Slot>& slots) const {
+    T* w = weight.data<T>();
+    T* m = slots[0].value.data<T>();
+    T* v = slots[1].value.data<T>();
+    const T* g = grad.data<T>();
+    for (std::int64_t i = 0; i < weight.numel(); ++i) {
+      const double gi = g_scale * static_cast<double>(g[i]);
+      v[i] = static_cast<T>(static_cast<double>(v[i]) + gi * gi);
+      step(w[i], m[i], v[i] > 0 ? gi / std::sqrt(static_cast<double>(v[i])) : 0.0, lr);
+    }
+  }
+
+  // Rank r ≥ 2: one accumulator per index of each axis. The weights are visited in order with
+  // their multi-index kept alongside (the last axis fastest); the new accumulators are gathered
+  // apart and written after the pass, which reads the old ones throughout.
+  template <class T>
+  void sketched(double lr, Tensor& weight, const Tensor& grad, double g_scale, std::vector<Slot>& slots) const {
+    const auto r = static_cast<std::size_t>(weight.rank());
+    T* w = weight.data<T>();
+    T* m = slots[0].value.data<T>();
+    const T* g = grad.data<T>();
+    std::vector<T*> v(r);
+    std::vector<std::vector<double>> next(r);
+    for (std::size_t k = 0; k < r; ++k) {
+      v[k] = slots[k + 1].value.data<T>();
+      next[k].assign(static_cast<std::size_t>(weight.dim(static_cast<std::int64_t>(k))), 0.0);   // a ≥ 0
+    }
+    std::vector<std::int64_t> index(r, 0);
+    for (std::int64_t i = 0; i < weight.numel(); ++i) {
+      double a = static_cast<double>(v[0][index[0]]);
+      for (std::size_t k = 1; k < r; ++k) a = std::min(a, static_cast<double>(v[k][index[k]]));
+      const double gi = g_scale * static_cast<double>(g[i]);
+      a += gi * gi;
+      step(w[i], m[i], a > 0 ? gi / std::sqrt(a) : 0.0, lr);
+      for (std::size_t k = 0; k < r; ++k) {
+        double& top = next[k][static_cast<std::size_t>(index[k])];
+        top = std::max(top, a);
+      }
+      for (std::size_t k = r; k-- > 0;) {   // the next multi-index
+        if (++index[k] < weight.dim(static_cast<std::int64_t>(k))) break;
+        index[k] = 0;
+      }
+    }
+    for (std::size_t k = 0; k < r; ++k)
+      for (std::size_t j = 0; j < next[k].size(); ++j) v[k][j] = static_cast<T>(next[k][j]);
+  }
+
+  SM3Config c_;
+};
+
+}  // namespace
+
+OptimizerPtr SM3(const SM3Config& config) { return std::make_shared<SM3Optimizer>(config); }
+
+}  // namespace ctrax::train
