@@ -269,10 +269,10 @@ namespace {
 // What an error says. The standard library's file errors read "filesystem error: status: Too many
 // levels of symbolic links [/runs/a]"; said as every other file error is: the path, then the reason.
 std::string message_of(const std::exception& e) {
-  if (const auto* f = dynamic_cast<const std::filesystem::filesystem_error*>(&e); f && !f->path1().empty())
-    return f->path2().empty() ? fmt::format("{}: {}", f->path1().string(), f->code().message())
-                              : fmt::format("{}, {}: {}", f->path1().string(), f->path2().string(), f->code().message());
-  return e.what();
+  const auto* f = dynamic_cast<const std::filesystem::filesystem_error*>(&e);
+  if (!f || f->path1().empty()) return e.what();
+  const std::string paths = f->path2().empty() ? f->path1().string() : f->path1().string() + ", " + f->path2().string();
+  return fmt::format("{}: {}", paths, f->code().message());
 }
 
 }  // namespace

@@ -396,9 +396,11 @@ bad out-under-file        "notes.txt/run: cannot make the run's directory: Not a
 ln -sfn loop loop
 bad data-symlink-loop     "loop: Too many levels of symbolic links" "$lm" train --data loop --out looprun --steps 2
 bad out-symlink-loop      "loop: Too many levels of symbolic links" "$lm" train --data text.txt --out loop --steps 2
-bad data-dev-zero         "/dev/zero: not a regular file (a character device), expected a file or a directory of files" "$lm" train --data /dev/zero --out zrun
+bad data-dev-zero         "/dev/zero: not a regular file (a character device), expected a file or a directory of files" \
+  "$lm" train --data /dev/zero --out zrun
 mkfifo fifo.txt
-bad data-fifo             "fifo.txt: not a regular file (a named pipe), expected a file or a directory of files" "$lm" train --data fifo.txt --out frun
+bad data-fifo             "fifo.txt: not a regular file (a named pipe), expected a file or a directory of files" \
+  "$lm" train --data fifo.txt --out frun
 # A checkpoint of 100 GB (a sparse file whose header lists a 100 GB tensor): read whole, it ended
 # after minutes in std::bad_alloc or a kill.
 fresh bigck
@@ -425,11 +427,14 @@ bad task-resume-other     "lmrun/run.json holds a \`lm\` run; this is \`sentimen
 
 # --- endless inputs, and files that are not files -------------------------------------------
 fresh z1; rm -f z1/model.safetensors z1/best.safetensors; ln -s /dev/zero z1/model.safetensors
-bad checkpoint-dev-zero   "z1/model.safetensors: not a regular file (a character device), expected a checkpoint" "$lm" sample --out z1
+bad checkpoint-dev-zero   "z1/model.safetensors: not a regular file (a character device), expected a checkpoint" \
+  "$lm" sample --out z1
 fresh z2; rm -f z2/model.safetensors z2/best.safetensors; mkdir z2/model.safetensors
-bad checkpoint-directory  "z2/model.safetensors: not a regular file (a directory), expected a checkpoint" "$lm" sample --out z2
+bad checkpoint-directory  "z2/model.safetensors: not a regular file (a directory), expected a checkpoint" \
+  "$lm" sample --out z2
 cp -r srun z3; rm -f z3/.lock z3/spm.model; mkdir z3/spm.model
-bad spm-directory         "z3/spm.model: not a regular file (a directory), expected a SentencePiece model" "$sentiment" predict --out z3 "Fine."
+bad spm-directory         "z3/spm.model: not a regular file (a directory), expected a SentencePiece model" \
+  "$sentiment" predict --out z3 "Fine."
 bad chat-dev-zero         "standard input, line 1: longer than 65536 bytes" sh -c "exec \"$chatbot\" chat --out crun </dev/zero"
 
 # --- CSV strictly, and messages that name the cause ------------------------------------------

@@ -64,11 +64,13 @@ lm)
     expect "  --seed 4 (the run's: 3)" "$tmp/log"
     # Trax's other optimizers: SM3's slots (per row and column) saved, resumed by the run's own
     # --optimizer when none is given, and another one refused.
-    "$exe" train --out "$tmp/sm3" --steps 2 --eval-every 2 --max-len 16 --optimizer sm3 --lr 0.01 "${tiny[@]}" >"$tmp/log" 2>&1 \
+    "$exe" train --out "$tmp/sm3" --steps 2 --eval-every 2 --max-len 16 --optimizer sm3 --lr 0.01 "${tiny[@]}" \
+      >"$tmp/log" 2>&1 \
       || { cat "$tmp/log"; fail "train --optimizer sm3"; }
     "$exe" train --out "$tmp/sm3" --steps 4 >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "resume of an SM3 run"; }
     expect "Ran 2 train steps" "$tmp/log"
-    "$exe" train --out "$tmp/sm3" --steps 6 --optimizer adam >"$tmp/log" 2>&1 && fail "a resume with another --optimizer was accepted"
+    "$exe" train --out "$tmp/sm3" --steps 6 --optimizer adam >"$tmp/log" 2>&1 \
+      && fail "a resume with another --optimizer was accepted"
     expect "  --optimizer adam (the run's: sm3)" "$tmp/log"
     # The paper's Transformer and each position kind train and sample; sample rebuilds the model
     # from the checkpoint's config (a predict-mode model with rotary or linear-bias attention).
@@ -156,7 +158,8 @@ sentiment)
   expect "nowhere: no such file or directory" "$tmp/log"
   if have_data imdb; then
     run=$tmp/imdb
-    "$exe" train --data "$data/imdb" --out "$run" --limit 200 --vocab-size 300 --steps 3 --eval-every 3 --max-len 64 "${tiny[@]}" >"$tmp/log" 2>"$tmp/err" || { cat "$tmp/log" "$tmp/err"; fail "train"; }
+    "$exe" train --data "$data/imdb" --out "$run" --limit 200 --vocab-size 300 --steps 3 --eval-every 3 --max-len 64 \
+      "${tiny[@]}" >"$tmp/log" 2>"$tmp/err" || { cat "$tmp/log" "$tmp/err"; fail "train"; }
     expect "eval  accuracy" "$tmp/log"
     # SentencePiece's trainer logs its command line unless told not to before it starts.
     grep -q "LOG(INFO)" "$tmp/err" && { cat "$tmp/err"; fail "SentencePiece's training logged to stderr"; }
@@ -305,8 +308,9 @@ translate)
     "$exe" translate --out "$run" --threads 1 --beams 2 "A dog runs." >"$tmp/log" || fail "translate with beams"
     # A source longer than the run's --max-len (48) is read up to there, and the run says so.
     long=$(printf 'A dog runs across the green field. %.0s' $(seq 20))
-    "$exe" translate --out "$run" --threads 1 "A dog runs." "$long" >"$tmp/log" 2>"$tmp/err" || fail "translate a long text"
-    expect "TEXT 2 of 2 is [0-9]* tokens long; the model reads its first 48 (the run's --max-len) and leaves the rest out" "$tmp/err"
+    "$exe" translate --out "$run" --threads 1 "A dog runs." "$long" >"$tmp/log" 2>"$tmp/err" \
+      || fail "translate a long text"
+    expect "TEXT 2 of 2 is [0-9]* tokens long; the model reads its first 48 (the run's --max-len)" "$tmp/err"
     grep -q "TEXT 1 of 2" "$tmp/err" && fail "translate: a short text called too long"
     [ "$(wc -l <"$tmp/log")" -eq 2 ] || fail "translate a long text: expected two lines"
     "$exe" bleu --data "$data/multi30k" --out "$run" --limit 8 --threads 1 >"$tmp/log" 2>"$tmp/err" || fail "bleu"

@@ -37,7 +37,8 @@ void create_directories(const std::string& dir, std::string_view expected) {
   std::error_code error;
   const auto status = std::filesystem::status(dir, error);
   if (!error && std::filesystem::exists(status) && !std::filesystem::is_directory(status))
-    throw std::runtime_error(fmt::format("{}: not a directory ({}), expected {}", dir, kind_of(status.type()), expected));
+    throw std::runtime_error(
+        fmt::format("{}: not a directory ({}), expected {}", dir, kind_of(status.type()), expected));
   error.clear();
   std::filesystem::create_directories(dir, error);
   if (error) throw std::runtime_error(fmt::format("{}: cannot make {}: {}", dir, expected, error.message()));

@@ -6,7 +6,9 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "core/engine/broadcast.hpp"
 #include "core/engine/flush_denormals.hpp"
+#include "core/engine/parallel.hpp"
 #include "core/tensor/dispatch.hpp"
 
 namespace ctrax::train {
@@ -37,11 +39,15 @@ class RMSPropOptimizer : public Optimizer {
       const T* gp = g.data<T>();
       const T gamma = static_cast<T>(c_.gamma), mix = static_cast<T>(1 - c_.gamma), eps = static_cast<T>(c_.eps);
       const T rate = static_cast<T>(lr), scale = static_cast<T>(g_scale);
-      for (std::int64_t i = 0; i < weight.numel(); ++i) {
-        const T gi = scale * gp[i];
-        s[i] = gamma * s[i] + mix * gi * gi;
-        w[i] -= rate * gi / (std::sqrt(s[i]) + eps);
-      }
+      const std::int64_t n = weight.numel();
+      parallel_chunks(n, n >= kParallelElements, [&](std::int64_t i0, std::int64_t i1) {
+        const T gamma_ = gamma, mix_ = mix, eps_ = eps, rate_ = rate, scale_ = scale;   // copies: the loop vectorises
+        for (std::int64_t i = i0; i < i1; ++i) {
+          const T gi = scale_ * gp[i];
+          s[i] = gamma_ * s[i] + mix_ * gi * gi;
+          w[i] -= rate_ * gi / (std::sqrt(s[i]) + eps_);
+        }
+      });
     }, "RMSProp");
   }
 

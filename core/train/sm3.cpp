@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
 #include <stdexcept>
 
+#include "core/engine/broadcast.hpp"
 #include "core/engine/flush_denormals.hpp"
+#include "core/engine/parallel.hpp"
 #include "core/tensor/dispatch.hpp"
 
 namespace ctrax::train {
@@ -54,46 +57,71 @@ class SM3Optimizer : public Optimizer {
     T* m = slots[0].value.data<T>();
     T* v = slots[1].value.data<T>();
     const T* g = grad.data<T>();
-    for (std::int64_t i = 0; i < weight.numel(); ++i) {
-      const double gi = g_scale * static_cast<double>(g[i]);
-      v[i] = static_cast<T>(static_cast<double>(v[i]) + gi * gi);
-      step(w[i], m[i], v[i] > 0 ? gi / std::sqrt(static_cast<double>(v[i])) : 0.0, lr);
-    }
+    const std::int64_t n = weight.numel();
+    parallel_chunks(n, n >= kParallelElements, [&](std::int64_t i0, std::int64_t i1) {
+      for (std::int64_t i = i0; i < i1; ++i) {
+        const double gi = g_scale * static_cast<double>(g[i]);
+        v[i] = static_cast<T>(static_cast<double>(v[i]) + gi * gi);
+        step(w[i], m[i], v[i] > 0 ? gi / std::sqrt(static_cast<double>(v[i])) : 0.0, lr);
+      }
+    });
   }
 
-  // Rank r ≥ 2: one accumulator per index of each axis. The weights are visited in order with
-  // their multi-index kept alongside (the last axis fastest); the new accumulators are gathered
-  // apart and written after the pass, which reads the old ones throughout.
+  // Rank r ≥ 2, seen as rows of the last axis: a row's accumulators along the first r − 1 axes
+  // give one minimum for the whole row, met by each column's. The new accumulators are gathered
+  // apart — each chunk of rows its own maxima, merged after (a maximum is the same in any order) —
+  // and written after the pass, which reads the old ones throughout.
   template <class T>
   void sketched(double lr, Tensor& weight, const Tensor& grad, double g_scale, std::vector<Slot>& slots) const {
     const auto r = static_cast<std::size_t>(weight.rank());
+    const std::int64_t C = weight.dim(-1), rows = weight.numel() / std::max<std::int64_t>(C, 1);
     T* w = weight.data<T>();
     T* m = slots[0].value.data<T>();
     const T* g = grad.data<T>();
-    std::vector<T*> v(r);
+    std::vector<const T*> v(r);
     std::vector<std::vector<double>> next(r);
     for (std::size_t k = 0; k < r; ++k) {
       v[k] = slots[k + 1].value.data<T>();
       next[k].assign(static_cast<std::size_t>(weight.dim(static_cast<std::int64_t>(k))), 0.0);   // a ≥ 0
     }
-    std::vector<std::int64_t> index(r, 0);
-    for (std::int64_t i = 0; i < weight.numel(); ++i) {
-      double a = static_cast<double>(v[0][index[0]]);
-      for (std::size_t k = 1; k < r; ++k) a = std::min(a, static_cast<double>(v[k][index[k]]));
-      const double gi = g_scale * static_cast<double>(g[i]);
-      a += gi * gi;
-      step(w[i], m[i], a > 0 ? gi / std::sqrt(a) : 0.0, lr);
-      for (std::size_t k = 0; k < r; ++k) {
-        double& top = next[k][static_cast<std::size_t>(index[k])];
-        top = std::max(top, a);
+    std::mutex merge;
+    parallel_chunks(rows, weight.numel() >= kParallelElements, [&](std::int64_t r0, std::int64_t r1) {
+      std::vector<std::vector<double>> top(r);
+      for (std::size_t k = 0; k < r; ++k) top[k].assign(next[k].size(), 0.0);
+      std::vector<std::int64_t> index(r - 1);   // row r0's index along the first r − 1 axes
+      for (std::int64_t k = static_cast<std::int64_t>(r) - 2, rest = r0; k >= 0; --k) {
+        index[static_cast<std::size_t>(k)] = rest % weight.dim(k);
+        rest /= weight.dim(k);
       }
-      for (std::size_t k = r; k-- > 0;) {   // the next multi-index
-        if (++index[k] < weight.dim(static_cast<std::int64_t>(k))) break;
-        index[k] = 0;
+      const T* v_last = v[r - 1];
+      double* top_last = top[r - 1].data();
+      for (std::int64_t row = r0; row < r1; ++row) {
+        double row_min = static_cast<double>(v[0][index[0]]), row_max = 0;
+        for (std::size_t k = 1; k + 1 < r; ++k) row_min = std::min(row_min, static_cast<double>(v[k][index[k]]));
+        for (std::int64_t c = 0, i = row * C; c < C; ++c, ++i) {
+          const double gi = g_scale * static_cast<double>(g[i]);
+          const double a = std::min(row_min, static_cast<double>(v_last[c])) + gi * gi;
+          step(w[i], m[i], a > 0 ? gi / std::sqrt(a) : 0.0, lr);
+          row_max = std::max(row_max, a);
+          top_last[c] = std::max(top_last[c], a);
+        }
+        for (std::size_t k = 0; k + 1 < r; ++k) {
+          double& t = top[k][static_cast<std::size_t>(index[k])];
+          t = std::max(t, row_max);
+        }
+        for (std::size_t k = r - 1; k-- > 0;) {   // the next row's index
+          if (++index[k] < weight.dim(static_cast<std::int64_t>(k))) break;
+          index[k] = 0;
+        }
       }
+      const std::lock_guard<std::mutex> lock(merge);
+      for (std::size_t k = 0; k < r; ++k)
+        for (std::size_t j = 0; j < next[k].size(); ++j) next[k][j] = std::max(next[k][j], top[k][j]);
+    });
+    for (std::size_t k = 0; k < r; ++k) {
+      T* vk = slots[k + 1].value.data<T>();
+      for (std::size_t j = 0; j < next[k].size(); ++j) vk[j] = static_cast<T>(next[k][j]);
     }
-    for (std::size_t k = 0; k < r; ++k)
-      for (std::size_t j = 0; j < next[k].size(); ++j) v[k][j] = static_cast<T>(next[k][j]);
   }
 
   SM3Config c_;

@@ -1,8 +1,11 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "core/tensor/random.hpp"
+#include "core/tensor/runtime.hpp"
 #include "core/train/sm3.hpp"
 #include "tests/helpers.hpp"
 
@@ -79,4 +82,45 @@ TEST_CASE("SM3 on a scalar keeps its own accumulator (Trax's fails: it gives a r
 
 TEST_CASE("SM3 refuses a momentum outside [0, 1)") {
   CHECK_THROWS_WITH_AS(SM3({.momentum = 1.0}), "SM3: momentum must be in [0, 1), got 1", std::invalid_argument);
+}
+
+TEST_CASE("SM3 on a rank-3 tensor equals the paper's rule written out weight by weight, on one core and two") {
+  // Reference: for each weight, a = min_k v_k[i_k] + g², then every v_k[j] = max of a over i_k = j.
+  // (8, 64, 80): 40,960 weights, enough for the update to split its rows between threads.
+  const Shape shape{8, 64, 80};
+  const std::int64_t A = shape[0], B = shape[1], C = shape[2];
+  const int team = num_threads();
+  for (const int threads : {1, 2}) {
+    CAPTURE(threads);
+    set_num_threads(threads);
+    Tensor w = Tensor::zeros(shape, DType::float64);
+    auto opt = SM3({.learning_rate = 0.1, .momentum = 0.9});
+    std::vector<double> rw(static_cast<std::size_t>(A * B * C), 0.0), rm(rw.size(), 0.0);
+    std::vector<double> v0(static_cast<std::size_t>(A), 0.0), v1(static_cast<std::size_t>(B), 0.0),
+        v2(static_cast<std::size_t>(C), 0.0);
+    for (int s = 1; s <= 3; ++s) {
+      const Tensor g = Rng(static_cast<std::uint64_t>(10 + s)).normal(shape, 0.0, 1.0, DType::float64);
+      const std::vector<double> gs = g.to_doubles();
+      opt->update(s, 0.1, {w}, {g});
+      std::vector<double> n0(v0.size(), 0.0), n1(v1.size(), 0.0), n2(v2.size(), 0.0);
+      for (std::int64_t a = 0; a < A; ++a)
+        for (std::int64_t b = 0; b < B; ++b)
+          for (std::int64_t c = 0; c < C; ++c) {
+            const auto i = static_cast<std::size_t>((a * B + b) * C + c);
+            const auto ia = static_cast<std::size_t>(a), ib = static_cast<std::size_t>(b), ic = static_cast<std::size_t>(c);
+            const double acc = std::min({v0[ia], v1[ib], v2[ic]}) + gs[i] * gs[i];
+            rm[i] = 0.9 * rm[i] + 0.1 * gs[i] / std::sqrt(acc);
+            rw[i] -= 0.1 * rm[i];
+            n0[ia] = std::max(n0[ia], acc);
+            n1[ib] = std::max(n1[ib], acc);
+            n2[ic] = std::max(n2[ic], acc);
+          }
+      v0 = n0, v1 = n1, v2 = n2;
+    }
+    expect_tensor(w, shape, rw, 1e-12);
+    expect_tensor(opt->slots()[0][1].value, {A}, v0, 1e-12);
+    expect_tensor(opt->slots()[0][2].value, {B}, v1, 1e-12);
+    expect_tensor(opt->slots()[0][3].value, {C}, v2, 1e-12);
+  }
+  set_num_threads(team);
 }
