@@ -21,20 +21,20 @@
 
 #include "core/data/fingerprint.hpp"
 #include "core/data/text_files.hpp"
-#include "core/tensor/random.hpp"
 #include "core/io/atomic_file.hpp"
 #include "core/io/path_kind.hpp"
-#include "core/tensor/blas_kernels.hpp"
 #include "core/io/stop_signals.hpp"
+#include "core/tensor/blas_kernels.hpp"
+#include "core/tensor/random.hpp"
 #include "core/tensor/runtime.hpp"
 #include "core/train/adafactor.hpp"
 #include "core/train/adam.hpp"
+#include "core/train/checkpoint.hpp"
 #include "core/train/momentum.hpp"
+#include "core/train/report.hpp"
 #include "core/train/rms_prop.hpp"
 #include "core/train/sgd.hpp"
 #include "core/train/sm3.hpp"
-#include "core/train/checkpoint.hpp"
-#include "core/train/report.hpp"
 #include "layers/metrics.hpp"
 #include "models/config.hpp"
 #include "models/registry.hpp"
@@ -49,10 +49,10 @@ std::vector<std::string> text_names(const std::string& argument, std::size_t n) 
   return names;
 }
 
-void say_cut(const std::string& program, const std::string& what, std::int64_t pieces, std::int64_t max_len) {
-  if (pieces > max_len)
+void say_cut(const std::string& program, const std::string& what, std::int64_t tokens, std::int64_t max_len) {
+  if (tokens > max_len)
     fmt::print(stderr, "{}: {} is {} tokens long; the model reads its first {} (the run's --max-len) and leaves the "
-               "rest out\n", program, what, pieces, max_len);
+               "rest out\n", program, what, tokens, max_len);
 }
 
 void require_text(const std::vector<std::string>& texts, const std::string& argument, const std::string& hint) {

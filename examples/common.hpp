@@ -40,10 +40,10 @@ namespace ctrax::examples {
 void require_text(const std::vector<std::string>& texts, const std::string& argument, const std::string& hint);
 // What messages call each of n command-line texts: "TEXT 1 of 3", "TEXT 2 of 3", ….
 std::vector<std::string> text_names(const std::string& argument, std::size_t n);
-// Says on stderr that an input of `pieces` tokens is read up to the model's `max_len` positions (the run's
+// Says on stderr that an input of `tokens` tokens is read up to the model's `max_len` positions (the run's
 // --max-len), the rest left out: "translate: TEXT 2 of 3 is 60 tokens long; the model reads …".
 // Nothing when it fits.
-void say_cut(const std::string& program, const std::string& what, std::int64_t pieces, std::int64_t max_len);
+void say_cut(const std::string& program, const std::string& what, std::int64_t tokens, std::int64_t max_len);
 
 // The model a run trains: the Transformer's configuration (its sizes, positions and norm; the
 // recurrent models read the sizes they share with it) and which model it is.

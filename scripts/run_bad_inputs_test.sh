@@ -396,7 +396,8 @@ bad out-under-file        "notes.txt/run: cannot make the run's directory: Not a
 ln -sfn loop loop
 bad data-symlink-loop     "loop: Too many levels of symbolic links" "$lm" train --data loop --out looprun --steps 2
 bad out-symlink-loop      "loop: Too many levels of symbolic links" "$lm" train --data text.txt --out loop --steps 2
-bad data-dev-zero         "/dev/zero: not a regular file (a character device), expected a file or a directory of files" \
+bad data-dev-zero \
+  "/dev/zero: not a regular file (a character device), expected a file or a directory of files" \
   "$lm" train --data /dev/zero --out zrun
 mkfifo fifo.txt
 bad data-fifo             "fifo.txt: not a regular file (a named pipe), expected a file or a directory of files" \

@@ -362,7 +362,8 @@ chatbot)
     [ -s "$tmp/err" ] && { cat "$tmp/err"; fail "chat printed a prompt into a pipe"; }
     # A question longer than the run's --max-len (40) is read up to there, and chat says which line.
     long=$(printf '오늘 영화 볼래? %.0s' $(seq 30))
-    printf '고마워\n%s\n' "$long" | "$exe" chat --out "$run" --threads 1 >"$tmp/log" 2>"$tmp/err" || fail "chat, a long line"
+    printf '고마워\n%s\n' "$long" | "$exe" chat --out "$run" --threads 1 >"$tmp/log" 2>"$tmp/err" \
+      || fail "chat, a long line"
     expect "^chatbot: line 2 is [0-9]* tokens long; the model reads its first 40 (the run's --max-len)" "$tmp/err"
     [ "$(wc -l <"$tmp/err")" -eq 1 ] || { cat "$tmp/err"; fail "chat, a long line: expected one note"; }
     # chat on a terminal (script(1) gives it a pseudo-terminal): the prompt, then an answer per question.

@@ -12,8 +12,8 @@
 #include <unordered_map>
 
 #include "core/io/atomic_file.hpp"
-#include "core/tensor/random.hpp"
 #include "core/io/path_kind.hpp"
+#include "core/tensor/random.hpp"
 
 namespace ctrax::data {
 

@@ -9,8 +9,8 @@
 #include <memory>
 #include <stdexcept>
 
-#include "core/tensor/internal/meta_bytes.hpp"
 #include "core/io/path_kind.hpp"
+#include "core/tensor/internal/meta_bytes.hpp"
 
 namespace fs = std::filesystem;
 

@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/io/atomic_file.hpp"
-#include "core/train/internal/json_integer.hpp"
 #include "core/io/path_kind.hpp"
+#include "core/train/internal/json_integer.hpp"
 
 namespace ctrax::train {
 

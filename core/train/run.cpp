@@ -17,13 +17,13 @@
 #include "core/data/fingerprint.hpp"
 #include "core/data/text_files.hpp"
 #include "core/io/atomic_file.hpp"
+#include "core/io/path_kind.hpp"
 #include "core/io/stop_signals.hpp"
 #include "core/tensor/blas_kernels.hpp"
 #include "core/tensor/runtime.hpp"
 #include "core/train/checkpoint.hpp"
 #include "core/train/internal/json_integer.hpp"
 #include "core/train/report.hpp"
-#include "core/io/path_kind.hpp"
 
 namespace ctrax::train {
 

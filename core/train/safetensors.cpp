@@ -15,9 +15,9 @@
 #include <string_view>
 
 #include "core/io/atomic_file.hpp"
+#include "core/io/path_kind.hpp"
 #include "core/tensor/internal/meta_bytes.hpp"
 #include "core/train/internal/json_integer.hpp"
-#include "core/io/path_kind.hpp"
 
 namespace ctrax::train {
 namespace {

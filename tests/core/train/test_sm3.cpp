@@ -107,7 +107,8 @@ TEST_CASE("SM3 on a rank-3 tensor equals the paper's rule written out weight by 
         for (std::int64_t b = 0; b < B; ++b)
           for (std::int64_t c = 0; c < C; ++c) {
             const auto i = static_cast<std::size_t>((a * B + b) * C + c);
-            const auto ia = static_cast<std::size_t>(a), ib = static_cast<std::size_t>(b), ic = static_cast<std::size_t>(c);
+            const auto ia = static_cast<std::size_t>(a), ib = static_cast<std::size_t>(b),
+                       ic = static_cast<std::size_t>(c);
             const double acc = std::min({v0[ia], v1[ib], v2[ic]}) + gs[i] * gs[i];
             rm[i] = 0.9 * rm[i] + 0.1 * gs[i] / std::sqrt(acc);
             rw[i] -= 0.1 * rm[i];
