@@ -74,8 +74,9 @@ void add_train_flags(CLI::App& app, TrainFlags& t, bool data_required) {
       ->capture_default_str()->check(number_in(0, 1e7));
   app.add_option("--lr", t.lr, "peak learning rate")->capture_default_str()->check(number_in(0, 10, true));
   app.add_option("--optimizer", t.optimizer,
-                 "adam, or another of Trax's: adafactor, momentum (Nesterov), rmsprop, sm3 (memory per row and column, "
-                 "not per weight), sgd — each with Trax's defaults but --lr, which the default suits for Adam only")
+                 "adam, or another of Trax's: adafactor, momentum (Nesterov), rmsprop, sm3 (Adagrad's sums kept per row "
+                 "and column, not per weight), sgd — each with Trax's defaults but --lr, which the default suits for "
+                 "Adam only")
       ->capture_default_str()->check(CLI::IsMember({"adam", "adafactor", "momentum", "rmsprop", "sm3", "sgd"}));
   app.add_option("--warmup", t.warmup, "learning-rate warm-up steps")->capture_default_str()->check(number_in(0, 1e12));
   app.add_option("--schedule", t.schedule,
