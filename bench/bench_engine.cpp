@@ -14,7 +14,11 @@
 //     (core/engine/weight_panels.hpp);
 //   - fused softmax and layer norm, forward + backward, in GB/s of compulsory traffic;
 //   - conv2d on each convolution shape of bench_train's WRN-10-1 (batch 128, 32×32): forward, each
-//     gradient and all three, in GFLOP/s (the figures to hold against the sgemm peak above).
+//     gradient and all three, in GFLOP/s (the figures to hold against the sgemm peak above);
+//   - one update of each of Trax's optimizers over the weights of bench_train's M TransformerLM
+//     (what the `lm` example trains), in ms and in GB/s of the weights', gradients' and slots'
+//     compulsory traffic.
+// --only NAME runs one of these parts (products, fused, conv, optimizers).
 #include <cblas.h>
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -33,6 +37,13 @@
 #include "core/tensor/runtime.hpp"
 #include "core/engine/parallel.hpp"
 #include "core/engine/weight_panels.hpp"
+#include "core/train/adafactor.hpp"
+#include "core/train/adam.hpp"
+#include "core/train/momentum.hpp"
+#include "core/train/rms_prop.hpp"
+#include "core/train/sgd.hpp"
+#include "core/train/sm3.hpp"
+#include "models/registry.hpp"
 #include "bench/read_bandwidth.hpp"
 
 using namespace ctrax;
@@ -169,27 +180,62 @@ void bench_conv(int reps, std::int64_t n, std::int64_t c_in, std::int64_t c_out,
              3 * flops / all / 1e9);
 }
 
+// One update of each optimizer over the M TransformerLM's weights (bench_train's config M: vocab 256,
+// d_model 256, d_ff 1024, 4 layers), after a first step that makes the slots. Traffic: each update
+// reads the weights, the gradients and the slots, and writes the weights and the slots.
+void bench_optimizers(int reps) {
+  const models::ModelSpec spec{.name = "TransformerLM", .vocab_size = 256,
+                               .config = {.d_model = 256, .d_ff = 1024, .n_layers = 4, .n_heads = 4, .max_len = 256}};
+  auto model = models::build(spec, Mode::train);
+  model->init(ShapeDtype{{16, 256}, DType::int32}, Rng(0));
+  std::vector<Tensor> weights = model->all_weights(), grads;
+  std::int64_t params = 0;
+  for (const Tensor& w : weights) {
+    grads.push_back(Rng(params + 1).normal(w.shape(), 0.0, 1e-2));
+    params += w.numel();
+  }
+  const std::vector<std::pair<const char*, train::OptimizerPtr>> optimizers{
+      {"Adam", train::Adam({.learning_rate = 1e-3})}, {"Adafactor", train::Adafactor()},
+      {"Momentum", train::Momentum()}, {"RMSProp", train::RMSProp()}, {"SM3", train::SM3()}, {"SGD", train::SGD()}};
+  for (const auto& [name, opt] : optimizers) {
+    std::int64_t step = 1;
+    opt->update(step, 1e-3, weights, grads);
+    std::int64_t slot_elements = 0;
+    for (const auto& slots : opt->slots())
+      for (const train::Slot& s : slots) slot_elements += s.value.numel();
+    const double t = median_seconds(reps, [&] { opt->update(++step, 1e-3, weights, grads); });
+    const double bytes = 4.0 * (3 * params + 2 * slot_elements);
+    fmt::print("{:<10} update of {} weights   {:6.2f} ms   {:6.1f} GB/s\n", name, params, 1e3 * t, bytes / t / 1e9);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int reps = 40;
+  std::string only;
   CLI::App app{"Time ctrax's ops and layers."};
   app.add_option("--reps", reps, "timed repetitions")->capture_default_str()->check(examples::number_in(1, 1e6));
+  app.add_option("--only", only, "run one part")->check(CLI::IsMember({"products", "fused", "conv", "optimizers"}));
   examples::decimal_numbers(app);
   CLI11_PARSE(app, argc, argv);
   configure_process();
   if (const std::string note = blas::kernels_note(blas::check_kernels()); !note.empty()) fmt::print(stderr, "{}\n", note);
   fmt::print("threads: {}\n", num_threads());
-  bench_matmul(reps, 512, 512, 512);
-  bench_matmul(reps, 2048, 256, 1024);
-  bench_attention(reps);
-  for (const auto [K, N] : {std::array<std::int64_t, 2>{256, 256}, {256, 1024}, {1024, 256}, {512, 2048}})
-    bench_few_rows(reps, 1, K, N, 14);
-  for (const std::int64_t M : {4, 8}) bench_few_rows(reps, M, 256, 1024, 14);
-  bench_fused(reps);
+  const auto part = [&](const char* name) { return only.empty() || only == name; };
+  if (part("products")) {
+    bench_matmul(reps, 512, 512, 512);
+    bench_matmul(reps, 2048, 256, 1024);
+    bench_attention(reps);
+    for (const auto [K, N] : {std::array<std::int64_t, 2>{256, 256}, {256, 1024}, {1024, 256}, {512, 2048}})
+      bench_few_rows(reps, 1, K, N, 14);
+    for (const std::int64_t M : {4, 8}) bench_few_rows(reps, M, 256, 1024, 14);
+  }
+  if (part("fused")) bench_fused(reps);
   for (const auto [n, c_in, c_out, k, stride] : {std::array<std::int64_t, 5>{32, 1, 16, 3, 1}, {32, 3, 16, 3, 1}, {32, 16, 16, 3, 1},
                                                 {32, 16, 32, 3, 2}, {32, 16, 32, 1, 2}, {16, 32, 32, 3, 1},
                                                 {16, 32, 64, 3, 2}, {8, 64, 64, 3, 1}})
-    bench_conv(std::max(3, reps / 4), n, c_in, c_out, k, stride);
+    if (part("conv")) bench_conv(std::max(3, reps / 4), n, c_in, c_out, k, stride);
+  if (part("optimizers")) bench_optimizers(reps);
   return 0;
 }

@@ -5,10 +5,12 @@
 // cut into parts fixed by the work's size so training's numbers never depend on the team.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <type_traits>
+#include <vector>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -160,6 +162,24 @@ void parallel_parts(std::int64_t n_parts, F&& body) {
     const auto [first, last] = team_share(n_parts, t, threads);
     for (std::int64_t p = first; p < last; ++p) body(p);
   });
+}
+
+// A SUM IN FIXED PIECES. Σ of piece_sum(i0, i1) over the pieces of [0, n), kSumPiece elements each
+// (the last shorter), the pieces' sums added in order: the pieces are fixed by n alone, so the
+// total has the same bits on any team. The pieces are cut among the threads when `worth_it`.
+inline constexpr std::int64_t kSumPiece = std::int64_t{1} << 15;
+
+template <class F>
+double sum_in_pieces(std::int64_t n, bool worth_it, F&& piece_sum) {
+  const std::int64_t pieces = (n + kSumPiece - 1) / kSumPiece;
+  std::vector<double> sums(static_cast<std::size_t>(std::max<std::int64_t>(pieces, 0)));
+  parallel_chunks(pieces, worth_it, [&](std::int64_t p0, std::int64_t p1) {
+    for (std::int64_t p = p0; p < p1; ++p)
+      sums[static_cast<std::size_t>(p)] = piece_sum(p * kSumPiece, std::min(n, (p + 1) * kSumPiece));
+  });
+  double total = 0;
+  for (const double part : sums) total += part;
+  return total;
 }
 
 // How many parts to cut an extent of work into: 1 below `min_extent`, else 2, or 4 from 16 times

@@ -1,6 +1,8 @@
 #include "core/train/momentum.hpp"
 
+#include "core/engine/broadcast.hpp"
 #include "core/engine/flush_denormals.hpp"
+#include "core/engine/parallel.hpp"
 #include "core/tensor/dispatch.hpp"
 
 namespace ctrax::train {
@@ -24,12 +26,17 @@ class MomentumOptimizer : public Optimizer {
       const T* gp = g.data<T>();
       const T mass = static_cast<T>(c_.mass), keep = static_cast<T>(1 - c_.weight_decay_rate);
       const T rate = static_cast<T>(lr), scale = static_cast<T>(g_scale);
-      for (std::int64_t i = 0; i < weight.numel(); ++i) {
-        const T gi = scale * gp[i];
-        v[i] = mass * v[i] + gi;
-        const T u = c_.nesterov ? mass * v[i] + gi : v[i];
-        w[i] = keep * w[i] - rate * u;
-      }
+      const bool nesterov = c_.nesterov;
+      const std::int64_t n = weight.numel();
+      parallel_chunks(n, n >= kParallelElements, [&](std::int64_t i0, std::int64_t i1) {
+        const T mass_ = mass, keep_ = keep, rate_ = rate, scale_ = scale;   // copies: the loop vectorises
+        for (std::int64_t i = i0; i < i1; ++i) {
+          const T gi = scale_ * gp[i];
+          v[i] = mass_ * v[i] + gi;
+          const T u = nesterov ? mass_ * v[i] + gi : v[i];
+          w[i] = keep_ * w[i] - rate_ * u;
+        }
+      });
     }, "Momentum");
   }
 

@@ -23,11 +23,11 @@ Optimizer::Optimizer(std::string name, double learning_rate,
 }
 
 double sum_of_squares(const std::vector<Tensor>& xs) {
-  // Every tensor cut into pieces of at most kPiece elements, each summed alone, and the pieces'
-  // sums added in order: the pieces are fixed by the sizes, so the threads may take them in any
-  // way and the total has the same bits on any team (parallel.hpp, FIXED PARTS). A step's weights
-  // and gradients each take one team job here — a single thread took as long as Adam's update.
-  constexpr std::int64_t kPiece = std::int64_t{1} << 15;
+  // Every tensor cut into pieces of at most kSumPiece elements, each summed alone, and the pieces'
+  // sums added in order, as sum_in_pieces (parallel.hpp) does for one range — here the pieces of
+  // every tensor in one team job: a step's weights and gradients are many small tensors, and a
+  // single thread took as long as Adam's update.
+  constexpr std::int64_t kPiece = kSumPiece;
   struct Piece {
     const Tensor* x;
     std::int64_t begin, end;

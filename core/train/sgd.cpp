@@ -1,5 +1,7 @@
 #include "core/train/sgd.hpp"
 
+#include "core/engine/broadcast.hpp"
+#include "core/engine/parallel.hpp"
 #include "core/tensor/dispatch.hpp"
 
 namespace ctrax::train {
@@ -17,7 +19,11 @@ class SGDOptimizer : public Optimizer {
       T* w = weight.data<T>();
       const T* gp = g.data<T>();
       const T step = static_cast<T>(lr * g_scale);
-      for (std::int64_t i = 0; i < weight.numel(); ++i) w[i] -= step * gp[i];
+      const std::int64_t n = weight.numel();
+      parallel_chunks(n, n >= kParallelElements, [&](std::int64_t i0, std::int64_t i1) {
+        const T step_ = step;   // a copy: the loop vectorises
+        for (std::int64_t i = i0; i < i1; ++i) w[i] -= step_ * gp[i];
+      });
     }, "SGD");
   }
 };

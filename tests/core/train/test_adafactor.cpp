@@ -1,5 +1,11 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/tensor/random.hpp"
+#include "core/tensor/runtime.hpp"
 #include "core/train/adafactor.hpp"
 #include "tests/helpers.hpp"
 
@@ -66,4 +72,101 @@ TEST_CASE("Adafactor weight decay fades out over weight_decay_n_steps") {
   Adafactor({.weight_decay_rate = 0.1, .weight_decay_n_steps = 10})
       ->update(5, 0.05, {w}, {tensor({0.0}, {1})});
   expect_tensor(w, {1}, {0.95}, 1e-12);
+}
+
+namespace {
+
+// The header's rule written out weight by weight, for a (P, R, C) weight (factored) or a vector
+// (C = n, P = R = 1, full v), over steps 1 … gs.size().
+std::vector<double> adafactor_by_hand(const AdafactorConfig& c, std::vector<double> w, std::int64_t P,
+                                      std::int64_t R, std::int64_t C, const std::vector<std::vector<double>>& gs) {
+  const bool factored = c.factored && R > 1;
+  std::vector<double> v_row(static_cast<std::size_t>(P * R), 0.0), v_col(static_cast<std::size_t>(P * C), 0.0),
+      v(w.size(), 0.0), m(w.size(), 0.0), y(w.size());
+  for (std::size_t s = 0; s < gs.size(); ++s) {
+    const std::vector<double>& g = gs[s];
+    const double rho = 1.0 - std::pow(static_cast<double>(s + 1), -c.decay_rate);
+    const auto at = [&](std::int64_t p, std::int64_t r, std::int64_t col) {
+      return static_cast<std::size_t>((p * R + r) * C + col);
+    };
+    for (std::int64_t p = 0; p < P; ++p) {
+      for (std::int64_t r = 0; r < R; ++r) {
+        double mean = 0;
+        for (std::int64_t col = 0; col < C; ++col) mean += (g[at(p, r, col)] * g[at(p, r, col)] + c.epsilon1) / C;
+        v_row[static_cast<std::size_t>(p * R + r)] = rho * v_row[static_cast<std::size_t>(p * R + r)] + (1 - rho) * mean;
+      }
+      for (std::int64_t col = 0; col < C; ++col) {
+        double mean = 0;
+        for (std::int64_t r = 0; r < R; ++r) mean += (g[at(p, r, col)] * g[at(p, r, col)] + c.epsilon1) / R;
+        v_col[static_cast<std::size_t>(p * C + col)] = rho * v_col[static_cast<std::size_t>(p * C + col)] + (1 - rho) * mean;
+      }
+      double row_mean = 0;
+      for (std::int64_t r = 0; r < R; ++r) row_mean += v_row[static_cast<std::size_t>(p * R + r)] / R;
+      for (std::int64_t r = 0; r < R; ++r)
+        for (std::int64_t col = 0; col < C; ++col) {
+          const std::size_t i = at(p, r, col);
+          if (factored) {
+            y[i] = g[i] / std::sqrt(v_row[static_cast<std::size_t>(p * R + r)] *
+                                    v_col[static_cast<std::size_t>(p * C + col)] / row_mean);
+          } else {
+            v[i] = rho * v[i] + (1 - rho) * (g[i] * g[i] + c.epsilon1);
+            y[i] = g[i] / std::sqrt(v[i]);
+          }
+        }
+    }
+    double y2 = 0, w2 = 0;
+    for (std::size_t i = 0; i < w.size(); ++i) y2 += y[i] * y[i], w2 += w[i] * w[i];
+    const double n = static_cast<double>(w.size());
+    const double clip = c.do_clipping ? std::max(1.0, std::sqrt(y2 / n) / c.clipping_threshold) : 1.0;
+    const double scale = c.learning_rate * std::max(std::sqrt(w2 / n), c.epsilon2);
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      double u = scale * y[i] / clip;
+      if (c.do_momentum) u = m[i] = c.beta1 * m[i] + (1 - c.beta1) * u;
+      w[i] = (1 - c.weight_decay_rate) * w[i] - u;
+    }
+  }
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE("Adafactor on big weights equals its rule written out, and has the same bits on one core and two") {
+  // A (3, 128, 131) kernel (50,304 weights: its rows, its columns and the clipping's sum cut among
+  // the threads, a cut falling inside a row) and a vector of 40,000 with momentum; three steps each,
+  // float64 against the rule by hand, float32 compared bit for bit between one thread and two.
+  struct Case {
+    Shape shape;
+    AdafactorConfig config;
+  };
+  const std::vector<Case> cases{{{3, 128, 131}, {.clipping_threshold = 0.5}},
+                                {{40000}, {.do_momentum = true, .beta1 = 0.9}}};
+  const int team = num_threads();
+  for (const Case& k : cases) {
+    const std::int64_t n = numel(k.shape);
+    const std::int64_t P = k.shape.size() == 3 ? k.shape[0] : 1, R = k.shape.size() == 3 ? k.shape[1] : 1;
+    std::vector<Tensor> gs;
+    std::vector<std::vector<double>> g_values;
+    for (std::uint64_t s = 0; s < 3; ++s) {
+      gs.push_back(Rng(20 + s).normal(k.shape, 0.0, 1.0, DType::float64));
+      g_values.push_back(gs.back().to_doubles());
+    }
+    const Tensor w0 = Rng(7).normal(k.shape, 0.0, 1.0, DType::float64);
+    const std::vector<double> expected = adafactor_by_hand(k.config, w0.to_doubles(), P, R, n / (P * R), g_values);
+    std::vector<Tensor> float_results;
+    for (const int threads : {1, 2}) {
+      CAPTURE(threads);
+      set_num_threads(threads);
+      Tensor w = w0.clone(), w32 = w0.to(DType::float32);
+      auto opt = Adafactor(k.config), opt32 = Adafactor(k.config);
+      for (std::int64_t s = 0; s < 3; ++s) {
+        opt->update(s + 1, k.config.learning_rate, {w}, {gs[static_cast<std::size_t>(s)]});
+        opt32->update(s + 1, k.config.learning_rate, {w32}, {gs[static_cast<std::size_t>(s)].to(DType::float32)});
+      }
+      expect_tensor(w, k.shape, expected, 1e-12);
+      float_results.push_back(w32);
+    }
+    const std::vector<double> one = float_results[0].to_doubles(), two = float_results[1].to_doubles();
+    CHECK(std::equal(one.begin(), one.end(), two.begin()));
+  }
+  set_num_threads(team);
 }
