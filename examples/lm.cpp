@@ -161,16 +161,19 @@ int main(int argc, char** argv) {
 
   std::string out = "runs/lm", prompt = "";
   int threads = 0;
-  double temperature = 0.8;
-  std::int64_t top_k = 0, length = 400, n_samples = 1;
+  decode::SampleOptions draw{.temperature = 0.8};
+  std::int64_t length = 400, n_samples = 1;
   std::uint64_t seed = 0;
   auto* sample = app.add_subcommand("sample", "generate text with a trained model");
   examples::add_use_flags(*sample, out, threads);
   sample->add_option("--prompt", prompt, "text to continue")->capture_default_str();
-  sample->add_option("--temperature", temperature, "0: greedy; < 1 sharper, > 1 wilder")
+  sample->add_option("--temperature", draw.temperature, "0: greedy; < 1 sharper, > 1 wilder")
       ->capture_default_str()->check(examples::number_in(0, 100));
-  sample->add_option("--top-k", top_k, "sample among the k likeliest tokens (0: all)")->capture_default_str()
+  sample->add_option("--top-k", draw.top_k, "sample among the k likeliest tokens (0: all)")->capture_default_str()
       ->check(examples::number_in(0, 1e9));
+  sample->add_option("--top-p", draw.top_p,
+                     "sample within the nucleus: the fewest likeliest tokens whose probabilities at the temperature "
+                     "sum to p (1: all)")->capture_default_str()->check(examples::number_in(0, 1, true));
   sample->add_option("--length", length,
                      "tokens to generate; beyond the model's --max-len the context slides (the last half is re-read)")
       ->capture_default_str()->check(examples::number_in(1, 1e7));
@@ -202,6 +205,6 @@ int main(int argc, char** argv) {
     }
     if (*eval) return eval_command(out, threads, eval_data, eval_length, eval_batch);
     if (*attention) return attention_command(out, threads, attention_text, attention_json);
-    return sample_command(out, threads, prompt, temperature, top_k, length, n_samples, seed);
+    return sample_command(out, threads, prompt, draw, length, n_samples, seed);
   });
 }

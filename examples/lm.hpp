@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "core/data/tokenizer.hpp"
+#include "core/decode/sampling.hpp"
 
 namespace ctrax::examples::lm {
 
@@ -21,8 +22,9 @@ std::pair<std::string, std::string> split_text(const std::string& data);
 
 int eval_command(const std::string& out, int threads, const std::string& data_path, std::int64_t length,
                  std::int64_t batch_size);
-int sample_command(const std::string& out, int threads, const std::string& prompt, double temperature,
-                   std::int64_t top_k, std::int64_t length, std::int64_t n_samples, std::uint64_t seed);
+// The draw's settings (temperature, top_k, top_p) come in `draw`; each sample's seed is derived from `seed`.
+int sample_command(const std::string& out, int threads, const std::string& prompt, const decode::SampleOptions& draw,
+                   std::int64_t length, std::int64_t n_samples, std::uint64_t seed);
 int attention_command(const std::string& out, int threads, const std::string& text, const std::string& json_path);
 
 }  // namespace ctrax::examples::lm

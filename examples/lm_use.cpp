@@ -59,8 +59,8 @@ int eval_command(const std::string& out, int threads, const std::string& data_pa
   return 0;
 }
 
-int sample_command(const std::string& out, int threads, const std::string& prompt, double temperature,
-                   std::int64_t top_k, std::int64_t length, std::int64_t n_samples, std::uint64_t seed) {
+int sample_command(const std::string& out, int threads, const std::string& prompt, const decode::SampleOptions& draw,
+                   std::int64_t length, std::int64_t n_samples, std::uint64_t seed) {
   examples::apply_threads(threads);
   const train::StoredConfig config = train::StoredConfig::of_run(out);   // read once, used for all below
   const std::string weights = train::weights_to_use(config, "lm");
@@ -83,7 +83,7 @@ int sample_command(const std::string& out, int threads, const std::string& promp
       const Tensor prompt_t = p.empty() ? Tensor() : data::pad_rows(std::span(&p, 1), keep);
       const Tensor gen = decode::autoregressive_sample(
           *model, prompt_t, 1,
-          {.temperature = temperature, .top_k = top_k, .eos_id = -1,
+          {.temperature = draw.temperature, .top_k = draw.top_k, .top_p = draw.top_p, .eos_id = -1,
            .max_length = std::min(length - produced, context - keep),
            .seed = seed + 1000003ULL * static_cast<std::uint64_t>(s) + stretch});
       const std::vector<std::int32_t> g(gen.data<std::int32_t>(), gen.data<std::int32_t>() + gen.numel());

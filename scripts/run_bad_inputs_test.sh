@@ -247,6 +247,8 @@ bad sample-temp-negative  "--temperature: expected a number from 0" "${S[@]}" --
 bad sample-length-0       "--length: expected a number from 1" "${S[@]}" --length 0
 bad sample-length-huge    "--length: expected a number from 1 to 10000000, got 100000000000" "${S[@]}" --length 100000000000
 bad sample-top-k          "--top-k: expected a number from 0" "${S[@]}" --top-k -1
+bad sample-top-p-0        "--top-p: expected a number above 0 and at most 1, got 0" "${S[@]}" --top-p 0
+bad sample-top-p-big      "--top-p: expected a number above 0 and at most 1, got 1.5" "${S[@]}" --top-p 1.5
 bad sample-n-samples      "--n-samples: expected a number from 1" "${S[@]}" --n-samples 0
 
 # --- sentiment ------------------------------------------------------------------------------

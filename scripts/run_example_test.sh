@@ -149,6 +149,10 @@ PY
     [ "$(wc -c <"$tmp/sample")" -ge 20 ] || fail "sample too short"
     # Longer than the context (32): the sample slides.
     "$exe" sample --out "$run" --length 70 --temperature 0 --threads 1 >"$tmp/long" || fail "long sample"
+    # A nucleus too small for a second token is greedy, whatever the temperature (--top-p reaches the sampler).
+    "$exe" sample --out "$run" --length 30 --temperature 0 --threads 1 >"$tmp/greedy" || fail "greedy sample"
+    "$exe" sample --out "$run" --length 30 --temperature 1.5 --top-p 1e-9 --threads 1 >"$tmp/nucleus" || fail "--top-p sample"
+    cmp -s "$tmp/greedy" "$tmp/nucleus" || fail "--top-p 1e-9 did not sample greedily"
   fi
   "$exe" sample --out "$tmp/none" >"$tmp/log" 2>&1 && fail "sample without a model succeeded"
   expect "no model.safetensors here" "$tmp/log"

@@ -62,6 +62,23 @@ Tensor next_token_log_probs(Layer& model, const Tensor& inputs, const Tensor& to
 
 namespace {
 
+// The least log-probability inside the nucleus of probability p at temperature T: the tokens by
+// falling logp, their probabilities softmax(logp / T) summed until they reach p. (Tokens tied with
+// the last one taken stay in, as top_k keeps its ties.)
+double nucleus_threshold(const double* logp, std::int64_t V, double T, double p) {
+  std::vector<double> sorted(logp, logp + V);
+  std::sort(sorted.begin(), sorted.end(), std::greater<>());
+  const double top = sorted.front();
+  double total = 0;
+  for (const double l : sorted) total += std::exp((l - top) / T);
+  double mass = 0;
+  for (const double l : sorted) {
+    mass += std::exp((l - top) / T) / total;
+    if (mass >= p) return l;
+  }
+  return sorted.back();   // rounding left the sum a hair below p: every token
+}
+
 // The token to emit for one row of log-probabilities.
 std::int32_t pick(const double* logp, std::int64_t V, const SampleOptions& o, const Rng& noise) {
   double threshold = -std::numeric_limits<double>::infinity();
@@ -70,6 +87,7 @@ std::int32_t pick(const double* logp, std::int64_t V, const SampleOptions& o, co
     std::nth_element(sorted.begin(), sorted.begin() + (o.top_k - 1), sorted.end(), std::greater<>());
     threshold = sorted[static_cast<std::size_t>(o.top_k - 1)];
   }
+  if (o.top_p < 1 && o.temperature > 0) threshold = std::max(threshold, nucleus_threshold(logp, V, o.temperature, o.top_p));
   std::int64_t best = 0;
   double best_score = -std::numeric_limits<double>::infinity();
   for (std::int64_t v = 0; v < V; ++v) {
@@ -93,7 +111,10 @@ std::int32_t pick(const double* logp, std::int64_t V, const SampleOptions& o, co
 
 Tensor autoregressive_sample(Layer& model, const Tensor& inputs, std::int64_t batch_size,
                              const SampleOptions& o) {
-  if (o.temperature < 0) throw std::invalid_argument("autoregressive_sample: temperature < 0");
+  if (!(o.temperature >= 0))
+    throw std::invalid_argument(fmt::format("autoregressive_sample: temperature must be 0 or more, got {}", o.temperature));
+  if (!(o.top_p > 0 && o.top_p <= 1))
+    throw std::invalid_argument(fmt::format("autoregressive_sample: top_p must be in (0, 1], got {}", o.top_p));
   if (o.max_length < 1) throw std::invalid_argument("autoregressive_sample: max_length < 1");
   const bool lm = model.n_in() == 1;
   if (inputs.defined() && (inputs.rank() != 2 || inputs.dtype() != DType::int32))

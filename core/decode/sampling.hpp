@@ -17,6 +17,11 @@
 //   temperature T > 0  a sample from softmax(logp / T): T < 1 sharpens, T > 1 flattens. Drawn as
 //                      argmax(logp / T + Gumbel noise), the Gumbel-max trick Trax uses.
 //   top_k k > 0        only the k most likely tokens can be drawn.
+//   top_p p < 1        only the nucleus can be drawn (Holtzman et al. 2020, "The Curious Case of
+//                      Neural Text Degeneration"): the fewest most likely tokens whose probabilities
+//                      at the temperature, softmax(logp / T), sum to p or more — a cut that adapts
+//                      where top_k's is fixed: one or two tokens where the model is sure, hundreds
+//                      where it is not. With top_k too, both cuts apply.
 // The noise comes from Rng(seed) folded with the step: the same seed gives the same samples.
 //
 // Models: a language model (n_in 1: TransformerLM) gets start_id then the prompt as ONE chunk
@@ -37,6 +42,7 @@ namespace ctrax::decode {
 struct SampleOptions {
   double temperature = 1.0;       // 0: greedy
   std::int64_t top_k = 0;         // > 0: sample among the k most likely tokens only
+  double top_p = 1.0;             // in (0, 1]; < 1: sample within the nucleus of probability top_p only
   std::int32_t start_id = 0;      // fed first (Trax's default 0, the padding id)
   std::int32_t eos_id = 1;        // a row stops after emitting it; negative: never stops early
   std::int32_t pad_id = 0;        // fills a row after its eos

@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <optional>
+#include <vector>
 
 #include "core/decode/beam_search.hpp"
 #include "core/decode/internal/packed_weights.hpp"
@@ -53,6 +55,64 @@ TEST_CASE("top_k = 1 is greedy whatever the temperature") {
   const Tensor top1 = autoregressive_sample(*predict, Tensor(), 2,
                                             {.temperature = 5.0, .top_k = 1, .eos_id = -1, .max_length = 6});
   CHECK(greedy.to_doubles() == top1.to_doubles());
+}
+
+namespace {
+
+// A language model whose next-token probabilities are always 0.5, 0.3, 0.15 and 0.05.
+LayerPtr fixed_lm() {
+  auto lm = layers::Fn("Fixed", [](const Tensor& tokens) {
+    const Tensor logp = tensor({std::log(0.5f), std::log(0.3f), std::log(0.15f), std::log(0.05f)}, {4});
+    return one_hot(tokens, 4) * 0.0 + logp;
+  });
+  lm->set_mode(Mode::predict);
+  lm->init(ShapeDtype{{1, 1}, DType::int32});
+  return lm;
+}
+
+// How often each of the 4 tokens is drawn first, over 4,000 rows.
+std::vector<int> first_token_counts(Layer& lm, double temperature, double top_p) {
+  const Tensor out = autoregressive_sample(lm, Tensor(), 4000,
+                                           {.temperature = temperature, .top_p = top_p, .eos_id = -1,
+                                            .max_length = 1, .seed = 5});
+  std::vector<int> counts(4, 0);
+  for (const double x : out.to_doubles()) ++counts[static_cast<std::size_t>(x)];
+  return counts;
+}
+
+}  // namespace
+
+TEST_CASE("top_p draws within the nucleus: the fewest likeliest tokens whose probability at the temperature reaches p") {
+  auto lm = fixed_lm();
+  // T = 1: 0.5 < 0.7 <= 0.5 + 0.3, so tokens 0 and 1, renormalised: 0.625 and 0.375.
+  std::vector<int> c = first_token_counts(*lm, 1.0, 0.7);
+  CHECK(c[2] == 0);
+  CHECK(c[3] == 0);
+  CHECK(std::abs(c[0] / 4000.0 - 0.625) < 0.03);
+  // p = 0.9: three tokens (0.95 reaches it), 0.5 / 0.95 of the draws token 0.
+  c = first_token_counts(*lm, 1.0, 0.9);
+  CHECK(c[3] == 0);
+  CHECK(c[2] > 0);
+  CHECK(std::abs(c[0] / 4000.0 - 0.5 / 0.95) < 0.03);
+  // T = 2 flattens the distribution to ∝ √p: 0.379, 0.294, 0.208, 0.120, so p = 0.7 now takes
+  // three tokens (0.673 < 0.7): the nucleus is cut at the temperature, as Hugging Face's is.
+  c = first_token_counts(*lm, 2.0, 0.7);
+  CHECK(c[3] == 0);
+  CHECK(c[2] > 0);
+  // p = 1 draws from every token; a tiny p is greedy whatever the temperature.
+  c = first_token_counts(*lm, 1.0, 1.0);
+  CHECK(c[3] > 0);
+  c = first_token_counts(*lm, 5.0, 1e-9);
+  CHECK(c[0] == 4000);
+}
+
+TEST_CASE("top_p outside (0, 1] and a temperature that is not a number are refused by name") {
+  auto lm = fixed_lm();
+  for (const double p : {0.0, -0.5, 1.5, std::nan("")})
+    CHECK_THROWS_WITH_AS(autoregressive_sample(*lm, Tensor(), 1, {.top_p = p}), doctest::Contains("top_p must be in (0, 1]"),
+                         std::invalid_argument);
+  CHECK_THROWS_WITH_AS(autoregressive_sample(*lm, Tensor(), 1, {.temperature = std::nan("")}),
+                       doctest::Contains("temperature must be 0 or more, got nan"), std::invalid_argument);
 }
 
 TEST_CASE("sampled tokens follow the model: with temperature 1, frequent where logp is high") {
