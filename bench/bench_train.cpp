@@ -7,6 +7,7 @@
 //   build/bench/bench_train --model encoder --config M --steps 40 --alternate-plan   # the plan on ÷ off
 //   build/bench/bench_train --model lstm --config M      # against bench/pytorch_lstm_lm.py (nn.LSTM)
 //   build/bench/bench_train --model wideresnet --config S   # against bench/pytorch_wrn.py (nn.Conv2d)
+//   build/bench/bench_train --model lm --batch 64 --seq 512 --memory   # train::step_memory vs a whole step
 //
 // THE SAME WORK as the reference: Trax-style pre-norm TransformerLM / TransformerEncoder (2
 // classes), dropout 0.1 (attention probabilities included), cross-entropy, Adam (lr 1e-3), random
@@ -54,6 +55,8 @@
 #include "core/dist/communicator.hpp"
 #include "core/layer/serial.hpp"
 #include "core/tensor/blas_kernels.hpp"
+#include "core/tensor/internal/meta_bytes.hpp"
+#include "core/tensor/internal/tensor_bytes.hpp"
 #include "core/tensor/ops.hpp"
 #include "core/tensor/runtime.hpp"
 #include "core/tensor/profile.hpp"
@@ -177,7 +180,7 @@ int main(int argc, char** argv) try {
   int steps = 0, warmup = 3, threads = 0, layers = 0, d_model = 0;
   std::int64_t generate = 0, gen_batch = 1, beams = 0, prompt_len = 0;
   bool json = false, sgemm = false, bandwidth = false, no_overlap = false, bf16 = false, alternate_plan = false,
-       machine_state = false;
+       machine_state = false, memory = false;
   double bandwidth_mb = 512;
   int n_blocks = 0, widen_factor = 0;
   std::int64_t vocab = 0, seq = 0, batch_rows = 0;
@@ -219,6 +222,8 @@ int main(int argc, char** argv) try {
                  "streams from)")->capture_default_str()->check(number_in(1, 65536))->needs(bandwidth_flag);
   app.add_option("--tag", tag, "label for the JSON line");
   app.add_flag("--json", json, "also print one JSON line");
+  app.add_flag("--memory", memory, "no timing: train::step_memory's figure for a step (measured on 2 and 4 rows) "
+               "beside the tensor memory a whole step's forward and backward pass held at its peak");
   app.add_flag("--bf16", bf16, "train with bfloat16 products (core/tensor/precision.hpp; faster where the CPU has AVX512_BF16), "
                                "against the reference's --autocast");
   app.add_flag("--no-overlap", no_overlap, "under mpirun: all-reduce the gradients after the backward pass instead of "
@@ -272,6 +277,9 @@ int main(int argc, char** argv) try {
   }
   if (alternate_plan && (generate > 0 || model_name == "wideresnet"))
     throw std::invalid_argument("--alternate-plan times training steps: not with --generate or --model wideresnet");
+  if (memory && (generate > 0 || model_name == "wideresnet"))
+    throw std::invalid_argument("--memory sizes a Transformer's or an LSTM's training step: not with --generate or "
+                                "--model wideresnet");
   if (model_name == "wideresnet") {
     if (generate > 0 || layers > 0 || d_model > 0 || vocab > 0 || seq > 0 || batch_rows > 0)
       throw std::invalid_argument("--model wideresnet takes --n-blocks and --widen-factor, not --generate, --layers, "
@@ -392,6 +400,35 @@ int main(int argc, char** argv) try {
     }
   }
   const auto batch = [&batches](std::int64_t i) { return batches.at(static_cast<std::size_t>(i)); };
+  const Precision products = bf16 ? Precision::bfloat16 : Precision::float32;
+  if (memory) {   // the Loop's sizing of a step (core/train/loop.hpp) against a whole step's pass
+    auto mwl = layers::Serial(model, layers::WeightedCategoryCrossEntropy());
+    mwl->init(signature_of(batch(0)), Rng(2));
+    const train::StepMemory est =
+        train::step_memory(*mwl, batch(0), train::Adam()->slot_bytes(mwl->all_weights()), products);
+    double whole = 0;
+    {
+      const ProductPrecision precision(products);
+      const ctrax::internal::TensorPeak peak;
+      {
+        const Tensor loss = (*mwl)(batch(0))[0];
+        const std::vector<Tensor> gradients = grad(loss, mwl->all_weights());
+      }
+      whole = static_cast<double>(peak.above_start());
+    }
+    const double real = est.weights + est.slots + whole;
+    ctrax::internal::MetaBytes results;   // the count step_memory's measurement replaced: every forward result
+    mwl->output_signature(signature_of(batch(0)));
+    const double counted = est.weights + est.gradients + est.slots + results.bytes();
+    fmt::print("step memory ({} rows): step_memory {:.1f} MB ({}; weights {:.1f}, gradients {:.1f}, slots {:.1f}, "
+               "activations {:.1f}); a whole step: {:.1f} MB (its pass's tensors {:.1f} at their peak); "
+               "estimate / step {:.3f}; every forward result counted on meta tensors instead: {:.1f} MB ({:.3f} of the "
+               "step); peak RSS {:.0f} MB\n",
+               k.batch, est.total() / 1e6, est.measured ? "measured on 2 and 4 rows" : "counted on meta tensors",
+               est.weights / 1e6, est.gradients / 1e6, est.slots / 1e6, est.activations / 1e6, real / 1e6, whole / 1e6,
+               est.total() / real, counted / 1e6, counted / real, peak_rss_mb());
+    return 0;
+  }
   // The training Loop's own step (core/train/loop.hpp), timed by its on_step hook: under mpirun
   // -np K data parallel as any training run — each process takes batch/K rows of every batch and
   // the gradients are summed in buckets while the backward pass runs (--no-overlap: after it).
@@ -405,7 +442,6 @@ int main(int argc, char** argv) try {
   if (alternate_plan) model->set_execution_plan(plan_on);
   double loss_first = 0, loss_last = 0;
   std::ostream quiet(nullptr);   // the Loop's report lines are not the benchmark's
-  const Precision products = bf16 ? Precision::bfloat16 : Precision::float32;
   train::Loop loop(model,
                    {{.labeled_data = batch, .loss_layer = layers::WeightedCategoryCrossEntropy(),
                      .optimizer = train::Adam({.learning_rate = 1e-3}), .n_steps_per_checkpoint = warmup + steps}},

@@ -536,6 +536,21 @@ std::vector<Tensor> Layer::bind_all_weights(const std::vector<Tensor>& handles) 
   return old;
 }
 
+std::vector<Tensor> Layer::bind_all_state(const std::vector<Tensor>& handles) {
+  const std::size_t expected = named_state().size();
+  if (handles.size() != expected)
+    throw std::invalid_argument(fmt::format("bind_all_state: {} tensors given, {} has {} state tensors",
+                                            handles.size(), display_name(), expected));
+  std::vector<Tensor> old;
+  std::size_t next = 0;
+  std::unordered_set<const Layer*> seen;
+  visit_tensors(true, nullptr, seen, [&](const std::string&, Tensor& t) {
+    old.push_back(t);
+    t = handles[next++];
+  });
+  return old;
+}
+
 std::string Layer::to_string() const {
   const auto& children = print_override_ ? sublayers_to_print_ : sublayers_;
   if (children.empty()) return display_name();

@@ -129,6 +129,11 @@ class Layer {
   // Every state tensor below this layer (KV caches, position counters, Cache's stored outputs),
   // depth-first like all_weights(), a shared layer's once, named "<path>/state<k>".
   std::vector<std::pair<std::string, Tensor>> named_state() const;
+  // Makes the given tensors *be* the state, in named_state() order (no copy; a state's shape may
+  // differ from the one it replaces), and returns the handles it replaced — Trax's `state` setter:
+  // a pass whose state updates (BatchNorm's statistics) must not count is undone by binding clones
+  // of the state from before it.
+  std::vector<Tensor> bind_all_state(const std::vector<Tensor>& handles);
   // Beam search: row r of every batch-major state below this layer becomes row parent[r]
   // (rows = parent.size(); a state whose leading axis is rows·H moves H slices a row). Each layer
   // moves its own state (reorder_own_rows), a shared layer's once; scalars (position counters)

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -11,6 +13,7 @@
 
 #include "core/engine/block_cache.hpp"
 #include "core/tensor/internal/meta_bytes.hpp"
+#include "core/tensor/internal/tensor_bytes.hpp"
 #include "core/tensor/op.hpp"
 
 namespace ctrax {
@@ -69,6 +72,11 @@ std::shared_ptr<TensorImpl> new_impl(const TensorImpl& from) {
   return std::allocate_shared<TensorImpl>(Recycling<TensorImpl>{}, from);
 }
 
+// The bytes all tensors hold, the most they held while a TensorPeak watches, and how many watch
+// (internal/tensor_bytes.hpp).
+std::atomic<std::int64_t> g_live_bytes{0}, g_peak_bytes{0};
+std::atomic<int> g_peak_watchers{0};
+
 // 64-byte aligned blocks: whole cache lines, and AVX-512 loads never straddle them.
 std::shared_ptr<std::byte> allocate(const Shape& shape, DType dtype) {
   const std::size_t bytes = checked_bytes(shape, dtype);
@@ -77,11 +85,37 @@ std::shared_ptr<std::byte> allocate(const Shape& shape, DType dtype) {
   if (!p)
     throw OutOfMemory(fmt::format("out of memory: cannot allocate {:.3g} GB for a {} {} tensor",
                                   static_cast<double>(bytes) / 1e9, to_string(dtype), to_string(shape)));
-  return {static_cast<std::byte*>(p), [rounded](std::byte* q) { block_cache::release(q, rounded); },
+  const auto counted = static_cast<std::int64_t>(rounded);
+  const std::int64_t live = g_live_bytes.fetch_add(counted, std::memory_order_relaxed) + counted;
+  if (g_peak_watchers.load(std::memory_order_relaxed) > 0) {
+    std::int64_t peak = g_peak_bytes.load(std::memory_order_relaxed);
+    while (live > peak && !g_peak_bytes.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
+    }
+  }
+  return {static_cast<std::byte*>(p),
+          [rounded, counted](std::byte* q) {
+            g_live_bytes.fetch_sub(counted, std::memory_order_relaxed);
+            block_cache::release(q, rounded);
+          },
           Recycling<std::byte>{}};
 }
 
 }  // namespace
+
+namespace internal {
+
+std::int64_t live_tensor_bytes() { return g_live_bytes.load(std::memory_order_relaxed); }
+
+TensorPeak::TensorPeak() : start_(live_tensor_bytes()) {
+  // The first watcher starts the peak afresh; a later one shares the running peak (≥ start_).
+  if (g_peak_watchers.fetch_add(1, std::memory_order_relaxed) == 0) g_peak_bytes.store(start_, std::memory_order_relaxed);
+}
+TensorPeak::~TensorPeak() { g_peak_watchers.fetch_sub(1, std::memory_order_relaxed); }
+std::int64_t TensorPeak::above_start() const {
+  return std::max<std::int64_t>(0, g_peak_bytes.load(std::memory_order_relaxed) - start_);
+}
+
+}  // namespace internal
 
 Tensor Tensor::empty(const Shape& shape, DType dtype) {
   auto impl = new_impl();

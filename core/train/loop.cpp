@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <cmath>
@@ -14,6 +15,8 @@
 #include "core/tensor/autodiff.hpp"
 #include "core/tensor/elementwise.hpp"
 #include "core/tensor/internal/meta_bytes.hpp"
+#include "core/tensor/internal/tensor_bytes.hpp"
+#include "core/tensor/precision.hpp"
 #include "core/tensor/runtime.hpp"
 #include "core/tensor/shape_ops.hpp"
 #include "core/train/checkpoint.hpp"
@@ -25,27 +28,41 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 
-// A training step's memory, sized before the optimizer's slots or any activation is allocated:
-// the weights and their gradients, the optimizers' `slots` (this task's and the tasks' before it:
-// Optimizer::slot_bytes), and every result the model and its loss make on the batch's shapes (a
-// run on meta tensors, core/tensor/internal/meta_bytes.hpp). An estimate, not a bound: it counts
-// the forward pass's results whether the step keeps them for the backward pass or frees them at
-// once, and none of the backward pass's own (docs/08_training.md has how far real steps fell from
-// it). One larger than the machine's memory (a batch size or sequence length with a digit too
-// many) is refused before the first step, where it would run until the kernel killed the process.
-void check_step_fits(Layer& model_with_loss, const Signature& batch, std::size_t task, double slots) {
+// The tensor bytes a forward and backward pass of `model_with_loss` on the first `r` rows of
+// `rows` holds at its peak, above those held before; the model's state is put back after.
+double pass_peak_bytes(Layer& model_with_loss, const Stack& rows, std::int64_t r, Precision products) {
+  Stack part;
+  for (const Tensor& t : rows) part.push_back(t.rank() >= 1 ? slice(t, 0, 0, r) : t);
+  std::vector<Tensor> saved;
+  for (const auto& [name, t] : model_with_loss.named_state()) saved.push_back(t.defined() && !t.is_meta() ? t.clone() : t);
+  const std::vector<Tensor> weights = model_with_loss.all_weights();
+  double bytes = 0;
+  {
+    const ProductPrecision precision(products);
+    const ctrax::internal::TensorPeak peak;
+    {
+      const Tensor loss = model_with_loss(part)[0];
+      const std::vector<Tensor> gradients = grad(loss, weights);
+    }
+    bytes = static_cast<double>(peak.above_start());
+  }
+  model_with_loss.bind_all_state(saved);
+  return bytes;
+}
+
+// Refuses a step larger than the machine's memory (a batch size or sequence length with a digit
+// too many) before the first step, where it would run until the kernel killed the process.
+void check_step_fits(Layer& model_with_loss, const Stack& rows, std::size_t task, double slots, Precision products) {
   namespace sizes = ctrax::internal;
-  const double weights = sizes::bytes_of(model_with_loss.all_weights());
-  sizes::MetaBytes activations;
-  model_with_loss.output_signature(batch);
-  const double memory = sizes::machine_memory_bytes(), need = 2 * weights + slots + activations.bytes();
-  if (memory <= 0 || need <= memory) return;
+  const StepMemory step = step_memory(model_with_loss, rows, slots, products);
+  const double memory = sizes::machine_memory_bytes();
+  if (memory <= 0 || step.total() <= memory) return;
   const auto gb = sizes::gigabytes;
   throw std::invalid_argument(fmt::format(
       "Loop: a training step of task {} needs about {} ({} of weights and their gradients, {} of the "
       "optimizer's slots, {} of activations for a batch of {}), more than this machine's memory ({}): give it "
-      "smaller batches, shorter sequences or a smaller model", task, gb(need), gb(2 * weights), gb(slots),
-      gb(activations.bytes()), to_string(batch), gb(memory)));
+      "smaller batches, shorter sequences or a smaller model", task, gb(step.total()), gb(step.weights + step.gradients),
+      gb(step.slots), gb(step.activations), to_string(signature_of(rows)), gb(memory)));
 }
 
 // Switches a layer to `mode` for a scope.
@@ -72,6 +89,33 @@ double batch_weight(const Stack& batch) {
 }
 
 }  // namespace
+
+StepMemory step_memory(Layer& model_with_loss, const Stack& rows, double slot_bytes, Precision products) {
+  namespace sizes = ctrax::internal;
+  StepMemory step;
+  step.weights = step.gradients = sizes::bytes_of(model_with_loss.all_weights());
+  step.slots = slot_bytes;
+  const double memory = sizes::machine_memory_bytes();
+  sizes::MetaBytes results;
+  model_with_loss.output_signature(signature_of(rows));
+  step.activations = results.bytes();
+  const std::int64_t B = !rows.empty() && rows[0].rank() >= 1 ? rows[0].dim(0) : 1;
+  if (memory > 0 && 4 * results.bytes() / static_cast<double>(std::max<std::int64_t>(B, 1)) >= memory / 8) return step;
+  try {
+    double pass = 0;
+    if (B <= 4) {
+      pass = pass_peak_bytes(model_with_loss, rows, B, products);
+    } else {
+      const double p2 = pass_peak_bytes(model_with_loss, rows, 2, products);
+      pass = p2 + static_cast<double>(B - 2) / 2 * (pass_peak_bytes(model_with_loss, rows, 4, products) - p2);
+    }
+    step.activations = std::max(0.0, pass - step.gradients);
+    step.measured = true;
+  } catch (const std::exception&) {
+    // The count on meta tensors stands; the first step meets the same error and reports it.
+  }
+  return step;
+}
 
 Loop::Loop(LayerPtr model, std::vector<TrainTask> tasks, LoopOptions options)
     : model_(std::move(model)),
@@ -126,12 +170,13 @@ void Loop::set_up() {
   for (std::size_t i = 0; i < tasks_.size(); ++i) {
     LayerPtr mwl = layers::Serial(model_, tasks_[i].loss_layer);
     // The loss around the model; a model with weights already keeps them (Trax's use_cache).
-    const Signature batch = signature_of(parallel_.part(tasks_[i].labeled_data(0), rng).rows);
+    const Stack rows = parallel_.part(tasks_[i].labeled_data(0), rng).rows;
+    const Signature batch = signature_of(rows);
     mwl->init(batch, rng, {.use_cache = true});
     slots[tasks_[i].optimizer.get()] = tasks_[i].optimizer->slot_bytes(mwl->all_weights());
     double all_slots = 0;
     for (const auto& [optimizer, bytes] : slots) all_slots += bytes;
-    check_step_fits(*mwl, batch, i, all_slots);
+    check_step_fits(*mwl, rows, i, all_slots, options_.products);
     model_with_loss_.push_back(mwl);
     tasks_[i].optimizer->init(mwl->all_weights());
   }

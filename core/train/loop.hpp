@@ -45,6 +45,10 @@
 // processes. A batch whose rows K does not divide is an error before training. stop_requested is
 // asked in every process and obeyed when any says so.
 //
+// A STEP THAT CANNOT FIT. Linux promises memory it does not have: a step too large for the machine
+// would run until the kernel killed the process. Before the first step the Loop sizes one
+// (step_memory, below) and refuses one larger than the machine's memory, with the figures.
+//
 // DIVERGENCE. A loss (or gradient) that is NaN or infinite stops training with TrainingDiverged:
 // the weights stay those of the last good step and the last checkpoint on disk is untouched.
 // Weights that an update made non-finite (a learning rate far too large) stop it too, before any
@@ -72,6 +76,31 @@ class TrainingDiverged : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+// What a training step holds at its peak, in bytes.
+struct StepMemory {
+  double weights = 0;       // the model's and its loss's weights
+  double slots = 0;         // the optimizers' (Optimizer::slot_bytes)
+  double gradients = 0;     // the weights' gradients: as many bytes as the weights
+  double activations = 0;   // the rest of the forward and backward pass's peak
+  bool measured = false;    // measured on a few rows (below), or counted on meta tensors
+  double total() const { return weights + slots + gradients + activations; }
+};
+
+// Sizes a training step of `model_with_loss` (initialised, in train mode) on the batch `rows`
+// (each tensor batch-major), with `slot_bytes` of optimizer slots. The pass is measured, not
+// guessed: a forward and backward pass on the batch's first two rows and on its first four, the
+// most tensor memory each held at once — the tape's kept activations, the backward pass's own
+// tensors, the gradients — and each row adds the same, so B rows hold p2 + (B − 2)(p4 − p2)/2 (a
+// batch of four rows or fewer runs whole). Not from one row: a product of a single row takes other
+// kernels, and in one of docs/08's models that row held less than each row of more. The passes
+// leave the model as they found it: its state (BatchNorm's running statistics) is put back.
+// Where four rows would take an eighth of the memory by a count on meta tensors (every result of
+// the forward pass, sized without arithmetic: core/tensor/internal/meta_bytes.hpp), or a pass fails
+// (the step will say why), that count stands instead, `measured` false. Not counted: memory outside
+// tensors (the allocator's own, kernels' small buffers) and gradient buckets under mpirun.
+StepMemory step_memory(Layer& model_with_loss, const Stack& rows, double slot_bytes,
+                       Precision products = Precision::float32);
 
 // One training step's time, for whoever measures the Loop (bench/bench_train.cpp).
 struct StepTime {

@@ -5,6 +5,7 @@
 
 #include "core/engine/parallel.hpp"
 #include "core/tensor/internal/meta_bytes.hpp"
+#include "core/tensor/internal/tensor_bytes.hpp"
 #include "tests/helpers.hpp"
 
 using namespace ctrax;
@@ -78,6 +79,26 @@ TEST_CASE("MetaBytes counts what a run on meta tensors would have allocated, in 
   (void)Tensor::zeros({1000});                                // real tensors are not counted
   CHECK(outer.bytes() == 24);
   CHECK(outer.largest().signature() == "f32[2,3]?");
+}
+
+TEST_CASE("TensorPeak measures the most tensor memory held at once, and live_tensor_bytes what is held now") {
+  const std::int64_t before = ctrax::internal::live_tensor_bytes();
+  Tensor kept = Tensor::zeros({1000});                         // 4,000 bytes, held in 4,032 (64-byte blocks)
+  CHECK(ctrax::internal::live_tensor_bytes() - before == 4032);
+  const ctrax::internal::TensorPeak peak;
+  CHECK(peak.above_start() == 0);
+  {
+    const Tensor a = Tensor::zeros({1 << 16});                 // 262,144 bytes
+    const Tensor b = a + a;                                    // and again: 524,288 at once
+  }
+  (void)Tensor::zeros({1 << 16});                              // one of them, after both went
+  CHECK(peak.above_start() == 524288);
+  const Tensor view = reshape(kept, {10, 100});                // a view holds no memory of its own
+  CHECK(ctrax::internal::live_tensor_bytes() - before == 4032);
+  kept = Tensor();                                             // and keeps its storage held
+  CHECK(ctrax::internal::live_tensor_bytes() - before == 4032);
+  (void)Tensor::meta({1 << 20});                               // nor does a meta tensor
+  CHECK(ctrax::internal::live_tensor_bytes() - before == 4032);
 }
 
 TEST_CASE("a cgroup's memory limit reads as bytes, or as none") {

@@ -474,7 +474,7 @@ TEST_CASE("a step whose activations exceed the machine's memory is refused befor
   } catch (const std::invalid_argument& e) {
     const std::string what = e.what();
     CHECK(what.starts_with("Loop: a training step of task 0 needs about 4398.2 GB (0.1 GB of weights and their "
-                           "gradients, 0.1 GB of the optimizer's slots, 4398.1 GB of activations for a batch of (f32[1048576,4], i32[1048576], "
+                           "gradients, 0.1 GB of the optimizer's slots, 4398.0 GB of activations for a batch of (f32[1048576,4], i32[1048576], "
                            "f32[1048576])), more than this machine's memory ("));
   }
   CHECK_FALSE(std::filesystem::exists(dir / "model.safetensors"));
@@ -482,6 +482,22 @@ TEST_CASE("a step whose activations exceed the machine's memory is refused befor
   Loop small(Serial(Dense(8), Dense(2)), {task()}, {.out = &out});
   small.run(1);
   CHECK(small.step() == 1);
+}
+
+TEST_CASE("sizing the first step on one row and two leaves the model as it was: BatchNorm's statistics untouched") {
+  // The Loop measures a forward and backward pass on the batch's first row and first two before
+  // any step; BatchNorm updates its running statistics in those passes, which must not count.
+  auto model = Serial(Dense(16), BatchNorm({.axis = {0}}), Relu(), Dense(2));
+  std::ostringstream out;
+  Loop loop(model, {task()}, {.out = &out});
+  auto state = model->named_state();
+  REQUIRE(state.size() == 3);
+  CHECK(state[0].second.to_doubles() == std::vector<double>(16, 0.0));   // running mean
+  CHECK(state[1].second.to_doubles() == std::vector<double>(16, 1.0));   // running variance
+  CHECK(state[2].second.item() == 0);                                    // batches seen
+  loop.run(1);
+  state = model->named_state();
+  CHECK(state[2].second.item() == 1);   // the step's own update, not the sizing passes'
 }
 
 TEST_CASE("an error in a step of one of several processes ends them all: the others would wait for it") {
