@@ -10,10 +10,19 @@
 //   void* p = block_cache::acquire(1024);   // a freed 1,024-byte block if there is one, else new
 //   block_cache::release(p, 1024);          // kept for the next acquire(1024) on this thread
 //
-// Bounds: blocks up to kMaxBlock bytes (larger ones go straight to the system: training's big
-// activations reuse warm pages through glibc already, runtime.hpp), at most kMaxPerSize blocks of
-// one size and kMaxHeld bytes per thread. A thread's blocks are returned to the system when it ends.
-// Under AddressSanitizer nothing is kept, so a use after free is still caught.
+// Bounds: blocks up to kMaxBlock bytes, at most kMaxPerSize blocks of one size and kMaxHeld bytes
+// per thread. A thread's blocks are returned to the system when it ends. Under AddressSanitizer
+// nothing is kept, so a use after free is still caught.
+//
+// LARGE BLOCKS (above kMaxBlock: a training step's activations and gradients) are mapped from the
+// system one by one and kept, when freed, in one pool for the process, by class (the size rounded
+// up to a sixteenth of its power of two). Through glibc's heap they fragmented it: the blocks a
+// step keeps for its backward pass, and the small objects that outlive a step, split its free
+// space, and the next step's large requests no longer fit in it — the heap grew well past what
+// the step held at once (docs/11_performance.md measures it). A training step asks for the same
+// sizes every time, so from the second step on each request finds a block of its class, its pages
+// already touched. The pool stays within 1.5 times the most its blocks were ever in use at once:
+// a request no idle block fits first returns the blocks idle the longest to the system.
 #pragma once
 
 #include <cstddef>
@@ -30,6 +39,15 @@ void* acquire(std::size_t bytes);
 void release(void* block, std::size_t bytes);
 // Bytes this thread holds for reuse (tests).
 std::size_t held();
+
+// The large blocks' pool: bytes in use, bytes idle (kept for reuse), and the most ever in use at
+// once — each block counted at its class's size.
+struct LargeBlocks {
+  std::size_t live, idle, high_water;
+};
+LargeBlocks large_blocks();
+// Returns every idle large block to the system (runtime.hpp's release_cached_memory).
+void release_idle_large_blocks();
 
 // The same for the small objects every tensor also needs — its handle's shared state and its
 // memory's reference count (tensor.cpp, through std::allocate_shared): a token of decoding frees

@@ -12,6 +12,8 @@
 #include <string>
 #include <thread>
 
+#include "core/engine/block_cache.hpp"
+
 // OpenBLAS's pthread build starts its own worker threads when it loads, before any code of ours
 // runs, and each spins on sched_yield for a while before it sleeps (and again after any wake-up):
 // on 2 cores that takes a core from ctrax's threads (docs/11_performance.md). Once configured,
@@ -58,6 +60,8 @@ void configure_process(const ProcessOptions& options) {
 }
 
 bool process_configured() { return g_configured; }
+
+void release_cached_memory() { block_cache::release_idle_large_blocks(); }
 
 int threads_from_environment() {
   const char* env = std::getenv("CTRAX_NUM_THREADS");
