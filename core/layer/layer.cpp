@@ -516,38 +516,27 @@ void Layer::set_all_weights(const std::vector<Tensor>& values) {
   }
 }
 
-std::vector<Tensor> Layer::bind_all_weights(const std::vector<Tensor>& handles) {
-  const std::size_t expected = all_weights().size();
-  if (handles.size() != expected)
-    throw std::invalid_argument(fmt::format("bind_all_weights: {} tensors given, {} has {} weights",
-                                            handles.size(), display_name(), expected));
-  std::vector<Tensor> old;
-  std::size_t next = 0;
-  std::unordered_set<const Layer*> seen;
-  visit_tensors(false, nullptr, seen, [&](const std::string&, Tensor& w) {
-    const Tensor& h = handles[next++];
-    if (h.shape() != w.shape())
-      throw std::invalid_argument(fmt::format("bind_all_weights: weight {} of {} is {}, given {}",
-                                              next - 1, display_name(), w.signature(),
-                                              h.signature()));
-    old.push_back(w);
-    w = h;
-  });
-  return old;
-}
+std::vector<Tensor> Layer::bind_all_weights(const std::vector<Tensor>& handles) { return bind_tensors(false, handles); }
 
-std::vector<Tensor> Layer::bind_all_state(const std::vector<Tensor>& handles) {
-  const std::size_t expected = named_state().size();
-  if (handles.size() != expected)
-    throw std::invalid_argument(fmt::format("bind_all_state: {} tensors given, {} has {} state tensors",
-                                            handles.size(), display_name(), expected));
+std::vector<Tensor> Layer::bind_all_state(const std::vector<Tensor>& handles) { return bind_tensors(true, handles); }
+
+std::vector<Tensor> Layer::bind_tensors(bool state, const std::vector<Tensor>& handles) {
+  const char* what = state ? "bind_all_state" : "bind_all_weights";
   std::vector<Tensor> old;
-  std::size_t next = 0;
   std::unordered_set<const Layer*> seen;
-  visit_tensors(true, nullptr, seen, [&](const std::string&, Tensor& t) {
-    old.push_back(t);
-    t = handles[next++];
-  });
+  visit_tensors(state, nullptr, seen, [&](const std::string&, Tensor& t) { old.push_back(t); });
+  if (handles.size() != old.size())
+    throw std::invalid_argument(fmt::format("{}: {} tensors given, {} has {} {}", what, handles.size(), display_name(),
+                                            old.size(), state ? "state tensors" : "weights"));
+  // A weight keeps its shape (a state may change its own: a cache sized for a batch); all are
+  // checked before any is replaced.
+  for (std::size_t i = 0; !state && i < old.size(); ++i)
+    if (handles[i].shape() != old[i].shape())
+      throw std::invalid_argument(fmt::format("{}: weight {} of {} is {}, given {}", what, i, display_name(),
+                                              old[i].signature(), handles[i].signature()));
+  std::size_t next = 0;
+  seen.clear();
+  visit_tensors(state, nullptr, seen, [&](const std::string&, Tensor& t) { t = handles[next++]; });
   return old;
 }
 

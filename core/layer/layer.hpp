@@ -244,6 +244,8 @@ class Layer {
   void check_weights_fit(const Signature& input_signature, InitOptions options);
   // init_weights_and_state under reset_state: add_weight hands back the weights this layer has.
   void init_keeping_weights(const Signature& input_signature);
+  // bind_all_weights or, with `state`, bind_all_state.
+  std::vector<Tensor> bind_tensors(bool state, const std::vector<Tensor>& handles);
   // The one walk over weights (or, with `state`, state tensors): depth-first, own tensors first,
   // a shared layer once. `path` is null when the caller needs no names (then none are built).
   void visit_tensors(bool state, const std::string* path, std::unordered_set<const Layer*>& seen,

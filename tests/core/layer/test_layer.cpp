@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include "layers/batch_norm.hpp"
 #include "layers/dense.hpp"
 #include "tests/helpers.hpp"
 
@@ -84,6 +85,33 @@ TEST_CASE("set_all_weights replaces every weight in place, checking shapes") {
   expect_tensor((*model)(Tensor::ones({1, 3})), {1, 2}, {3, 3});
   CHECK_THROWS_AS(model->set_all_weights({Tensor::ones({2, 2}), Tensor::zeros({2})}), std::invalid_argument);
   CHECK_THROWS_AS(model->set_all_weights({Tensor::ones({3, 2})}), std::invalid_argument);
+}
+
+TEST_CASE("bind_all_weights and bind_all_state put handles in place and return the old ones; a wrong one changes nothing") {
+  auto model = Serial(Dense(2), BatchNorm({.axis = {0}}));
+  model->init(ShapeDtype{{4, 3}});
+  const std::vector<Tensor> weights = model->all_weights();   // Dense's kernel and bias, BatchNorm's scale and shift
+  REQUIRE(weights.size() == 4);
+  // A wrong shape anywhere, even in the last weight: refused before any weight is replaced.
+  std::vector<Tensor> wrong = {Tensor::ones({3, 2}), Tensor::zeros({2}), Tensor::ones({2}), Tensor::zeros({5})};
+  CHECK_THROWS_WITH_AS(model->bind_all_weights(wrong), "bind_all_weights: weight 3 of Serial is f32[2], given f32[5]",
+                       std::invalid_argument);
+  CHECK(model->all_weights()[0].same_as(weights[0]));
+  CHECK_THROWS_WITH_AS(model->bind_all_weights({Tensor::ones({3, 2})}),
+                       "bind_all_weights: 1 tensors given, Serial has 4 weights", std::invalid_argument);
+  // State: BatchNorm's running mean, variance and count, replaced whole (a state may change shape).
+  const auto state = model->named_state();
+  REQUIRE(state.size() == 3);
+  std::vector<Tensor> saved;
+  for (const auto& [name, t] : state) saved.push_back(t.clone());
+  (*model)(Rng(1).normal({4, 3}));   // train mode: the statistics move
+  CHECK(model->named_state()[0].second.to_doubles() != saved[0].to_doubles());
+  const std::vector<Tensor> moved = model->bind_all_state(saved);
+  CHECK(moved.size() == 3);
+  CHECK(model->named_state()[0].second.same_as(saved[0]));
+  CHECK(model->named_state()[2].second.item() == 0);
+  CHECK_THROWS_WITH_AS(model->bind_all_state({}), "bind_all_state: 0 tensors given, Serial has 3 state tensors",
+                       std::invalid_argument);
 }
 
 TEST_CASE("calling a single-output convenience on a multi-output layer explains itself") {
