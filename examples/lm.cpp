@@ -84,20 +84,25 @@ namespace {
 int train_command(std::shared_ptr<io::RunLock> lock, examples::ModelFlags m, examples::TrainFlags t, std::string tokenizer_kind,
                   std::int64_t sp_vocab, std::int64_t train_len, std::int64_t eval_batches) {
   const bool resumed = examples::open_run(t);
-  const auto [train_text, valid_text] = split_text(t.data);
   std::unique_ptr<data::Tokenizer> tok;
-  if (tokenizer_kind == "sentencepiece")
-    tok = examples::run_vocabulary(t, resumed, {.vocab_size = sp_vocab}, "the training text",
-                                   [&] { return data::split_lines(train_text); });
-  else
-    tok = std::make_unique<data::ByteTokenizer>();
-  auto train_ids = std::make_shared<const std::vector<std::int32_t>>(tok->encode(train_text));
-  auto valid_ids = std::make_shared<const std::vector<std::int32_t>>(tok->encode(valid_text));
+  std::shared_ptr<const std::vector<std::int32_t>> train_ids, valid_ids;
+  std::size_t characters = 0;
+  {   // the text only until it is tokenized: training holds its ids alone
+    const auto [train_text, valid_text] = split_text(t.data);
+    if (tokenizer_kind == "sentencepiece")
+      tok = examples::run_vocabulary(t, resumed, {.vocab_size = sp_vocab}, "the training text",
+                                     [&] { return data::split_lines(train_text); });
+    else
+      tok = std::make_unique<data::ByteTokenizer>();
+    train_ids = std::make_shared<const std::vector<std::int32_t>>(tok->encode(train_text));
+    valid_ids = std::make_shared<const std::vector<std::int32_t>>(tok->encode(valid_text));
+    characters = train_text.size() + valid_text.size();
+  }
   if (train_len > m.arch.max_len)
     throw std::runtime_error(fmt::format("--train-len {} exceeds --max-len {}", train_len, m.arch.max_len));
   const std::int64_t L = train_len > 0 ? train_len : m.arch.max_len, B = t.batch_size;
   fmt::print("{}: {} characters, {} training and {} validation tokens ({} tokenizer, vocabulary {})\n",
-             t.data.empty() ? std::string(kFortunes) : t.data, train_text.size() + valid_text.size(), train_ids->size(),
+             t.data.empty() ? std::string(kFortunes) : t.data, characters, train_ids->size(),
              valid_ids->size(), tok->name(), tok->vocab_size());
 
   if (static_cast<std::int64_t>(train_ids->size()) < L + 1 || valid_ids->empty())
