@@ -79,8 +79,8 @@ struct LargePool {
   std::unordered_map<void*, std::size_t> in_use;
   std::size_t idle_bytes = 0, live_bytes = 0, high_water = 0;
 
-  // The smallest idle block of `bytes` up to twice that (a shorter batch's request takes a longer
-  // one's block, its pages already touched), or nullptr.
+  // The smallest idle block of `bytes` up to four times that (a shorter batch's request takes a
+  // longer one's block, its pages already touched), or nullptr.
   void* take(std::size_t bytes) {
     for (auto it = by_size.lower_bound(bytes); it != by_size.end() && it->first <= 4 * bytes; ++it) {
       if (it->second.empty()) continue;
@@ -114,7 +114,7 @@ struct LargePool {
 };
 
 LargePool& large_pool() {
-  static LargePool* pool = new LargePool;   // never destroyed: tensors freed at exit still return here   // never destroyed: tensors freed at exit still return here
+  static LargePool* pool = new LargePool;   // never destroyed: tensors freed at exit still return here
   return *pool;
 }
 
@@ -132,8 +132,8 @@ void* acquire_large(std::size_t bytes) {
   {
     const std::lock_guard<std::mutex> lock(pool.mutex);
     if (void* p = pool.take(cls)) return p;
-    // A miss maps a new block. First the idle blocks that would take the pool past 1.5 times the
-    // most its blocks were ever in use at once go back to the system, oldest first.
+    // A miss maps a new block. First the idle blocks that would take the pool past the most its
+    // blocks were ever in use at once go back to the system, oldest first.
     const std::size_t high = std::max(pool.high_water, pool.live_bytes + cls);
     pool.shrink_until([&] { return pool.live_bytes + pool.idle_bytes + cls <= high; });
   }

@@ -21,8 +21,9 @@
 // space, and the next step's large requests no longer fit in it — the heap grew well past what
 // the step held at once (docs/11_performance.md measures it). A training step asks for the same
 // sizes every time, so from the second step on each request finds a block of its class, its pages
-// already touched. The pool stays within 1.5 times the most its blocks were ever in use at once:
-// a request no idle block fits first returns the blocks idle the longest to the system.
+// already touched. A request takes the smallest idle block up to four times its size (a shorter
+// batch, a longer one's block). The pool stays within the most its blocks were ever in use at
+// once: a request no idle block fits first returns the blocks idle the longest to the system.
 #pragma once
 
 #include <cstddef>

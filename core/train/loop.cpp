@@ -28,26 +28,35 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 
+// Puts a model's state back as it was, however the scope ends.
+class StateKept {
+ public:
+  explicit StateKept(Layer& model) : model_(model) {
+    for (const auto& [name, t] : model.named_state()) saved_.push_back(t.defined() && !t.is_meta() ? t.clone() : t);
+  }
+  ~StateKept() { model_.bind_all_state(saved_); }   // the same model: the same count of state tensors
+  StateKept(const StateKept&) = delete;
+  StateKept& operator=(const StateKept&) = delete;
+
+ private:
+  Layer& model_;
+  std::vector<Tensor> saved_;
+};
+
 // The tensor bytes a forward and backward pass of `model_with_loss` on the first `r` rows of
 // `rows` holds at its peak, above those held before; the model's state is put back after.
 double pass_peak_bytes(Layer& model_with_loss, const Stack& rows, std::int64_t r, Precision products) {
   Stack part;
   for (const Tensor& t : rows) part.push_back(t.rank() >= 1 ? slice(t, 0, 0, r) : t);
-  std::vector<Tensor> saved;
-  for (const auto& [name, t] : model_with_loss.named_state()) saved.push_back(t.defined() && !t.is_meta() ? t.clone() : t);
+  const StateKept state(model_with_loss);
   const std::vector<Tensor> weights = model_with_loss.all_weights();
-  double bytes = 0;
+  const ProductPrecision precision(products);
+  const ctrax::internal::TensorPeak peak;
   {
-    const ProductPrecision precision(products);
-    const ctrax::internal::TensorPeak peak;
-    {
-      const Tensor loss = model_with_loss(part)[0];
-      const std::vector<Tensor> gradients = grad(loss, weights);
-    }
-    bytes = static_cast<double>(peak.above_start());
+    const Tensor loss = model_with_loss(part)[0];
+    const std::vector<Tensor> gradients = grad(loss, weights);
   }
-  model_with_loss.bind_all_state(saved);
-  return bytes;
+  return static_cast<double>(peak.above_start());
 }
 
 // Refuses a step larger than the machine's memory (a batch size or sequence length with a digit
