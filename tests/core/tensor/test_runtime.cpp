@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "core/tensor/ops.hpp"
+#include "core/tensor/runtime.hpp"
+#include "core/engine/block_cache.hpp"
 #include "core/engine/parallel.hpp"
 #include "tests/helpers.hpp"
 
@@ -219,3 +221,14 @@ TEST_CASE("CTRAX_NUM_THREADS: a count in decimal digits, or refused naming the v
   CHECK(ctrax::threads_from_environment() == 0);
   if (before) ::setenv("CTRAX_NUM_THREADS", saved.c_str(), 1);
 }
+
+#if !defined(__SANITIZE_ADDRESS__)   // under ASan no block is kept
+TEST_CASE("release_cached_memory gives the idle large blocks back; a tensor made after is whole") {
+  { const Tensor big = Tensor::zeros({1 << 20}); }   // 4 MB: from the large blocks' pool, then idle there
+  CHECK(block_cache::large_blocks().idle >= std::size_t{4} << 20);
+  release_cached_memory();
+  CHECK(block_cache::large_blocks().idle == 0);
+  const Tensor again = Tensor::full({1 << 20}, 2.0);
+  CHECK(again.to_doubles()[(1 << 20) - 1] == 2.0);
+}
+#endif
