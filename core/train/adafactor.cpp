@@ -11,20 +11,6 @@
 namespace ctrax::train {
 namespace {
 
-// Σ term(i) over [i0, i1) in eight running sums, so the loop vectorises (one running sum cannot,
-// without reassociating the adds); the same bits wherever it runs.
-template <class F>
-double sum_over(std::int64_t i0, std::int64_t i1, const F& term) {
-  double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  std::int64_t i = i0;
-  for (; i + 8 <= i1; i += 8)
-    for (int k = 0; k < 8; ++k) s[k] += term(i + k);
-  for (; i < i1; ++i) s[0] += term(i);
-  double total = 0;
-  for (const double part : s) total += part;
-  return total;
-}
-
 class AdafactorOptimizer : public Optimizer {
  public:
   explicit AdafactorOptimizer(const AdafactorConfig& c)

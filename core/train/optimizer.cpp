@@ -27,7 +27,6 @@ double sum_of_squares(const std::vector<Tensor>& xs) {
   // sums added in order, as sum_in_pieces (parallel.hpp) does for one range — here the pieces of
   // every tensor in one team job: a step's weights and gradients are many small tensors, and a
   // single thread took as long as Adam's update.
-  constexpr std::int64_t kPiece = kSumPiece;
   struct Piece {
     const Tensor* x;
     std::int64_t begin, end;
@@ -36,7 +35,7 @@ double sum_of_squares(const std::vector<Tensor>& xs) {
   std::int64_t elements = 0;
   for (const Tensor& x : xs) {
     dispatch_float(x.dtype(), [](auto) {}, "sum_of_squares");   // its error here, not on a team thread
-    for (std::int64_t b = 0; b < x.numel(); b += kPiece) pieces.push_back({&x, b, std::min(x.numel(), b + kPiece)});
+    for (std::int64_t b = 0; b < x.numel(); b += kSumPiece) pieces.push_back({&x, b, std::min(x.numel(), b + kSumPiece)});
     elements += x.numel();
   }
   std::vector<double> sums(pieces.size());
@@ -45,17 +44,9 @@ double sum_of_squares(const std::vector<Tensor>& xs) {
     for (std::int64_t i = p0; i < p1; ++i) {
       const Piece& piece = pieces[static_cast<std::size_t>(i)];
       dispatch_float(piece.x->dtype(), [&]<class T>(T) {
-        // Eight independent partial sums: the loop vectorises (one running sum cannot, without
-        // reassociating float adds) and the float64 accumulation stays exact enough.
         const T* const p = piece.x->data<T>();
-        double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        std::int64_t j = piece.begin;
-        for (; j + 8 <= piece.end; j += 8)
-          for (int k = 0; k < 8; ++k) s[k] += static_cast<double>(p[j + k]) * p[j + k];
-        for (; j < piece.end; ++j) s[0] += static_cast<double>(p[j]) * p[j];
-        double total = 0;
-        for (double part : s) total += part;
-        sums[static_cast<std::size_t>(i)] = total;
+        sums[static_cast<std::size_t>(i)] =
+            sum_over(piece.begin, piece.end, [p](std::int64_t j) { return static_cast<double>(p[j]) * p[j]; });
       }, "sum_of_squares");
     }
   });
