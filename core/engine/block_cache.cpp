@@ -4,11 +4,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstdlib>
-#include <list>
 #include <map>
 #include <mutex>
 #include <new>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -28,20 +29,21 @@ thread_local bool t_ended = false;
 
 constexpr std::size_t kSmallClass = 16;
 
-// Blocks up to kIndexed bytes are kept in an array by size (one vector per multiple of 64
-// bytes): decoding asks for a few hundred a token, and a hash lookup each was a visible share of
-// its fixed cost. Larger ones (rarer, and of more sizes) in a map.
-constexpr std::size_t kIndexed = std::size_t{64} << 10;
+constexpr std::size_t round_up(std::size_t n, std::size_t step) { return (n + step - 1) / step * step; }
 
+// Large blocks are cut from arenas of at least kArenaBytes (a larger request maps one of its own,
+// rounded up to a sixteenth of kArenaBytes), in whole pages.
+constexpr std::size_t kArenaBytes = std::size_t{64} << 20;
+constexpr std::size_t kPageBytes = 4096;
+
+// A thread's freed blocks, in an array by size (one vector per multiple of 64 bytes): decoding
+// asks for a few hundred a token, and a hash lookup each was a visible share of its fixed cost.
 struct Cache {
-  std::array<std::vector<void*>, kIndexed / 64> indexed;              // [bytes / 64 − 1]
-  std::unordered_map<std::size_t, std::vector<void*>> free_blocks;   // by size in bytes, above kIndexed
+  std::array<std::vector<void*>, kMaxBlock / 64> indexed;            // [bytes / 64 − 1]
   std::size_t held = 0;
   std::array<std::vector<void*>, kMaxSmall / kSmallClass> small;     // class c: blocks of 16 (c + 1) bytes
   ~Cache() {
     t_ended = true;
-    for (auto& [bytes, blocks] : free_blocks)
-      for (void* p : blocks) std::free(p);
     for (auto& blocks : indexed)
       for (void* p : blocks) std::free(p);
     for (auto& blocks : small)
@@ -56,60 +58,98 @@ Cache& cache() {
   return c;
 }
 
-// The free blocks of this size (at most kMaxBlock); `make`: create the list if there is none yet.
-std::vector<void*>* blocks_of(Cache& c, std::size_t bytes, bool make) {
-  if (bytes <= kIndexed && bytes % 64 == 0) return bytes == 0 ? nullptr : &c.indexed[bytes / 64 - 1];
-  if (make) return &c.free_blocks[bytes];
-  const auto it = c.free_blocks.find(bytes);
-  return it == c.free_blocks.end() ? nullptr : &it->second;
-}
-
-// THE LARGE BLOCKS' POOL (block_cache.hpp, LARGE BLOCKS): the idle blocks in one list, oldest
-// first, and by size, so a request takes the smallest that fits and a miss can unmap the blocks
-// idle the longest; the blocks in use by address, with their sizes.
-struct Large {
-  void* block;
-  std::size_t bytes;   // its mapped size
+// THE LARGE BLOCKS' ARENAS (block_cache.hpp, LARGE BLOCKS). Free space is kept as runs, each
+// in two indexes: by address (to merge a freed block with the free runs beside it) and by size
+// (a request takes the smallest run that holds it, the lowest such first). A run never crosses
+// from one arena into the next, even where the system mapped them side by side.
+struct Arena {
+  std::size_t bytes;   // mapped
+  std::size_t live;    // of them in blocks handed out
 };
 
 struct LargePool {
   std::mutex mutex;
-  std::list<Large> idle;                                                       // oldest first
-  std::map<std::size_t, std::vector<std::list<Large>::iterator>> by_size;     // each oldest first
-  std::unordered_map<void*, std::size_t> in_use;
-  std::size_t idle_bytes = 0, live_bytes = 0, high_water = 0;
+  std::map<char*, Arena> arenas;                          // by base address
+  std::map<char*, std::size_t> runs;                      // free runs: address → bytes
+  std::set<std::pair<std::size_t, char*>> runs_by_size;   // the same runs, smallest first
+  std::unordered_map<void*, std::size_t> in_use;          // handed-out blocks → bytes
+  std::size_t mapped = 0, live_bytes = 0, high_water = 0;
 
-  // The smallest idle block of `bytes` up to four times that (a shorter batch's request takes a
-  // longer one's block, its pages already touched), or nullptr.
+  std::map<char*, Arena>::iterator arena_of(char* p) { return std::prev(arenas.upper_bound(p)); }
+  void add_run(char* at, std::size_t bytes) {
+    runs.emplace(at, bytes);
+    runs_by_size.emplace(bytes, at);
+  }
+  void remove_run(std::map<char*, std::size_t>::iterator run) {
+    runs_by_size.erase({run->second, run->first});
+    runs.erase(run);
+  }
+  // Returns to the system every arena nothing is handed out from (a request none of them held).
+  void unmap_free_arenas() {
+    for (auto a = arenas.begin(); a != arenas.end();) {
+      if (a->second.live != 0) {
+        ++a;
+        continue;
+      }
+      remove_run(runs.find(a->first));   // a free arena is one run
+      ::munmap(a->first, a->second.bytes);
+      mapped -= a->second.bytes;
+      a = arenas.erase(a);
+    }
+  }
+  bool map_arena(std::size_t at_least) {
+    const std::size_t bytes = std::max(kArenaBytes, round_up(at_least, kArenaBytes / 16));
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return false;
+    arenas.emplace(static_cast<char*>(p), Arena{bytes, 0});
+    add_run(static_cast<char*>(p), bytes);
+    mapped += bytes;
+    return true;
+  }
   void* take(std::size_t bytes) {
-    for (auto it = by_size.lower_bound(bytes); it != by_size.end() && it->first <= 4 * bytes; ++it) {
-      if (it->second.empty()) continue;
-      const auto block = it->second.back();   // the newest of its size: its pages the likeliest cached
-      it->second.pop_back();
-      Large found = *block;
-      idle.erase(block);
-      idle_bytes -= found.bytes;
-      use(found);
-      return found.block;
+    auto best = runs_by_size.lower_bound({bytes, nullptr});
+    if (best == runs_by_size.end()) {
+      unmap_free_arenas();
+      if (!map_arena(bytes)) return nullptr;
+      best = runs_by_size.lower_bound({bytes, nullptr});
     }
-    return nullptr;
-  }
-  void use(const Large& b) {
-    in_use.emplace(b.block, b.bytes);
-    live_bytes += b.bytes;
+    char* const at = best->second;
+    const std::size_t run_bytes = best->first;
+    remove_run(runs.find(at));
+    if (run_bytes > bytes) add_run(at + bytes, run_bytes - bytes);
+    arena_of(at)->second.live += bytes;
+    in_use.emplace(at, bytes);
+    live_bytes += bytes;
     high_water = std::max(high_water, live_bytes);
+    return at;
   }
-  // Unmaps the oldest idle blocks until `fits()`.
-  template <class Fits>
-  void shrink_until(Fits fits) {
-    while (!idle.empty() && !fits()) {
-      const Large oldest = idle.front();
-      auto& of_size = by_size[oldest.bytes];
-      of_size.erase(of_size.begin());
-      idle.pop_front();
-      idle_bytes -= oldest.bytes;
-      ::munmap(oldest.block, oldest.bytes);
+  void give_back(void* block) {
+    const auto it = in_use.find(block);
+    if (it == in_use.end()) std::abort();   // not a block take() gave: memory is corrupt
+    char* at = static_cast<char*>(block);
+    std::size_t bytes = it->second;
+    in_use.erase(it);
+    live_bytes -= bytes;
+    const auto arena = arena_of(at);
+    arena->second.live -= bytes;
+    char* const arena_end = arena->first + arena->second.bytes;
+    if (at + bytes < arena_end) {
+      if (const auto next = runs.find(at + bytes); next != runs.end()) {
+        bytes += next->second;
+        remove_run(next);
+      }
     }
+    if (at > arena->first) {
+      if (auto prev = runs.lower_bound(at); prev != runs.begin()) {
+        --prev;
+        if (prev->first + prev->second == at) {
+          at = prev->first;
+          bytes += prev->second;
+          remove_run(prev);
+        }
+      }
+    }
+    add_run(at, bytes);
   }
 };
 
@@ -118,85 +158,61 @@ LargePool& large_pool() {
   return *pool;
 }
 
-// A large request's mapped size: rounded up to a sixteenth of its power of two (at most 6.25%
-// more), so the batches of a task whose lengths vary (translation's buckets) meet fewer sizes.
-std::size_t large_class(std::size_t bytes) {
-  const std::size_t power = std::size_t{1} << (63 - __builtin_clzll(bytes));
-  const std::size_t step = std::max<std::size_t>(power / 16, 4096);
-  return (bytes + step - 1) / step * step;
-}
-
-void* acquire_large(std::size_t bytes) {
-  const std::size_t cls = large_class(bytes);
-  LargePool& pool = large_pool();
-  {
-    const std::lock_guard<std::mutex> lock(pool.mutex);
-    if (void* p = pool.take(cls)) return p;
-    // A miss maps a new block. First the idle blocks that would take the pool past the most its
-    // blocks were ever in use at once go back to the system, oldest first.
-    const std::size_t high = std::max(pool.high_water, pool.live_bytes + cls);
-    pool.shrink_until([&] { return pool.live_bytes + pool.idle_bytes + cls <= high; });
-  }
-  void* p = ::mmap(nullptr, cls, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return nullptr;
-  const std::lock_guard<std::mutex> lock(pool.mutex);
-  pool.use({p, cls});
-  return p;
-}
-
-void release_large(void* block) {
-  LargePool& pool = large_pool();
-  const std::lock_guard<std::mutex> lock(pool.mutex);
-  const auto it = pool.in_use.find(block);
-  if (it == pool.in_use.end()) std::abort();   // not a block acquire_large gave: memory is corrupt
-  const std::size_t bytes = it->second;
-  pool.in_use.erase(it);
-  pool.live_bytes -= bytes;
-  pool.idle.push_back({block, bytes});
-  pool.by_size[bytes].push_back(std::prev(pool.idle.end()));
-  pool.idle_bytes += bytes;
-}
-
 }  // namespace
 
 LargeBlocks large_blocks() {
   LargePool& pool = large_pool();
   const std::lock_guard<std::mutex> lock(pool.mutex);
-  return {pool.live_bytes, pool.idle_bytes, pool.high_water};
+  return {pool.live_bytes, pool.mapped - pool.live_bytes, pool.high_water};
 }
 
 void release_idle_large_blocks() {
   LargePool& pool = large_pool();
   const std::lock_guard<std::mutex> lock(pool.mutex);
-  pool.shrink_until([] { return false; });
+  pool.unmap_free_arenas();
+  // The free runs left lie in arenas still in use: their whole pages go back, their addresses stay.
+  for (const auto& [at, bytes] : pool.runs) {
+    char* const first = reinterpret_cast<char*>(round_up(reinterpret_cast<std::uintptr_t>(at), kPageBytes));
+    char* const end = at + bytes;
+    if (end - first >= static_cast<std::ptrdiff_t>(kPageBytes))
+      ::madvise(first, static_cast<std::size_t>(end - first) / kPageBytes * kPageBytes, MADV_DONTNEED);
+  }
 }
 
 void* acquire(std::size_t bytes) {
-  if (kKeep && bytes > kMaxBlock) return acquire_large(bytes);
-  if (kKeep && bytes <= kMaxBlock) {
+  bytes = round_up(std::max<std::size_t>(bytes, 1), 64);
+  if (kKeep && bytes > kMaxBlock) {
+    LargePool& pool = large_pool();
+    const std::lock_guard<std::mutex> lock(pool.mutex);
+    return pool.take(round_up(bytes, kPageBytes));
+  }
+  if (kKeep) {
     Cache& c = cache();
-    std::vector<void*>* blocks = blocks_of(c, bytes, false);
-    if (blocks && !blocks->empty()) {
-      void* p = blocks->back();
-      blocks->pop_back();
+    std::vector<void*>& blocks = c.indexed[bytes / 64 - 1];
+    if (!blocks.empty()) {
+      void* p = blocks.back();
+      blocks.pop_back();
       c.held -= bytes;
       return p;
     }
   }
-  return std::aligned_alloc(64, bytes == 0 ? 64 : bytes);
+  return std::aligned_alloc(64, bytes);
 }
 
 void release(void* block, std::size_t bytes) {
-  if (kKeep && bytes > kMaxBlock) return release_large(block);
-  if (kKeep && bytes > 0 && bytes <= kMaxBlock && !t_ended) {
+  bytes = round_up(std::max<std::size_t>(bytes, 1), 64);
+  if (kKeep && bytes > kMaxBlock) {
+    LargePool& pool = large_pool();
+    const std::lock_guard<std::mutex> lock(pool.mutex);
+    return pool.give_back(block);
+  }
+  if (kKeep && !t_ended) {
     Cache& c = cache();
-    if (c.held + bytes <= kMaxHeld) {
-      std::vector<void*>& blocks = *blocks_of(c, bytes, true);
-      if (blocks.size() < kMaxPerSize) {
-        blocks.push_back(block);
-        c.held += bytes;
-        return;
-      }
+    std::vector<void*>& blocks = c.indexed[bytes / 64 - 1];
+    if (c.held + bytes <= kMaxHeld && blocks.size() < kMaxPerSize) {
+      blocks.push_back(block);
+      c.held += bytes;
+      return;
     }
   }
   std::free(block);

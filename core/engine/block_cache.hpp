@@ -14,40 +14,45 @@
 // per thread. A thread's blocks are returned to the system when it ends. Under AddressSanitizer
 // nothing is kept, so a use after free is still caught.
 //
-// LARGE BLOCKS (above kMaxBlock: a training step's activations and gradients) are mapped from the
-// system one by one and kept, when freed, in one pool for the process, by class (the size rounded
-// up to a sixteenth of its power of two). Through glibc's heap they fragmented it: the blocks a
-// step keeps for its backward pass, and the small objects that outlive a step, split its free
-// space, and the next step's large requests no longer fit in it — the heap grew well past what
-// the step held at once (docs/11_performance.md measures it). A training step asks for the same
-// sizes every time, so from the second step on each request finds a block of its class, its pages
-// already touched. A request takes the smallest idle block up to four times its size (a shorter
-// batch, a longer one's block). The pool stays within the most its blocks were ever in use at
-// once: a request no idle block fits first returns the blocks idle the longest to the system.
+// LARGE BLOCKS (above kMaxBlock: a training step's activations and gradients) are cut from
+// arenas the process maps from the system (64 MB each, or one request's size if larger), and a
+// freed one merges with the free space beside it. A request takes the smallest free run that holds
+// it; only when none does is an arena mapped, after the arenas nothing is cut from are given back
+// (none of them held the request). Why not glibc's heap: there the blocks a step keeps for its
+// backward pass, and the small objects that outlive a step, split the free space, and the next
+// step's large requests no longer fit in it — the heap grew well past what the step held at once
+// (docs/11_performance.md measures it). Why not a pool of whole blocks kept by size: where
+// batch shapes vary (translation's length buckets), a pool's idle blocks of one step's sizes wait
+// while the next asks for others; runs cut and merged serve any size from pages already touched.
+// Why above 64 KB and not 1 MB: a thread's cache keeps blocks of each exact size, and blocks of
+// a few hundred KB come in as many sizes as batch shapes, so the caches filled with sizes that
+// did not come back.
 #pragma once
 
 #include <cstddef>
 
 namespace ctrax::block_cache {
 
-inline constexpr std::size_t kMaxBlock = std::size_t{1} << 20;
+inline constexpr std::size_t kMaxBlock = std::size_t{64} << 10;
 inline constexpr std::size_t kMaxPerSize = 64;
 inline constexpr std::size_t kMaxHeld = std::size_t{64} << 20;
 
-// A 64-byte aligned block of `bytes` bytes (a multiple of 64), or nullptr when memory is out.
+// A 64-byte aligned block of `bytes` bytes (rounded up to a multiple of 64), or nullptr when
+// memory is out.
 void* acquire(std::size_t bytes);
 // Gives back a block acquire(bytes) returned.
 void release(void* block, std::size_t bytes);
 // Bytes this thread holds for reuse (tests).
 std::size_t held();
 
-// The large blocks' pool: bytes in use, bytes idle (kept for reuse), and the most ever in use at
-// once — each block counted at its class's size.
+// The large blocks: bytes in use, bytes idle (mapped, not in use), and the most ever in use at
+// once — each block counted in whole pages.
 struct LargeBlocks {
   std::size_t live, idle, high_water;
 };
 LargeBlocks large_blocks();
-// Returns every idle large block to the system (runtime.hpp's release_cached_memory).
+// Returns the arenas nothing is cut from to the system, and the pages of the free runs in the
+// others (runtime.hpp's release_cached_memory).
 void release_idle_large_blocks();
 
 // The same for the small objects every tensor also needs — its handle's shared state and its

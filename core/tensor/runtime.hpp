@@ -17,12 +17,13 @@
 //     the numbers never depend on the thread count — is the engine's (core/engine/parallel.hpp).
 //
 // MEMORY. Fresh pages are slow on first touch (docs/11_performance.md), and a training step
-// allocates the same large blocks every time. A tensor's block above 1 MB comes from ctrax's own
-// pool, which keeps it when freed for the next request of its size (core/engine/block_cache.hpp;
-// always, configured or not: it is ctrax's memory). Smaller ones come from glibc, which
+// allocates the same large blocks every time. A tensor's block above 64 KB is cut from ctrax's own
+// arenas, where a freed block merges with the free space beside it and serves the next request of
+// any size from pages already touched (core/engine/block_cache.hpp; always, configured or not: it
+// is ctrax's memory). Smaller ones come from glibc, which
 // configure_process tells to keep freed memory in its heap rather than unmap it
 // (M_MMAP_THRESHOLD and M_TRIM_THRESHOLD of 1 GiB): the next step's arrays reuse warm pages.
-// release_cached_memory() gives the pool's idle blocks back to the system.
+// release_cached_memory() gives the arenas' idle memory back to the system.
 //
 // BLAS KERNELS are only checked, never changed, and reported where speed matters (blas_kernels.hpp).
 #pragma once
@@ -49,7 +50,7 @@ int num_threads();             // the OpenMP thread count ctrax's parallel loops
 int threads_from_environment();
 void set_num_threads(int n);   // 1 <= n <= kMaxThreads (OpenBLAS stays at one)
 
-// Returns the tensor memory ctrax keeps for reuse (its pool's idle blocks, MEMORY above) to the
+// Returns the tensor memory ctrax keeps for reuse (its arenas' free space, MEMORY above) to the
 // system: after training, say, in a process that goes on to other work. The next large tensors
 // are then made afresh. Thread-safe.
 void release_cached_memory();

@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <set>
 #include <vector>
@@ -40,17 +41,14 @@ TEST_CASE("blocks above kMaxBlock go to the large pool, and past kMaxPerSize of 
   CHECK(block_cache::held() <= before + block_cache::kMaxPerSize * 192);
 }
 
-TEST_CASE("sizes past the indexed range (a map) and sizes not a multiple of 64 are kept by their exact size") {
-  for (const std::size_t bytes : {std::size_t{128} << 10, std::size_t{100}}) {
-    CAPTURE(bytes);
-    void* a = block_cache::acquire(bytes);
-    block_cache::release(a, bytes);
-    void* other = block_cache::acquire(bytes + 64);   // the next size up is another list
-    CHECK(other != a);
-    CHECK(block_cache::acquire(bytes) == a);
-    block_cache::release(a, bytes);
-    block_cache::release(other, bytes + 64);
-  }
+TEST_CASE("a size not a multiple of 64 is kept as its multiple of 64") {
+  void* a = block_cache::acquire(100);
+  block_cache::release(a, 100);
+  void* other = block_cache::acquire(192);   // the next multiple up is another list
+  CHECK(other != a);
+  CHECK(block_cache::acquire(128) == a);
+  block_cache::release(a, 128);
+  block_cache::release(other, 192);
 }
 
 TEST_CASE("small blocks (a tensor's shared objects) come back for any request of their 16-byte class") {
@@ -80,35 +78,82 @@ TEST_CASE("each thread keeps its own blocks; a tensor freed on another thread is
   CHECK(u.to_doubles()[255] == 1.0);
 }
 
-TEST_CASE("the large pool gives a freed block to the next request of its class, and stays within its high water") {
+// The large blocks' tests start from no arena: every large block freed, the idle arenas unmapped.
+void start_without_arenas() {
   block_cache::release_idle_large_blocks();
   const block_cache::LargeBlocks start = block_cache::large_blocks();
+  REQUIRE_MESSAGE(start.live == 0, "a large block from an earlier test is still in use");
+  REQUIRE(start.idle == 0);
+}
+
+TEST_CASE("large blocks are cut from an arena in turn; a freed one merges with the free space beside it") {
+  start_without_arenas();
   const std::size_t mb = std::size_t{1} << 20;
-  // 3 MB and 64 bytes less are one class (sixteenths of 2 MB: 128 KB steps); 4 MB is another.
-  void* a = block_cache::acquire(3 * mb);
+  char* a = static_cast<char*>(block_cache::acquire(3 * mb));
   REQUIRE(a != nullptr);
-  CHECK(reinterpret_cast<std::uintptr_t>(a) % 64 == 0);
-  static_cast<char*>(a)[3 * mb - 1] = 1;   // all of it is there
-  CHECK(block_cache::large_blocks().live == start.live + 3 * mb);
-  block_cache::release(a, 3 * mb);
-  CHECK(block_cache::large_blocks().idle == 3 * mb);
-  CHECK(block_cache::acquire(3 * mb - 64) == a);
-  // A request up to 4 times smaller takes an idle block too (a shorter batch, a longer one's block).
-  void* b = block_cache::acquire(4 * mb);
-  block_cache::release(b, 4 * mb);
-  CHECK(block_cache::acquire(2 * mb) == b);
+  CHECK(reinterpret_cast<std::uintptr_t>(a) % 4096 == 0);
+  a[0] = 1;
+  a[3 * mb - 1] = 1;   // all of it is there
+  CHECK(block_cache::large_blocks().live == 3 * mb);
+  CHECK(block_cache::large_blocks().idle == 61 * mb);   // one 64 MB arena
+  char* b = static_cast<char*>(block_cache::acquire(2 * mb));
+  char* c = static_cast<char*>(block_cache::acquire(mb + 64));   // counted in whole pages
+  CHECK(b == a + 3 * mb);
+  CHECK(c == b + 2 * mb);
+  CHECK(block_cache::large_blocks().live == 6 * mb + 4096);
+  // b's 2 MB, between a and c, is the smallest free run that holds 1.5 MB (the arena's tail is longer).
   block_cache::release(b, 2 * mb);
-  block_cache::release(a, 3 * mb - 64);
-  // Nothing in use: the pool holds at most its high water, idle; a request no idle block fits
-  // first unmaps the oldest, so the pool never passes its high water.
-  const block_cache::LargeBlocks idle = block_cache::large_blocks();
-  CHECK(idle.live == start.live);
-  CHECK(idle.idle <= idle.high_water);
-  void* big = block_cache::acquire(idle.high_water + mb);   // more than any idle block
-  const block_cache::LargeBlocks with_big = block_cache::large_blocks();
-  CHECK(with_big.idle + with_big.live <= with_big.high_water);
-  CHECK(with_big.idle < idle.idle);   // blocks went back to the system to make room
-  block_cache::release(big, idle.high_water + mb);
+  void* d = block_cache::acquire(3 * mb / 2);
+  CHECK(d == b);
+  block_cache::release(d, 3 * mb / 2);
+  // Freed, a merges with the run b left: 5 MB from a, where the tail alone would not reach.
+  block_cache::release(a, 3 * mb);
+  CHECK(block_cache::acquire(5 * mb) == a);
+  block_cache::release(a, 5 * mb);
+  block_cache::release(c, mb + 64);
+  CHECK(block_cache::large_blocks().live == 0);
+  CHECK(block_cache::large_blocks().idle == 64 * mb);   // the arena is whole again: one free run
+  CHECK(block_cache::acquire(64 * mb) == a);
+  block_cache::release(a, 64 * mb);
+  CHECK(block_cache::large_blocks().high_water >= 64 * mb);
+}
+
+TEST_CASE("a request no free run holds first gives the arenas nothing is cut from back; runs stay in their arena") {
+  start_without_arenas();
+  const std::size_t mb = std::size_t{1} << 20;
+  // Two arenas, each 60 MB in use and 4 MB free; freed, each is one 64 MB run even where the
+  // system mapped them side by side.
+  void* x = block_cache::acquire(60 * mb);
+  void* y = block_cache::acquire(60 * mb);
+  block_cache::release(x, 60 * mb);
+  block_cache::release(y, 60 * mb);
+  CHECK(block_cache::large_blocks().idle == 128 * mb);
+  // 100 MB: no run holds it (a run across the two arenas would), so both go back and one arena of
+  // 100 MB (a multiple of 4 MB) is mapped.
+  void* big = block_cache::acquire(100 * mb);
+  REQUIRE(big != nullptr);
+  CHECK(block_cache::large_blocks().idle == 0);
+  CHECK(block_cache::large_blocks().live == 100 * mb);
+  block_cache::release(big, 100 * mb);
+}
+
+TEST_CASE("release_idle_large_blocks gives back idle arenas and the pages of free runs in arenas in use") {
+  start_without_arenas();
+  const std::size_t mb = std::size_t{1} << 20;
+  void* kept = block_cache::acquire(2 * mb);   // keeps its arena
+  char* b = static_cast<char*>(block_cache::acquire(2 * mb));
+  std::fill(b, b + 2 * mb, char{7});
+  block_cache::release(b, 2 * mb);
+  void* other = block_cache::acquire(100 * mb);   // an arena of its own
+  block_cache::release(other, 100 * mb);
+  CHECK(block_cache::large_blocks().idle == 162 * mb);
+  block_cache::release_idle_large_blocks();
+  CHECK(block_cache::large_blocks().idle == 62 * mb);   // the arena in use stays mapped ...
+  char* again = static_cast<char*>(block_cache::acquire(2 * mb));
+  CHECK(again == b);
+  CHECK(std::count(again, again + 2 * mb, char{0}) == static_cast<std::ptrdiff_t>(2 * mb));   // ... its free pages given back
+  block_cache::release(again, 2 * mb);
+  block_cache::release(kept, 2 * mb);
   block_cache::release_idle_large_blocks();
   CHECK(block_cache::large_blocks().idle == 0);
 }
