@@ -30,7 +30,7 @@ TEST_CASE("a freed block comes back for the next request of its size, 64-byte al
   block_cache::release(b, 2048);
 }
 
-TEST_CASE("blocks above kMaxBlock go to the large pool, and past kMaxPerSize of one size back to the system") {
+TEST_CASE("blocks above kMaxBlock go to the arenas, and past kMaxPerSize of one size back to the system") {
   const std::size_t before = block_cache::held();
   void* big = block_cache::acquire(block_cache::kMaxBlock + 64);
   block_cache::release(big, block_cache::kMaxBlock + 64);
@@ -158,7 +158,7 @@ TEST_CASE("release_idle_large_blocks gives back idle arenas and the pages of fre
   CHECK(block_cache::large_blocks().idle == 0);
 }
 
-TEST_CASE("the large pool serves threads at once: each block to one request") {
+TEST_CASE("the arenas serve threads at once: each block to one request") {
   const std::size_t mb = std::size_t{1} << 20;
   std::vector<std::thread> threads;
   std::vector<std::vector<void*>> got(4);

@@ -224,7 +224,7 @@ TEST_CASE("CTRAX_NUM_THREADS: a count in decimal digits, or refused naming the v
 
 #if !defined(__SANITIZE_ADDRESS__)   // under ASan no block is kept
 TEST_CASE("release_cached_memory gives the idle large blocks back; a tensor made after is whole") {
-  { const Tensor big = Tensor::zeros({1 << 20}); }   // 4 MB: from the large blocks' pool, then idle there
+  { const Tensor big = Tensor::zeros({1 << 20}); }   // 4 MB: cut from an arena, then idle there
   CHECK(block_cache::large_blocks().idle >= std::size_t{4} << 20);
   release_cached_memory();
   CHECK(block_cache::large_blocks().idle == 0);
