@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <string_view>
 
 #include "core/layer/branch.hpp"
 #include "core/layer/serial.hpp"
@@ -60,18 +61,33 @@ double pass_peak_bytes(Layer& model_with_loss, const Stack& rows, std::int64_t r
 }
 
 // Refuses a step larger than the machine's memory (a batch size or sequence length with a digit
-// too many) before the first step, where it would run until the kernel killed the process.
-void check_step_fits(Layer& model_with_loss, const Stack& rows, std::size_t task, double slots, Precision products) {
+// too many) before it runs, where it would run until the kernel killed the process. `which` names
+// the step ("a training step" before the first, "step 57").
+void check_step_fits(Layer& model_with_loss, const Stack& rows, std::size_t task, double slots, Precision products,
+                     std::string_view which, std::string_view kept) {
   namespace sizes = ctrax::internal;
   const StepMemory step = step_memory(model_with_loss, rows, slots, products);
   const double memory = sizes::machine_memory_bytes();
   if (memory <= 0 || step.total() <= memory) return;
   const auto gb = sizes::gigabytes;
   throw std::invalid_argument(fmt::format(
-      "Loop: a training step of task {} needs about {} ({} of weights and their gradients, {} of the "
-      "optimizer's slots, {} of activations for a batch of {}), more than this machine's memory ({}): give it "
-      "smaller batches, shorter sequences or a smaller model", task, gb(step.total()), gb(step.weights + step.gradients),
-      gb(step.slots), gb(step.activations), to_string(signature_of(rows)), gb(memory)));
+      "Loop: {} of task {} needs about {} ({} of weights and their gradients, {} of the optimizer's slots, {} "
+      "of activations for a batch of {}), more than this machine's memory ({}): give it smaller batches, "
+      "shorter sequences or a smaller model{}", which, task, gb(step.total()), gb(step.weights + step.gradients),
+      gb(step.slots), gb(step.activations), to_string(signature_of(rows)), gb(memory), kept));
+}
+
+// Whether a batch of signature `batch` is no larger, axis by axis, than one of `sized`.
+bool within_sized(const Signature& batch, const std::vector<Signature>& sized) {
+  return std::any_of(sized.begin(), sized.end(), [&](const Signature& s) {
+    if (s.size() != batch.size()) return false;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      if (s[i].dtype != batch[i].dtype || s[i].shape.size() != batch[i].shape.size()) return false;
+      for (std::size_t a = 0; a < s[i].shape.size(); ++a)
+        if (batch[i].shape[a] > s[i].shape[a]) return false;
+    }
+    return true;
+  });
 }
 
 // Switches a layer to `mode` for a scope.
@@ -185,10 +201,12 @@ void Loop::set_up() {
     slots[tasks_[i].optimizer.get()] = tasks_[i].optimizer->slot_bytes(mwl->all_weights());
     double all_slots = 0;
     for (const auto& [optimizer, bytes] : slots) all_slots += bytes;
-    check_step_fits(*mwl, rows, i, all_slots, options_.products);
+    check_step_fits(*mwl, rows, i, all_slots, options_.products, "a training step", "");
+    sized_.push_back({batch});
     model_with_loss_.push_back(mwl);
     tasks_[i].optimizer->init(mwl->all_weights());
   }
+  for (const auto& [optimizer, bytes] : slots) slot_bytes_ += bytes;
   eval_model_ = options_.eval_model ? options_.eval_model : model_;
   for (const EvalTask& e : options_.eval_tasks) {
     if (e.metrics.empty() || !e.labeled_data || e.n_eval_batches < 1)
@@ -265,6 +283,13 @@ void Loop::train_step() {
   if (parallel_.size() > 1) parallel_.check_divides(global, fmt::format("step {}: training task {}", s, t));
   const dist::BatchPart part = parallel_.part(global, step_rng(s));
   const LayerPtr& mwl = model_with_loss_[t];
+  // A batch longer than every one sized so far (length buckets: a later batch can be the longest)
+  // is sized before it runs, as the first was. Before set_rng: the passes leave nothing behind.
+  if (const Signature batch = signature_of(part.rows); !within_sized(batch, sized_[t])) {
+    check_step_fits(*mwl, part.rows, t, slot_bytes_, options_.products, fmt::format("step {}", s),
+                    fmt::format("; the weights are those after step {}; {}", step_, last_checkpoint_kept()));
+    sized_[t].push_back(batch);
+  }
   mwl->set_rng(part.rng);
   const std::vector<Tensor> weights = mwl->all_weights();
   const dist::LossAndGradients lg = [&] {

@@ -47,7 +47,9 @@
 //
 // A STEP THAT CANNOT FIT. Linux promises memory it does not have: a step too large for the machine
 // would run until the kernel killed the process. Before the first step the Loop sizes one
-// (step_memory, below) and refuses one larger than the machine's memory, with the figures.
+// (step_memory, below) and refuses one larger than the machine's memory, with the figures; and
+// again before any later batch larger on some axis than every batch sized so far (length buckets
+// put the longest sentences in some later batch), refused with the weights of the step before.
 //
 // DIVERGENCE. A loss (or gradient) that is NaN or infinite stops training with TrainingDiverged:
 // the weights stay those of the last good step and the last checkpoint on disk is untouched.
@@ -186,6 +188,8 @@ class Loop {
   dist::DataParallel parallel_;
   std::ostream silent_{nullptr};            // processes other than 0 print nowhere
   std::vector<LayerPtr> model_with_loss_;   // Serial(model, loss) per task
+  std::vector<std::vector<Signature>> sized_;   // per task: the batch shapes whose step memory was checked
+  double slot_bytes_ = 0;                   // all tasks' optimizers' slots
   LayerPtr eval_model_;
   std::vector<LayerPtr> eval_with_metrics_; // Serial(eval model, Branch(metrics)) per eval task
   std::vector<std::vector<std::string>> metric_names_;

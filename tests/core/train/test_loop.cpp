@@ -484,6 +484,33 @@ TEST_CASE("a step whose activations exceed the machine's memory is refused befor
   CHECK(small.step() == 1);
 }
 
+TEST_CASE("a later batch larger than any before is sized before it runs: refused with the step before's weights") {
+  // Length buckets put the longest rows in some later batch: batch 0 has 16 rows, batch 1 2^20
+  // (4.4 TB of activations through the 2^20-wide layer).
+  constexpr std::int64_t rows = std::int64_t{1} << 20;
+  auto growing = [](std::int64_t i) {
+    const std::int64_t n = i == 0 ? 16 : rows;
+    return Stack{Tensor::ones({n, 4}), Tensor::zeros({n}, DType::int32), Tensor::ones({n})};
+  };
+  std::ostringstream out;
+  auto model = Serial(Dense(1 << 20), Dense(2));
+  Loop loop(model, {task(growing)}, {.out = &out});
+  loop.run(1);
+  std::vector<Tensor> after_one;
+  for (const Tensor& w : model->all_weights()) after_one.push_back(w.clone());
+  try {
+    loop.run(1);
+    FAIL("the Loop ran the step");
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    CHECK(what.starts_with("Loop: step 2 of task 0 needs about 4398.2 GB"));
+    CHECK(what.find("for a batch of (f32[1048576,4], i32[1048576], f32[1048576])") != std::string::npos);
+    CHECK(what.ends_with("the weights are those after step 1; no checkpoint was written yet"));
+  }
+  CHECK(loop.step() == 1);
+  CHECK(bit_equal(model->all_weights(), after_one));
+}
+
 TEST_CASE("sizing the first step on one row and two leaves the model as it was: BatchNorm's statistics untouched") {
   // The Loop measures a forward and backward pass on the batch's first row and first two before
   // any step; BatchNorm updates its running statistics in those passes, which must not count.
