@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <random>
 #include <set>
 #include <vector>
 #include <thread>
@@ -156,6 +158,52 @@ TEST_CASE("release_idle_large_blocks gives back idle arenas and the pages of fre
   block_cache::release(kept, 2 * mb);
   block_cache::release_idle_large_blocks();
   CHECK(block_cache::large_blocks().idle == 0);
+}
+
+TEST_CASE("the arenas under 3,000 random requests and frees: no two blocks in use overlap, none is written by another") {
+  start_without_arenas();
+  std::mt19937_64 rng(81);
+  struct Live {
+    char* p;
+    std::size_t bytes;
+    char tag;
+  };
+  std::vector<Live> live;
+  std::map<char*, std::size_t> by_address;   // the blocks in use, to find overlaps
+  const auto check_tags = [](const Live& b) {
+    CHECK(b.p[0] == b.tag);
+    CHECK(b.p[b.bytes / 2] == b.tag);
+    CHECK(b.p[b.bytes - 1] == b.tag);
+  };
+  const auto release_at = [&](std::size_t i) {
+    check_tags(live[i]);
+    block_cache::release(live[i].p, live[i].bytes);
+    by_address.erase(live[i].p);
+    live[i] = live.back();
+    live.pop_back();
+  };
+  for (int op = 0; op < 3000; ++op) {
+    if (live.empty() || rng() % 100 < 55) {
+      // Mostly a step's sizes (64 KB to 8 MB), now and then one past an arena (65 to 100 MB).
+      const std::size_t bytes = rng() % 100 == 0 ? (65 + rng() % 36) << 20
+                                                 : block_cache::kMaxBlock + 1 + rng() % (std::size_t{8} << 20);
+      char* p = static_cast<char*>(block_cache::acquire(bytes));
+      REQUIRE(p != nullptr);
+      const auto after = by_address.lower_bound(p);
+      if (after != by_address.end()) CHECK(p + bytes <= after->first);
+      if (after != by_address.begin()) CHECK(std::prev(after)->first + std::prev(after)->second <= p);
+      by_address.emplace(p, bytes);
+      const char tag = static_cast<char>(1 + op % 120);
+      p[0] = p[bytes / 2] = p[bytes - 1] = tag;
+      live.push_back({p, bytes, tag});
+    } else {
+      release_at(rng() % live.size());
+    }
+  }
+  while (!live.empty()) release_at(live.size() - 1);
+  CHECK(block_cache::large_blocks().live == 0);
+  block_cache::release_idle_large_blocks();
+  CHECK(block_cache::large_blocks().idle == 0);   // every arena whole again, and given back
 }
 
 TEST_CASE("the arenas serve threads at once: each block to one request") {
