@@ -6,6 +6,7 @@
 #include <cmath>
 #include <mutex>
 #include <stdexcept>
+#include <vector>
 
 #include "core/engine/broadcast.hpp"
 #include "core/engine/flush_denormals.hpp"
@@ -95,16 +96,34 @@ class SM3Optimizer : public Optimizer {
       }
       const T* v_last = v[r - 1];
       double* top_last = top[r - 1].data();
+      std::vector<double> row_a(static_cast<std::size_t>(C));   // the row's new accumulators
       for (std::int64_t row = r0; row < r1; ++row) {
-        double row_min = static_cast<double>(v[0][index[0]]), row_max = 0;
+        double row_min = static_cast<double>(v[0][index[0]]);
         for (std::size_t k = 1; k + 1 < r; ++k) row_min = std::min(row_min, static_cast<double>(v[k][index[k]]));
-        for (std::int64_t c = 0, i = row * C; c < C; ++c, ++i) {
-          const double gi = g_scale * static_cast<double>(g[i]);
+        // The step in a loop of its own, the maxima in the next: together, the maxima's running
+        // reduction kept the compiler from vectorising the square roots and divisions.
+        T* const wr = w + row * C;
+        T* const mr = m + row * C;
+        const T* const gr = g + row * C;
+        double* const ar = row_a.data();
+        for (std::int64_t c = 0; c < C; ++c) {
+          const double gi = g_scale * static_cast<double>(gr[c]);
           const double a = std::min(row_min, static_cast<double>(v_last[c])) + gi * gi;
-          step(w[i], m[i], a > 0 ? gi / std::sqrt(a) : 0.0, lr);
-          row_max = std::max(row_max, a);
-          top_last[c] = std::max(top_last[c], a);
+          step(wr[c], mr[c], a > 0 ? gi / std::sqrt(a) : 0.0, lr);
+          ar[c] = a;
         }
+        double lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};   // the row's maximum, in eight lanes (a maximum in any order)
+        std::int64_t c = 0;
+        for (; c + 8 <= C; c += 8)
+          for (int l = 0; l < 8; ++l) {
+            lanes[l] = std::max(lanes[l], ar[c + l]);
+            top_last[c + l] = std::max(top_last[c + l], ar[c + l]);
+          }
+        for (; c < C; ++c) {
+          lanes[0] = std::max(lanes[0], ar[c]);
+          top_last[c] = std::max(top_last[c], ar[c]);
+        }
+        const double row_max = *std::max_element(lanes, lanes + 8);
         for (std::size_t k = 0; k + 1 < r; ++k) {
           double& t = top[k][static_cast<std::size_t>(index[k])];
           t = std::max(t, row_max);

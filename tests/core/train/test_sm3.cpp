@@ -72,6 +72,38 @@ TEST_CASE("SM3 on a rank-4 kernel: its steps never exceed Adagrad's, whose accum
   for (std::size_t k = 0; k < 4; ++k) CHECK(opt->slots()[0][k + 1].value.shape() == Shape{shape[k]});
 }
 
+TEST_CASE("SM3 on a (3, 5, 21) kernel is its rule written out weight by weight") {
+  // Rows of 21: two whole groups of 8 columns and 5 more, each path of the update's loops.
+  const Shape shape{3, 5, 21};
+  const std::int64_t n = 3 * 5 * 21;
+  Tensor w = Tensor::zeros(shape, DType::float64);
+  auto opt = SM3({.learning_rate = 1.0, .momentum = 0.0});
+  std::vector<double> want(static_cast<std::size_t>(n), 0.0), v0(3, 0.0), v1(5, 0.0), v2(21, 0.0);
+  for (int s = 1; s <= 3; ++s) {
+    const Tensor g = Rng(static_cast<std::uint64_t>(10 + s)).normal(shape, 0.0, 1.0, DType::float64);
+    const std::vector<double> gs = g.to_doubles();
+    std::vector<double> n0(3, 0.0), n1(5, 0.0), n2(21, 0.0);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const auto a0 = static_cast<std::size_t>(i / 105), a1 = static_cast<std::size_t>(i / 21 % 5),
+                 a2 = static_cast<std::size_t>(i % 21);
+      const auto u = static_cast<std::size_t>(i);
+      const double a = std::min(std::min(v0[a0], v1[a1]), v2[a2]) + gs[u] * gs[u];
+      want[u] -= a > 0 ? gs[u] / std::sqrt(a) : 0.0;
+      n0[a0] = std::max(n0[a0], a);
+      n1[a1] = std::max(n1[a1], a);
+      n2[a2] = std::max(n2[a2], a);
+    }
+    v0 = n0;
+    v1 = n1;
+    v2 = n2;
+    opt->update(s, 1.0, {w}, {g});
+    expect_tensor(w, shape, want, 1e-12);
+    expect_tensor(opt->slots()[0][1].value, {3}, v0, 1e-12);
+    expect_tensor(opt->slots()[0][2].value, {5}, v1, 1e-12);
+    expect_tensor(opt->slots()[0][3].value, {21}, v2, 1e-12);
+  }
+}
+
 TEST_CASE("SM3 on a scalar keeps its own accumulator (Trax's fails: it gives a rank-0 weight none)") {
   Tensor w = tensor({1.0}, {});
   auto opt = SM3({.learning_rate = 0.5, .momentum = 0.0});
