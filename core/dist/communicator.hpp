@@ -46,6 +46,9 @@ class Communicator {
   virtual ~Communicator() = default;
   virtual int size() const = 0;
   virtual int rank() const = 0;
+  // How many of the run's processes share this one's machine, and so its memory (1 alone; under
+  // mpirun, MPI_COMM_TYPE_SHARED's count): the Loop sizes a step against the machine's memory over it.
+  virtual int local_size() const { return 1; }
   // "1 process" or "MPI, rank 0 of 2 (Open MPI v4.1.4)".
   virtual std::string describe() const = 0;
 

@@ -51,6 +51,10 @@ class Mpi final : public Communicator {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm node;
+    check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+    MPI_Comm_size(node, &local_size_);
+    MPI_Comm_free(&node);
     char version[MPI_MAX_LIBRARY_VERSION_STRING];
     int length = 0;
     MPI_Get_library_version(version, &length);
@@ -59,6 +63,7 @@ class Mpi final : public Communicator {
   }
   int size() const override { return size_; }
   int rank() const override { return rank_; }
+  int local_size() const override { return local_size_; }
   std::string describe() const override { return fmt::format("MPI, rank {} of {} ({})", rank_, size_, library_); }
   void barrier() override { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
   void abort(int status) override {
@@ -90,7 +95,7 @@ class Mpi final : public Communicator {
   }
 
  private:
-  int size_ = 1, rank_ = 0;
+  int size_ = 1, rank_ = 0, local_size_ = 1;
   std::string library_;
   std::vector<MPI_Request> requests_;   // started sums, until wait_all
 };

@@ -63,18 +63,23 @@ double pass_peak_bytes(Layer& model_with_loss, const Stack& rows, std::int64_t r
 // Refuses a step larger than the machine's memory (a batch size or sequence length with a digit
 // too many) before it runs, where it would run until the kernel killed the process. `which` names
 // the step ("a training step" before the first, "step 57").
+// `sharing` processes of the run share this machine's memory (mpirun on one machine): each has its
+// share of it.
 void check_step_fits(Layer& model_with_loss, const Stack& rows, std::size_t task, double slots, Precision products,
-                     std::string_view which, std::string_view kept) {
+                     int sharing, std::string_view which, std::string_view kept) {
   namespace sizes = ctrax::internal;
   const StepMemory step = step_memory(model_with_loss, rows, slots, products);
-  const double memory = sizes::machine_memory_bytes();
+  const double machine = sizes::machine_memory_bytes(), memory = machine / std::max(sharing, 1);
   if (memory <= 0 || step.total() <= memory) return;
   const auto gb = sizes::gigabytes;
+  const std::string limit = sharing > 1 ? fmt::format("more than this process's share of the machine's memory ({} of "
+                                                      "{}, shared by {} processes of the run)", gb(memory), gb(machine), sharing)
+                                        : fmt::format("more than this machine's memory ({})", gb(memory));
   throw std::invalid_argument(fmt::format(
       "Loop: {} of task {} needs about {} ({} of weights and their gradients, {} of the optimizer's slots, {} "
-      "of activations for a batch of {}), more than this machine's memory ({}): give it smaller batches, "
-      "shorter sequences or a smaller model{}", which, task, gb(step.total()), gb(step.weights + step.gradients),
-      gb(step.slots), gb(step.activations), to_string(signature_of(rows)), gb(memory), kept));
+      "of activations for a batch of {}), {}: give it smaller batches, shorter sequences or a smaller model{}", which,
+      task, gb(step.total()), gb(step.weights + step.gradients), gb(step.slots), gb(step.activations),
+      to_string(signature_of(rows)), limit, kept));
 }
 
 // Whether a batch of signature `batch` is no larger, axis by axis, than one of `sized`.
@@ -201,7 +206,8 @@ void Loop::set_up() {
     slots[tasks_[i].optimizer.get()] = tasks_[i].optimizer->slot_bytes(mwl->all_weights());
     double all_slots = 0;
     for (const auto& [optimizer, bytes] : slots) all_slots += bytes;
-    check_step_fits(*mwl, rows, i, all_slots, options_.products, "a training step", "");
+    check_step_fits(*mwl, rows, i, all_slots, options_.products, parallel_.communicator().local_size(), "a training step",
+                    "");
     sized_.push_back({batch});
     model_with_loss_.push_back(mwl);
     tasks_[i].optimizer->init(mwl->all_weights());
@@ -286,7 +292,8 @@ void Loop::train_step() {
   // A batch longer than every one sized so far (length buckets: a later batch can be the longest)
   // is sized before it runs, as the first was. Before set_rng: the passes leave nothing behind.
   if (const Signature batch = signature_of(part.rows); !within_sized(batch, sized_[t])) {
-    check_step_fits(*mwl, part.rows, t, slot_bytes_, options_.products, fmt::format("step {}", s),
+    check_step_fits(*mwl, part.rows, t, slot_bytes_, options_.products, parallel_.communicator().local_size(),
+                    fmt::format("step {}", s),
                     fmt::format("; the weights are those after step {}; {}", step_, last_checkpoint_kept()));
     sized_[t].push_back(batch);
   }

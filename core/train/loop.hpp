@@ -50,6 +50,8 @@
 // (step_memory, below) and refuses one larger than the machine's memory, with the figures; and
 // again before any later batch larger on some axis than every batch sized so far (length buckets
 // put the longest sentences in some later batch), refused with the weights of the step before.
+// Processes of one run on one machine (mpirun -np 2 there) share its memory: each sizes its step
+// against its share, the memory over their count (Communicator::local_size).
 //
 // DIVERGENCE. A loss (or gradient) that is NaN or infinite stops training with TrainingDiverged:
 // the weights stay those of the last good step and the last checkpoint on disk is untouched.

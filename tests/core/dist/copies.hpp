@@ -1,5 +1,6 @@
 // Stands in for K processes that all hold the same values: a sum multiplies every element by K.
-// Counts the calls, to see the buckets; `rank` says which process this one plays.
+// Counts the calls, to see the buckets; `rank` says which process this one plays, `local` how many
+// of them share its machine.
 #pragma once
 
 #include <cstdint>
@@ -11,8 +12,9 @@ namespace ctrax::testing {
 
 class Copies final : public dist::Communicator {
  public:
-  explicit Copies(int k, int rank = 0) : k_(k), rank_(rank) {}
+  explicit Copies(int k, int rank = 0, int local = 1) : k_(k), rank_(rank), local_(local) {}
   int size() const override { return k_; }
+  int local_size() const override { return local_; }
   int rank() const override { return rank_; }
   std::string describe() const override { return "copies"; }
   void barrier() override {}
@@ -38,7 +40,7 @@ class Copies final : public dist::Communicator {
   void broadcast_bytes(void*, std::size_t, int) override {}
 
  private:
-  int k_, rank_;
+  int k_, rank_, local_;
 };
 
 }  // namespace ctrax::testing

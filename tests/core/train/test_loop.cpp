@@ -9,6 +9,7 @@
 #include <limits>
 #include <sstream>
 
+#include "core/tensor/internal/meta_bytes.hpp"
 #include "core/tensor/shape_ops.hpp"
 #include "core/train/adam.hpp"
 #include "core/train/checkpoint.hpp"
@@ -509,6 +510,38 @@ TEST_CASE("a later batch larger than any before is sized before it runs: refused
   }
   CHECK(loop.step() == 1);
   CHECK(bit_equal(model->all_weights(), after_one));
+}
+
+TEST_CASE("processes of a run on one machine size their step against their share of its memory") {
+  // mpirun -np 2 on one machine: each process holds its own model, slots and activations. A step
+  // of ~70% of the memory per process fits one process, not two.
+  const double memory = ctrax::internal::machine_memory_bytes();
+  REQUIRE(memory > 0);
+  auto rows_of = [](std::int64_t n) {
+    return Stack{Tensor::ones({n, 4}), Tensor::zeros({n}, DType::int32), Tensor::ones({n})};
+  };
+  auto model = Serial(Dense(1 << 20), Dense(2));   // ~12 MB of activations a row
+  LayerPtr with_loss = Serial(model, WeightedCategoryCrossEntropy());
+  with_loss->init(signature_of(rows_of(4)));
+  const double per_row = (step_memory(*with_loss, rows_of(32), 0).activations -
+                          step_memory(*with_loss, rows_of(16), 0).activations) / 16;
+  REQUIRE(per_row > 1e6);
+  const auto part = static_cast<std::int64_t>(0.7 * memory / per_row);   // each process's rows
+  auto batches = [&](std::int64_t) { return rows_of(2 * part); };
+  std::ostringstream out;
+  const auto apart = std::make_shared<ctrax::testing::Copies>(2, 0, 1);   // two machines
+  Loop fits(Serial(Dense(1 << 20), Dense(2)), {task(batches)}, {.out = &out, .communicator = apart});
+  const auto together = std::make_shared<ctrax::testing::Copies>(2, 0, 2);   // one machine
+  try {
+    Loop refused(Serial(Dense(1 << 20), Dense(2)), {task(batches)}, {.out = &out, .communicator = together});
+    FAIL("the Loop accepted two processes' steps on one machine");
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    CHECK(what.starts_with("Loop: a training step of task 0 needs about "));
+    CHECK(what.find(fmt::format("for a batch of (f32[{},4], i32[{}], f32[{}])), more than this process's share of "
+                                "the machine's memory (", part, part, part)) != std::string::npos);
+    CHECK(what.find(", shared by 2 processes of the run): give it smaller batches") != std::string::npos);
+  }
 }
 
 TEST_CASE("sizing the first step on one row and two leaves the model as it was: BatchNorm's statistics untouched") {
