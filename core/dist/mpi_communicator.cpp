@@ -52,7 +52,8 @@ class Mpi final : public Communicator {
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm node;
-    check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+    check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node),
+          "MPI_Comm_split_type");
     MPI_Comm_size(node, &local_size_);
     MPI_Comm_free(&node);
     char version[MPI_MAX_LIBRARY_VERSION_STRING];

@@ -72,9 +72,10 @@ void check_step_fits(Layer& model_with_loss, const Stack& rows, std::size_t task
   const double machine = sizes::machine_memory_bytes(), memory = machine / std::max(sharing, 1);
   if (memory <= 0 || step.total() <= memory) return;
   const auto gb = sizes::gigabytes;
-  const std::string limit = sharing > 1 ? fmt::format("more than this process's share of the machine's memory ({} of "
-                                                      "{}, shared by {} processes of the run)", gb(memory), gb(machine), sharing)
-                                        : fmt::format("more than this machine's memory ({})", gb(memory));
+  const std::string limit =
+      sharing > 1 ? fmt::format("more than this process's share of the machine's memory ({} of {}, shared by {} "
+                                "processes of the run)", gb(memory), gb(machine), sharing)
+                  : fmt::format("more than this machine's memory ({})", gb(memory));
   throw std::invalid_argument(fmt::format(
       "Loop: {} of task {} needs about {} ({} of weights and their gradients, {} of the optimizer's slots, {} "
       "of activations for a batch of {}), {}: give it smaller batches, shorter sequences or a smaller model{}", which,
@@ -206,8 +207,8 @@ void Loop::set_up() {
     slots[tasks_[i].optimizer.get()] = tasks_[i].optimizer->slot_bytes(mwl->all_weights());
     double all_slots = 0;
     for (const auto& [optimizer, bytes] : slots) all_slots += bytes;
-    check_step_fits(*mwl, rows, i, all_slots, options_.products, parallel_.communicator().local_size(), "a training step",
-                    "");
+    check_step_fits(*mwl, rows, i, all_slots, options_.products, parallel_.communicator().local_size(),
+                    "a training step", "");
     sized_.push_back({batch});
     model_with_loss_.push_back(mwl);
     tasks_[i].optimizer->init(mwl->all_weights());

@@ -153,14 +153,15 @@ TEST_CASE("release_idle_large_blocks gives back idle arenas and the pages of fre
   CHECK(block_cache::large_blocks().idle == 62 * mb);   // the arena in use stays mapped ...
   char* again = static_cast<char*>(block_cache::acquire(2 * mb));
   CHECK(again == b);
-  CHECK(std::count(again, again + 2 * mb, char{0}) == static_cast<std::ptrdiff_t>(2 * mb));   // ... its free pages given back
+  // ... its free pages given back: they read as zeros
+  CHECK(std::count(again, again + 2 * mb, char{0}) == static_cast<std::ptrdiff_t>(2 * mb));
   block_cache::release(again, 2 * mb);
   block_cache::release(kept, 2 * mb);
   block_cache::release_idle_large_blocks();
   CHECK(block_cache::large_blocks().idle == 0);
 }
 
-TEST_CASE("the arenas under 3,000 random requests and frees: no two blocks in use overlap, none is written by another") {
+TEST_CASE("the arenas under 3,000 random requests and frees: no blocks in use overlap, none is written by another") {
   start_without_arenas();
   std::mt19937_64 rng(81);
   struct Live {
