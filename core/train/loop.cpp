@@ -64,9 +64,10 @@ double pass_peak_bytes(Layer& model_with_loss, const Stack& rows, std::int64_t r
 // too many) before it runs, where it would run until the kernel killed the process. `which` names
 // the step ("a training step" before the first, "step 57").
 // `sharing` processes of the run share this machine's memory (mpirun on one machine): each has its
-// share of it.
+// share of it. `kept` says what the refusal leaves the user; called only when refusing (it may read
+// the last checkpoint's header from disk).
 void check_step_fits(Layer& model_with_loss, const Stack& rows, std::size_t task, double slots, Precision products,
-                     int sharing, std::string_view which, std::string_view kept) {
+                     int sharing, std::string_view which, const std::function<std::string()>& kept) {
   namespace sizes = ctrax::internal;
   const StepMemory step = step_memory(model_with_loss, rows, slots, products);
   const double machine = sizes::machine_memory_bytes(), memory = machine / std::max(sharing, 1);
@@ -80,7 +81,7 @@ void check_step_fits(Layer& model_with_loss, const Stack& rows, std::size_t task
       "Loop: {} of task {} needs about {} ({} of weights and their gradients, {} of the optimizer's slots, {} "
       "of activations for a batch of {}), {}: give it smaller batches, shorter sequences or a smaller model{}", which,
       task, gb(step.total()), gb(step.weights + step.gradients), gb(step.slots), gb(step.activations),
-      to_string(signature_of(rows)), limit, kept));
+      to_string(signature_of(rows)), limit, kept()));
 }
 
 // Whether a batch of signature `batch` is no larger, axis by axis, than one of `sized`.
@@ -208,7 +209,7 @@ void Loop::set_up() {
     double all_slots = 0;
     for (const auto& [optimizer, bytes] : slots) all_slots += bytes;
     check_step_fits(*mwl, rows, i, all_slots, options_.products, parallel_.communicator().local_size(),
-                    "a training step", "");
+                    "a training step", [] { return std::string(); });
     sized_.push_back({batch});
     model_with_loss_.push_back(mwl);
     tasks_[i].optimizer->init(mwl->all_weights());
@@ -295,7 +296,9 @@ void Loop::train_step() {
   if (const Signature batch = signature_of(part.rows); !within_sized(batch, sized_[t])) {
     check_step_fits(*mwl, part.rows, t, slot_bytes_, options_.products, parallel_.communicator().local_size(),
                     fmt::format("step {}", s),
-                    fmt::format("; the weights are those after step {}; {}", step_, last_checkpoint_kept()));
+                    [this] {
+                      return fmt::format("; the weights are those after step {}; {}", step_, last_checkpoint_kept());
+                    });
     sized_[t].push_back(batch);
   }
   mwl->set_rng(part.rng);
