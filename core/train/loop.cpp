@@ -67,9 +67,10 @@ double pass_peak_bytes(Layer& model_with_loss, const Stack& rows, std::int64_t r
 // share of it. `kept` says what the refusal leaves the user; called only when refusing (it may read
 // the last checkpoint's header from disk).
 void check_step_fits(Layer& model_with_loss, const Stack& rows, std::size_t task, double slots, Precision products,
-                     int sharing, std::string_view which, const std::function<std::string()>& kept) {
+                     const dist::Communicator& run, std::string_view which, const std::function<std::string()>& kept) {
   namespace sizes = ctrax::internal;
-  const StepMemory step = step_memory(model_with_loss, rows, slots, products);
+  const StepMemory step = step_memory(model_with_loss, rows, slots, products, run.size());
+  const int sharing = run.local_size();
   const double machine = sizes::machine_memory_bytes(), memory = machine / std::max(sharing, 1);
   if (memory <= 0 || step.total() <= memory) return;
   const auto gb = sizes::gigabytes;
@@ -77,10 +78,12 @@ void check_step_fits(Layer& model_with_loss, const Stack& rows, std::size_t task
       sharing > 1 ? fmt::format("more than this process's share of the machine's memory ({} of {}, shared by {} "
                                 "processes of the run)", gb(memory), gb(machine), sharing)
                   : fmt::format("more than this machine's memory ({})", gb(memory));
+  const std::string buckets =
+      step.buckets > 0 ? fmt::format(", {} of gradient buckets summed over the processes", gb(step.buckets)) : "";
   throw std::invalid_argument(fmt::format(
-      "Loop: {} of task {} needs about {} ({} of weights and their gradients, {} of the optimizer's slots, {} "
+      "Loop: {} of task {} needs about {} ({} of weights and their gradients, {} of the optimizer's slots{}, {} "
       "of activations for a batch of {}), {}: give it smaller batches, shorter sequences or a smaller model{}", which,
-      task, gb(step.total()), gb(step.weights + step.gradients), gb(step.slots), gb(step.activations),
+      task, gb(step.total()), gb(step.weights + step.gradients), gb(step.slots), buckets, gb(step.activations),
       to_string(signature_of(rows)), limit, kept()));
 }
 
@@ -122,10 +125,12 @@ double batch_weight(const Stack& batch) {
 
 }  // namespace
 
-StepMemory step_memory(Layer& model_with_loss, const Stack& rows, double slot_bytes, Precision products) {
+StepMemory step_memory(Layer& model_with_loss, const Stack& rows, double slot_bytes, Precision products,
+                       int processes) {
   namespace sizes = ctrax::internal;
   StepMemory step;
   step.weights = step.gradients = sizes::bytes_of(model_with_loss.all_weights());
+  if (processes > 1) step.buckets = step.gradients;
   step.slots = slot_bytes;
   const double memory = sizes::machine_memory_bytes();
   sizes::MetaBytes results;
@@ -208,7 +213,7 @@ void Loop::set_up() {
     slots[tasks_[i].optimizer.get()] = tasks_[i].optimizer->slot_bytes(mwl->all_weights());
     double all_slots = 0;
     for (const auto& [optimizer, bytes] : slots) all_slots += bytes;
-    check_step_fits(*mwl, rows, i, all_slots, options_.products, parallel_.communicator().local_size(),
+    check_step_fits(*mwl, rows, i, all_slots, options_.products, parallel_.communicator(),
                     "a training step", [] { return std::string(); });
     sized_.push_back({batch});
     model_with_loss_.push_back(mwl);
@@ -294,7 +299,7 @@ void Loop::train_step() {
   // A batch longer than every one sized so far (length buckets: a later batch can be the longest)
   // is sized before it runs, as the first was. Before set_rng: the passes leave nothing behind.
   if (const Signature batch = signature_of(part.rows); !within_sized(batch, sized_[t])) {
-    check_step_fits(*mwl, part.rows, t, slot_bytes_, options_.products, parallel_.communicator().local_size(),
+    check_step_fits(*mwl, part.rows, t, slot_bytes_, options_.products, parallel_.communicator(),
                     fmt::format("step {}", s),
                     [this] {
                       return fmt::format("; the weights are those after step {}; {}", step_, last_checkpoint_kept());

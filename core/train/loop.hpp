@@ -87,8 +87,11 @@ struct StepMemory {
   double slots = 0;         // the optimizers' (Optimizer::slot_bytes)
   double gradients = 0;     // the weights' gradients: as many bytes as the weights
   double activations = 0;   // the rest of the forward and backward pass's peak
+  // data parallel (processes > 1): the gradients copied into buckets to be summed over the
+  // processes (core/dist/gradient_buckets.hpp), held from the pass's start to the update
+  double buckets = 0;
   bool measured = false;    // measured on a few rows (below), or counted on meta tensors
-  double total() const { return weights + slots + gradients + activations; }
+  double total() const { return weights + slots + gradients + buckets + activations; }
 };
 
 // Sizes a training step of `model_with_loss` (initialised, in train mode) on the batch `rows`
@@ -101,10 +104,11 @@ struct StepMemory {
 // leave the model as they found it: its state (BatchNorm's running statistics) is put back.
 // Where four rows would take an eighth of the memory by a count on meta tensors (every result of
 // the forward pass, sized without arithmetic: core/tensor/internal/meta_bytes.hpp), or a pass fails
-// (the step will say why), that count stands instead, `measured` false. Not counted: memory outside
-// tensors (the allocator's own, kernels' small buffers) and gradient buckets under mpirun.
+// (the step will say why), that count stands instead, `measured` false. `processes` > 1 (data
+// parallel) adds the gradient buckets. Not counted: memory outside tensors (the allocator's own,
+// kernels' small buffers, MPI's).
 StepMemory step_memory(Layer& model_with_loss, const Stack& rows, double slot_bytes,
-                       Precision products = Precision::float32);
+                       Precision products = Precision::float32, int processes = 1);
 
 // One training step's time, for whoever measures the Loop (bench/bench_train.cpp).
 struct StepTime {

@@ -544,6 +544,31 @@ TEST_CASE("processes of a run on one machine size their step against their share
   }
 }
 
+TEST_CASE("a data-parallel step counts its gradient buckets: a copy of the gradients summed over the processes") {
+  auto rows_of = [](std::int64_t n) {
+    return Stack{Tensor::ones({n, 4}), Tensor::zeros({n}, DType::int32), Tensor::ones({n})};
+  };
+  LayerPtr with_loss = Serial(Dense(64), Dense(2), WeightedCategoryCrossEntropy());
+  with_loss->init(signature_of(rows_of(8)));
+  const StepMemory alone = step_memory(*with_loss, rows_of(8), 0);
+  const StepMemory two = step_memory(*with_loss, rows_of(8), 0, Precision::float32, 2);
+  CHECK(alone.buckets == 0);
+  CHECK(two.buckets == two.gradients);
+  CHECK(two.total() == doctest::Approx(two.weights + two.gradients + two.buckets + two.activations));
+  // The refusal names them (the 4.4 TB step of the test above, two processes on two machines).
+  constexpr std::int64_t huge = std::int64_t{1} << 20;
+  auto batches = [&](std::int64_t) { return rows_of(2 * huge); };
+  std::ostringstream out;
+  const auto apart = std::make_shared<ctrax::testing::Copies>(2, 0, 1);
+  try {
+    Loop refused(Serial(Dense(1 << 20), Dense(2)), {task(batches)}, {.out = &out, .communicator = apart});
+    FAIL("the Loop accepted the step");
+  } catch (const std::invalid_argument& e) {
+    CHECK(std::string(e.what()).find("0.1 GB of the optimizer's slots, 0.0 GB of gradient buckets summed over the "
+                                     "processes, 4398.0 GB of activations") != std::string::npos);
+  }
+}
+
 TEST_CASE("sizing the first step on one row and two leaves the model as it was: BatchNorm's statistics untouched") {
   // The Loop measures a forward and backward pass on the batch's first row and first two before
   // any step; BatchNorm updates its running statistics in those passes, which must not count.
