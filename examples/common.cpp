@@ -291,7 +291,9 @@ int run_main(const char* program, const std::function<int()>& body) {
     std::fflush(stdout);
     fmt::print(stderr, "{}: {}\n", program, message_of(e));
     // Under mpirun an error on this process alone (its disk, a file only it writes) would leave the
-    // others waiting for it forever, and it for them in MPI_Finalize: every process ends here.
+    // others waiting for it forever, and it for them in MPI_Finalize: every process ends here —
+    // unless every process threw it at once.
+    if (train::thrown_by_every_process(e)) return 1;
     try {
       if (const auto comm = dist::make_communicator(); comm->size() > 1) comm->abort(1);
     } catch (const std::exception&) {   // mpirun without MPI in this build: nothing was started

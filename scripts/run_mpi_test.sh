@@ -5,7 +5,8 @@
 #      the final weights, equal within 1e-5 relative (loop_check compare prints the bounds reached);
 #   3. a checkpoint written by 2 processes resumed on 1 and on 2 continues the same curve;
 #   4. a global batch the processes do not divide: a clear error before training;
-#   5. a rank killed mid-run: mpirun ends within seconds naming it, and the last checkpoint loads.
+#   5. a rank killed mid-run: mpirun ends within seconds naming it, and the last checkpoint loads;
+#   6. a step too large for the machine: both processes refuse it, and neither aborts the run.
 # Usage: run_mpi_test.sh MPI_CHECK LOOP_CHECK
 set -euo pipefail
 exe=$1
@@ -75,4 +76,13 @@ timeout 60 "${mpi[@]}" "$loop" train "$tmp/one_fails" 6 4 3 >"$tmp/fails.log" 2>
 [ "$status" -ne 0 ] || { cat "$tmp/fails.log"; fail "mpirun exited 0 after an error on rank 1"; }
 grep -q "process 1 of 2: batch 3: unreadable" "$tmp/fails.log" || { cat "$tmp/fails.log"; fail "the error is not named"; }
 echo "error on one rank ok: mpirun exited ($status) $(( $(date +%s) - started )) s after starting: $(grep -m1 'unreadable' "$tmp/fails.log")"
+# A step too large for the machine: every process refuses it together (they agree through a sum)
+# and returns; none calls MPI_Abort.
+status=0
+timeout 120 "${mpi[@]}" "$loop" too-large "$tmp/too_large" >"$tmp/large.log" 2>&1 || status=$?
+[ "$status" -ne 124 ] || { cat "$tmp/large.log"; fail "a step too large left the run hanging (killed after 120 s)"; }
+[ "$(grep -c '^refused: MPI, rank [01] of 2 .*: Loop: a training step of task 0 needs about' "$tmp/large.log")" -eq 2 ] ||
+  { cat "$tmp/large.log"; fail "not both processes refused the step too large"; }
+! grep -q "MPI_ABORT" "$tmp/large.log" || { cat "$tmp/large.log"; fail "a refusal every process made aborted the run"; }
+echo "step too large ok: both processes refused it, none aborted: $(grep -m1 -o 'needs about [0-9.]* GB' "$tmp/large.log")"
 echo "mpi test ok"

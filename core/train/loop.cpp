@@ -63,16 +63,23 @@ double pass_peak_bytes(Layer& model_with_loss, const Stack& rows, std::int64_t r
 // Refuses a step larger than the machine's memory (a batch size or sequence length with a digit
 // too many) before it runs, where it would run until the kernel killed the process. `which` names
 // the step ("a training step" before the first, "step 57").
-// `sharing` processes of the run share this machine's memory (mpirun on one machine): each has its
-// share of it. `kept` says what the refusal leaves the user; called only when refusing (it may read
-// the last checkpoint's header from disk).
+// The processes of the run that share a machine (mpirun on one machine) share its memory: each has
+// its share of it. Every process sizes its own step, then they agree: when any refuses, all do —
+// the others naming how many refused. `kept` says what the refusal leaves the user; called only
+// when refusing (it may read the last checkpoint's header from disk).
 void check_step_fits(Layer& model_with_loss, const Stack& rows, std::size_t task, double slots, Precision products,
-                     const dist::Communicator& run, std::string_view which, const std::function<std::string()>& kept) {
+                     const dist::DataParallel& run, std::string_view which,
+                     const std::function<std::string()>& kept) {
   namespace sizes = ctrax::internal;
   const StepMemory step = step_memory(model_with_loss, rows, slots, products, run.size());
-  const int sharing = run.local_size();
+  const int sharing = run.communicator().local_size();
   const double machine = sizes::machine_memory_bytes(), memory = machine / std::max(sharing, 1);
-  if (memory <= 0 || step.total() <= memory) return;
+  const bool fits = memory <= 0 || step.total() <= memory;
+  const auto refusing = static_cast<int>(run.size() > 1 ? run.sum({fits ? 0.0 : 1.0})[0] : (fits ? 0 : 1));
+  if (refusing == 0) return;
+  if (fits)
+    throw StepTooLarge(fmt::format("Loop: {} of task {} does not fit the memory of {} of the run's {} processes "
+                                   "(their messages say why){}", which, task, refusing, run.size(), kept()));
   const auto gb = sizes::gigabytes;
   const std::string limit =
       sharing > 1 ? fmt::format("more than this process's share of the machine's memory ({} of {}, shared by {} "
@@ -80,7 +87,7 @@ void check_step_fits(Layer& model_with_loss, const Stack& rows, std::size_t task
                   : fmt::format("more than this machine's memory ({})", gb(memory));
   const std::string buckets =
       step.buckets > 0 ? fmt::format(", {} of gradient buckets summed over the processes", gb(step.buckets)) : "";
-  throw std::invalid_argument(fmt::format(
+  throw StepTooLarge(fmt::format(
       "Loop: {} of task {} needs about {} ({} of weights and their gradients, {} of the optimizer's slots{}, {} "
       "of activations for a batch of {}), {}: give it smaller batches, shorter sequences or a smaller model{}", which,
       task, gb(step.total()), gb(step.weights + step.gradients), gb(step.slots), buckets, gb(step.activations),
@@ -124,6 +131,10 @@ double batch_weight(const Stack& batch) {
 }
 
 }  // namespace
+
+bool thrown_by_every_process(const std::exception& e) {
+  return dynamic_cast<const TrainingDiverged*>(&e) || dynamic_cast<const StepTooLarge*>(&e);
+}
 
 StepMemory step_memory(Layer& model_with_loss, const Stack& rows, double slot_bytes, Precision products,
                        int processes) {
@@ -171,7 +182,7 @@ Loop::Loop(LayerPtr model, std::vector<TrainTask> tasks, LoopOptions options)
 }
 
 void Loop::end_processes_on_error(const std::exception& e) const {
-  if (parallel_.size() <= 1) return;
+  if (parallel_.size() <= 1 || thrown_by_every_process(e)) return;
   fmt::print(stderr, "Loop, process {} of {}: {}\n", parallel_.rank(), parallel_.size(), e.what());
   parallel_.communicator().abort(1);
 }
@@ -213,7 +224,7 @@ void Loop::set_up() {
     slots[tasks_[i].optimizer.get()] = tasks_[i].optimizer->slot_bytes(mwl->all_weights());
     double all_slots = 0;
     for (const auto& [optimizer, bytes] : slots) all_slots += bytes;
-    check_step_fits(*mwl, rows, i, all_slots, options_.products, parallel_.communicator(),
+    check_step_fits(*mwl, rows, i, all_slots, options_.products, parallel_,
                     "a training step", [] { return std::string(); });
     sized_.push_back({batch});
     model_with_loss_.push_back(mwl);
@@ -299,7 +310,7 @@ void Loop::train_step() {
   // A batch longer than every one sized so far (length buckets: a later batch can be the longest)
   // is sized before it runs, as the first was. Before set_rng: the passes leave nothing behind.
   if (const Signature batch = signature_of(part.rows); !within_sized(batch, sized_[t])) {
-    check_step_fits(*mwl, part.rows, t, slot_bytes_, options_.products, parallel_.communicator(),
+    check_step_fits(*mwl, part.rows, t, slot_bytes_, options_.products, parallel_,
                     fmt::format("step {}", s),
                     [this] {
                       return fmt::format("; the weights are those after step {}; {}", step_, last_checkpoint_kept());

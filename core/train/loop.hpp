@@ -51,7 +51,8 @@
 // again before any later batch larger on some axis than every batch sized so far (length buckets
 // put the longest sentences in some later batch), refused with the weights of the step before.
 // Processes of one run on one machine (mpirun -np 2 there) share its memory: each sizes its step
-// against its share, the memory over their count (Communicator::local_size).
+// against its share, the memory over their count (Communicator::local_size), and when any refuses
+// its step, every process throws StepTooLarge (the others saying how many refused).
 //
 // DIVERGENCE. A loss (or gradient) that is NaN or infinite stops training with TrainingDiverged:
 // the weights stay those of the last good step and the last checkpoint on disk is untouched.
@@ -80,6 +81,18 @@ class TrainingDiverged : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+// A step too large for the memory (A STEP THAT CANNOT FIT, above), refused before it runs.
+class StepTooLarge : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+// Whether `e` is one every process of a run throws at once: TrainingDiverged (the loss, the summed
+// gradients and the weights are the same in every process) and StepTooLarge (the processes agree
+// through a sum). Such an error ends each process on its own — nothing to abort (Communicator::abort):
+// no process is left waiting for another.
+bool thrown_by_every_process(const std::exception& e);
 
 // What a training step holds at its peak, in bytes.
 struct StepMemory {
@@ -177,7 +190,8 @@ class Loop {
   void set_up();   // the constructor's work
   // An error on one of several processes (its batch, its disk, the checkpoint process 0 reads)
   // would leave the others waiting for it in their next sum or broadcast forever: said on stderr
-  // with the process's rank, then every process ended (Communicator::abort). Alone: nothing.
+  // with the process's rank, then every process ended (Communicator::abort). Alone, or an error
+  // every process throws at once (thrown_by_every_process): nothing.
   void end_processes_on_error(const std::exception& e) const;
   void train_step();
   void evaluate();

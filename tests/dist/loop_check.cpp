@@ -6,6 +6,9 @@
 //                                        DIR's checkpoint if there is one), reporting every step; with
 //                                        FAIL, process 1 cannot read batch FAIL (an error on one
 //                                        process: the run must end, not wait for it)
+//   loop_check too-large DIR             a step too large for the machine's memory (a feed-forward
+//                                        layer 2^20 wide on 4,096 rows): every process refuses it
+//                                        (train::StepTooLarge) and returns 3, none aborting the run
 //   loop_check compare DIR_A DIR_B       every train loss and eval metric of DIR_B's metrics.jsonl, and
 //                                        its final weights, equal DIR_A's within 1e-5 relative;
 //                                        prints the largest differences
@@ -82,6 +85,23 @@ int train_run(const std::string& dir, std::int64_t steps, std::int64_t B, std::i
   return 0;
 }
 
+int too_large_run(const std::string& dir) {
+  auto comm = dist::make_communicator();
+  auto model = models::TransformerLM(kVocab, {.d_model = 16, .d_ff = 1 << 20, .n_layers = 1, .n_heads = 2,
+                                              .max_len = 16});
+  try {
+    train::Loop loop(model,
+                     {{.labeled_data = [](std::int64_t i) { return batch(i, 4096); },
+                       .loss_layer = layers::WeightedCategoryCrossEntropy(),
+                       .optimizer = train::Momentum({.learning_rate = 0.05})}},
+                     {.output_dir = dir, .progress = train::Progress::off, .communicator = comm});
+  } catch (const train::StepTooLarge& e) {
+    std::printf("refused: %s: %s\n", comm->describe().c_str(), e.what());
+    return 3;
+  }
+  return 0;
+}
+
 double relative(double a, double b) { return std::abs(a - b) / std::max(1e-30, std::max(std::abs(a), std::abs(b))); }
 
 int compare(const std::string& a, const std::string& b) {
@@ -139,8 +159,10 @@ int main(int argc, char** argv) {
     if (mode == "train" && argc >= 4 && argc <= 6)
       return train_run(argv[2], std::stoll(argv[3]), argc >= 5 ? std::stoll(argv[4]) : 4,
                        argc == 6 ? std::stoll(argv[5]) : -1);
+    if (mode == "too-large" && argc == 3) return too_large_run(argv[2]);
     if (mode == "compare" && argc == 4) return compare(argv[2], argv[3]);
-    std::fprintf(stderr, "usage: loop_check train DIR STEPS [BATCH [FAIL]] | loop_check compare DIR_A DIR_B\n");
+    std::fprintf(stderr, "usage: loop_check train DIR STEPS [BATCH [FAIL]] | loop_check too-large DIR | "
+                         "loop_check compare DIR_A DIR_B\n");
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

@@ -535,13 +535,74 @@ TEST_CASE("processes of a run on one machine size their step against their share
   try {
     Loop refused(Serial(Dense(1 << 20), Dense(2)), {task(batches)}, {.out = &out, .communicator = together});
     FAIL("the Loop accepted two processes' steps on one machine");
-  } catch (const std::invalid_argument& e) {
+  } catch (const StepTooLarge& e) {
     const std::string what = e.what();
     CHECK(what.starts_with("Loop: a training step of task 0 needs about "));
     CHECK(what.find(fmt::format("for a batch of (f32[{},4], i32[{}], f32[{}])), more than this process's share of "
                                 "the machine's memory (", part, part, part)) != std::string::npos);
     CHECK(what.find(", shared by 2 processes of the run): give it smaller batches") != std::string::npos);
   }
+  // Every process refuses at once (they agree through a sum): none is left waiting, nothing aborted.
+  CHECK(together->aborted == -1);
+}
+
+namespace {
+
+// Stands in for process 0 of two whose other process refuses the step: each sum of one float64
+// value (the Loop's count of refusals) gets 1 from it; other sums are of copies, as Copies's.
+class AnotherRefuses final : public dist::Communicator {
+ public:
+  int size() const override { return 2; }
+  int rank() const override { return 0; }
+  std::string describe() const override { return "another refuses"; }
+  void barrier() override {}
+  void start_sum(void* data, std::size_t n, DType dtype) override { all_reduce_sum(data, n, dtype); }
+  void wait_all() override {}
+  void abort(int status) override { aborted = status; }
+  int aborted = -1;
+
+ protected:
+  void all_reduce_sum(void* data, std::size_t n, DType dtype) override {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (dtype == DType::float32) static_cast<float*>(data)[i] *= 2;
+      if (dtype == DType::float64) static_cast<double*>(data)[i] = n == 1 ? static_cast<double*>(data)[i] + 1
+                                                                         : 2 * static_cast<double*>(data)[i];
+    }
+  }
+  void broadcast_bytes(void*, std::size_t, int) override {}
+};
+
+}  // namespace
+
+TEST_CASE("a step another process of the run refuses is refused by this one too, naming how many refused") {
+  auto batches = [](std::int64_t) {
+    return Stack{Tensor::ones({16, 4}), Tensor::zeros({16}, DType::int32), Tensor::ones({16})};
+  };
+  std::ostringstream out;
+  const auto two = std::make_shared<AnotherRefuses>();
+  CHECK_THROWS_WITH_AS(Loop(Serial(Dense(8), Dense(2)), {task(batches)}, {.out = &out, .communicator = two}),
+                       "Loop: a training step of task 0 does not fit the memory of 1 of the run's 2 processes "
+                       "(their messages say why)",
+                       StepTooLarge);
+  CHECK(two->aborted == -1);
+}
+
+TEST_CASE("errors every process throws at once are told from those of one process alone") {
+  CHECK(thrown_by_every_process(TrainingDiverged("step 5: nan")));
+  CHECK(thrown_by_every_process(StepTooLarge("a step of 4398 GB")));
+  CHECK_FALSE(thrown_by_every_process(std::invalid_argument("batch 3: unreadable")));
+  CHECK_FALSE(thrown_by_every_process(std::runtime_error("disk full")));
+  // A diverged step under two processes: each throws TrainingDiverged, and none aborts the run.
+  auto data = [](std::int64_t i) {
+    Stack batch = make_batch(i);
+    if (i == 2) batch[2].data<float>()[0] = std::nanf("");
+    return batch;
+  };
+  std::ostringstream out;
+  const auto two = std::make_shared<ctrax::testing::Copies>(2);
+  Loop loop(classifier(), {task(data)}, {.out = &out, .communicator = two});
+  CHECK_THROWS_AS(loop.run(5), TrainingDiverged);
+  CHECK(two->aborted == -1);
 }
 
 TEST_CASE("a data-parallel step counts its gradient buckets: a copy of the gradients summed over the processes") {
