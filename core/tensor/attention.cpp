@@ -611,6 +611,7 @@ Tensor attention_heads(const Tensor& q, const Tensor& k, const Tensor& v, int n_
 
 Tensor attention_over_prefix(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::int64_t L_k,
                              const Tensor& mask, const LinearBias& bias) {
+  check_forward_only("attention_over_prefix", {q, k_cache, v_cache});
   Dims D{};
   const Shapes s = checked_shapes(q, k_cache, v_cache, L_k, mask, Tensor(), bias, D);
   return define_op(kAttention, {q, k_cache, v_cache}, s.out, q.dtype(), [&] {
@@ -622,6 +623,7 @@ Tensor attention_over_prefix(const Tensor& q, const Tensor& k_cache, const Tenso
 Tensor attention_heads_over_prefix(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::int64_t L_k,
                                    int n_heads, const Tensor& mask, const LinearBias& bias) {
   constexpr const char* expected = "q (B, L_q, H·d), KV caches (B·H, max_len, d) and (B·H, max_len, d_v)";
+  check_forward_only("attention_heads_over_prefix", {q, k_cache, v_cache});
   if (n_heads < 1)
     throw std::invalid_argument(fmt::format("attention_heads_over_prefix: n_heads must be >= 1, got {}", n_heads));
   const std::int64_t H = n_heads;
@@ -661,6 +663,7 @@ template void attention_rows_heads<double>(const double*, const double*, const d
                                            std::int64_t, std::int64_t, double*, double*);
 
 void write_heads_to_cache(Tensor& cache, const Tensor& x, int n_heads, std::int64_t start) {
+  check_forward_only("write_heads_to_cache", {cache, x});
   const std::int64_t H = n_heads;
   if (H < 1 || cache.rank() != 3 || x.rank() != 3 || cache.dim(0) != x.dim(0) * H || x.dim(2) != H * cache.dim(2) ||
       cache.dtype() != x.dtype() || start < 0 || start + x.dim(1) > cache.dim(1))

@@ -70,7 +70,8 @@ Tensor attention_heads(const Tensor& q, const Tensor& k, const Tensor& v, int n_
 // k_cache (…, max_len, d) and v_cache (…, max_len, d_v), read in place: copying the filled
 // prefix out of the cache each token cost as much as the attention itself at a few hundred
 // tokens. mask broadcasts to (…, L_q, L_k). Forward only: no gradient is recorded (a cache is
-// decoding state, never trained through); no dropout (predict mode has none).
+// decoding state, never trained through), and an operand the tape follows is refused
+// (check_forward_only, autodiff.hpp); no dropout (predict mode has none).
 Tensor attention_over_prefix(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, std::int64_t L_k,
                              const Tensor& mask, const LinearBias& bias = {});
 // The same with q where the projection put it, (B, L_q, H·d), and the heads folded into the

@@ -18,6 +18,18 @@ bool grad_enabled() { return t_grad_enabled; }
 NoGrad::NoGrad() : previous_(t_grad_enabled) { t_grad_enabled = false; }
 NoGrad::~NoGrad() { t_grad_enabled = previous_; }
 
+void check_forward_only(const char* op, std::initializer_list<std::reference_wrapper<const Tensor>> operands) {
+  if (!t_grad_enabled) return;
+  std::size_t i = 0;
+  for (const Tensor& t : operands) {
+    if (t.defined() && t.requires_grad())
+      throw std::invalid_argument(fmt::format(
+          "{} records no gradient (decoding state), but its operand {}, {}, requires one and the tape is recording: "
+          "call it under NoGrad, or on a tensor no gradient is asked of", op, i, t.signature()));
+    ++i;
+  }
+}
+
 namespace detail {
 
 // The tensor's tape node, private to Tensor: only the tape reads and sets it.

@@ -83,6 +83,12 @@ class NoGrad {
   bool previous_;
 };
 
+// For a forward-only op (decoding state: a KV cache's attention and writes, beam search's
+// reordering of rows), which records nothing: throws, naming the op and the operand, when an
+// operand is one the tape follows (it requires a gradient and no NoGrad scope is open) — the
+// gradient would stop at the op's result without a word.
+void check_forward_only(const char* op, std::initializer_list<std::reference_wrapper<const Tensor>> operands);
+
 namespace detail {   // record's two halves
 // Should `out`, computed from `inputs`, join the tape? Recording is on, out is real (not meta)
 // and one of the inputs requires a gradient.

@@ -113,6 +113,7 @@ std::size_t row_bytes(const Tensor& x, const std::vector<std::int64_t>& from, st
 }  // namespace
 
 Tensor gather_rows(const Tensor& x, const std::vector<std::int64_t>& from, std::int64_t rows) {
+  check_forward_only("gather_rows", {x});
   const std::size_t slice = row_bytes(x, from, rows, "gather_rows");
   Shape shape = x.shape();
   shape[0] = shape[0] / rows * static_cast<std::int64_t>(from.size());
@@ -125,6 +126,7 @@ Tensor gather_rows(const Tensor& x, const std::vector<std::int64_t>& from, std::
 }
 
 void move_rows(Tensor& x, const std::vector<std::int64_t>& from, std::int64_t n) {
+  check_forward_only("move_rows", {x});
   const auto rows = static_cast<std::int64_t>(from.size());
   const std::size_t slice = row_bytes(x, from, rows, "move_rows");
   if (x.rank() < 2 || n < 0 || n > x.dim(1))

@@ -9,8 +9,9 @@
 //                         An id outside [0, V) is an error (Trax clips silently).
 // one_hot(ids, n)         (...) int32 -> (..., n), 1 at the id, 0 elsewhere
 //
-// Decoding state (forward only, no gradient): x holds `rows` rows along axis 0, each dim(0)/rows
-// slices long (a KV cache is (rows·H, max_len, d_head): a row moves its H heads).
+// Decoding state (forward only, no gradient; an x the tape follows is refused: check_forward_only,
+// autodiff.hpp): x holds `rows` rows along axis 0, each dim(0)/rows slices long (a KV cache is
+// (rows·H, max_len, d_head): a row moves its H heads).
 // gather_rows(x, from, rows)  a new tensor of from.size() rows, row r = row from[r] of x.
 // move_rows(x, from, n)    row r ← row from[r] in place (rows = from.size()), touching only the
 //                          rows that change (from[r] ≠ r) and,

@@ -123,6 +123,27 @@ TEST_CASE("attention over a KV cache's prefix == attention over the copied prefi
                        "attention: 10 key positions asked of k f64[4,9,8]", std::invalid_argument);
 }
 
+TEST_CASE("the decoding ops record no gradient: a tensor the tape follows is refused, not silently cut off") {
+  Tensor K = randn({6, 9, 4}), V = randn({6, 9, 2});
+  Tensor q = randn({2, 1, 12});
+  q.requires_grad_();
+  CHECK_THROWS_WITH_AS(attention_heads_over_prefix(q, K, V, 4, 3, Tensor()),
+                       "attention_heads_over_prefix records no gradient (decoding state), but its operand 0, "
+                       "f64[2,1,12], requires one and the tape is recording: call it under NoGrad, or on a tensor no "
+                       "gradient is asked of", std::invalid_argument);
+  Tensor folded = randn({6, 1, 4});
+  folded.requires_grad_();
+  CHECK_THROWS_WITH_AS(attention_over_prefix(randn({6, 1, 4}), K, folded, 4, Tensor()),
+                       doctest::Contains("attention_over_prefix records no gradient (decoding state), but its "
+                                         "operand 2, f64[6,1,4], requires one"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(write_heads_to_cache(K, q, 3, 4), doctest::Contains("write_heads_to_cache records no gradient"),
+                       std::invalid_argument);
+  // Under NoGrad (how predict mode runs) the same calls go through.
+  const NoGrad no_grad;
+  CHECK(attention_heads_over_prefix(q, K, V, 4, 3, Tensor()).shape() == Shape{2, 1, 6});
+  write_heads_to_cache(K, q, 3, 4);
+}
+
 namespace {
 // (B, L, H·d) → (B·H, L, d) and back: the heads folded into the batch, as SplitIntoHeads does.
 Tensor fold_heads(const Tensor& x, std::int64_t H) {

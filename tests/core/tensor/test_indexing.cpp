@@ -51,6 +51,15 @@ TEST_CASE("gather_rows and move_rows reorder decoding state by rows, heads movin
                        std::invalid_argument);
   CHECK_THROWS_WITH_AS(gather_rows(cache, {0}, 4), "gather_rows: 4 rows do not divide the leading axis of f32[6,3,1]",
                        std::invalid_argument);
+  // Decoding state records no gradient: a tensor the tape follows is refused, not cut off in silence.
+  Tensor followed = cache.clone();
+  followed.requires_grad_();
+  CHECK_THROWS_WITH_AS(gather_rows(followed, {2, 0}, 3), doctest::Contains("gather_rows records no gradient"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(move_rows(followed, {2, 1, 0}, 2), doctest::Contains("move_rows records no gradient"),
+                       std::invalid_argument);
+  const NoGrad no_grad;
+  CHECK(gather_rows(followed, {2, 0}, 3).shape() == Shape{4, 3, 1});
 }
 
 TEST_CASE("move_rows equals gathering the rows, for duplicates, cycles and chains, large and small") {
