@@ -22,7 +22,7 @@ void check_forward_only(const char* op, std::initializer_list<std::reference_wra
   if (!t_grad_enabled) return;
   std::size_t i = 0;
   for (const Tensor& t : operands) {
-    if (t.defined() && t.requires_grad())
+    if (t.defined() && !t.is_meta() && t.requires_grad())
       throw std::invalid_argument(fmt::format(
           "{} records no gradient (decoding state), but its operand {}, {}, requires one and the tape is recording: "
           "call it under NoGrad, or on a tensor no gradient is asked of", op, i, t.signature()));

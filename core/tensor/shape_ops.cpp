@@ -254,6 +254,7 @@ Tensor squeeze(const Tensor& x, int axis) {
 }
 
 void write_slice(Tensor& buf, const Tensor& x, int axis, std::int64_t start) {
+  check_forward_only("write_slice", {buf, x});
   const int a = normalize_axis(axis, buf.rank());
   Shape expected = buf.shape();
   if (x.rank() == buf.rank()) expected[a] = x.shape()[a];

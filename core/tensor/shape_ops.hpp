@@ -31,8 +31,9 @@ Tensor stack(const std::vector<Tensor>& xs, int axis = 0);
 Tensor flip(const Tensor& x, int axis);            // x[..., n−1−i, ...] at i (jnp.flip)
 
 // buf[..., start:start + n, ...] = x along `axis` (n = x's extent there; every other extent equal),
-// in place. Never recorded: the target is state, not a value on the tape. A meta x or buf writes
-// nothing (shape inference leaves state alone).
+// in place. Never recorded: the target is state, not a value on the tape (an operand the tape
+// follows is refused: check_forward_only, autodiff.hpp). A meta x or buf writes nothing (shape
+// inference leaves state alone).
 void write_slice(Tensor& buf, const Tensor& x, int axis, std::int64_t start);
 
 }  // namespace ctrax

@@ -99,6 +99,13 @@ TEST_CASE("write_slice writes rows in place, checks its operands, and leaves sta
   CHECK_THROWS_WITH_AS(write_slice(buf, x, 1, 4), doctest::Contains("cannot write i32[2,1,2] into i32[2,4,2] at 4"),
                        std::invalid_argument);
   CHECK_THROWS_AS(write_slice(buf, tensor({1, 2}, {1, 1, 2}), 1, 0), std::invalid_argument);
+  // State, not a value on the tape: a written value the tape follows is refused (its gradient would
+  // stop here in silence).
+  Tensor state = Tensor::zeros({2, 4, 2});
+  Tensor followed = tensor({1, 2, 3, 4}, {2, 1, 2}).to(DType::float32);
+  followed.requires_grad_();
+  CHECK_THROWS_WITH_AS(write_slice(state, followed, 1, 0), doctest::Contains("write_slice records no gradient "
+                       "(decoding state), but its operand 1, f32[2,1,2], requires one"), std::invalid_argument);
 }
 
 TEST_CASE("every op returns a meta result for meta operands without running, and checks dtypes first") {
