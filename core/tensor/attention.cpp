@@ -672,6 +672,7 @@ void write_heads_to_cache(Tensor& cache, const Tensor& x, int n_heads, std::int6
         "positions {} … {} < max_len, got x {}, cache {}", n_heads, start, start + (x.rank() == 3 ? x.dim(1) : 0) - 1,
         x.signature(), cache.signature()));
   define_op(kWriteHeads, {cache, x}, {}, cache.dtype(), [&] {
+    cache.changed_in_place();
     const std::int64_t B = x.dim(0), L = x.dim(1), d = cache.dim(2), max_len = cache.dim(1);
     const std::size_t size = itemsize(x.dtype()), row = static_cast<std::size_t>(d) * size;
     const auto* from = static_cast<const std::byte*>(x.raw_data());

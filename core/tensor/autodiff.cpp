@@ -49,12 +49,20 @@ bool recording(const Tensor& out, const Tensor* inputs, std::size_t n) {
   return false;
 }
 
+// The inputs' changes in place, summed: a change to any of them raises the sum (versions only grow).
+std::uint64_t versions(const std::vector<Tensor>& inputs) {
+  std::uint64_t sum = 0;
+  for (const Tensor& t : inputs) sum += t.defined() ? t.version() : 0;
+  return sum;
+}
+
 Tensor attach(const OpDef& op, Tensor out, std::vector<Tensor> inputs, BackwardFn backward, bool adds_into) {
   auto node = std::make_shared<Node>();
   node->op = &op;
   node->inputs = std::move(inputs);
   node->backward = std::move(backward);
   node->adds_into = adds_into;
+  node->input_versions = versions(node->inputs);
   Tape::set_node(out, std::move(node));
   return out;
 }
@@ -151,6 +159,14 @@ std::vector<Tensor> grad(const Tensor& y, const std::vector<Tensor>& xs, const G
     if (found == grads.end()) {
       used(*node);
       continue;
+    }
+    if (detail::versions(node->inputs) != node->input_versions) {
+      std::vector<std::string> inputs;
+      for (const Tensor& in : node->inputs) inputs.push_back(in.defined() ? in.signature() : "none");
+      throw std::logic_error(fmt::format(
+          "grad: an input of {} ({}) was changed in place after the op used it (an optimizer's update, copy_from, "
+          "a write through data<T>()), so its gradient would be computed from the new values: differentiate "
+          "before changing it, or give the op a clone()", node->op->name, fmt::join(inputs, ", ")));
     }
     const Tensor g_out = found->second;
     // The gradients so far that this op may add into (autodiff.hpp): each input's, when grad's

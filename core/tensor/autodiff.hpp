@@ -65,6 +65,7 @@ struct Node {
   BackwardFn backward;          // empty for a leaf
   bool adds_into = false;       // backward may add into the gradients so far (grad offers them)
   bool freed = false;           // set once grad() has consumed this part of the tape
+  std::uint64_t input_versions = 0;   // the inputs' versions summed when the op ran (changed_in_place)
   bool is_leaf() const { return op == nullptr; }
 };
 

@@ -142,6 +142,7 @@ void move_rows(Tensor& x, const std::vector<std::int64_t>& from, std::int64_t n)
   for (std::size_t r = 0; r < from.size(); ++r)
     if (from[r] != static_cast<std::int64_t>(r)) changed.push_back(r);
   if (changed.empty() || used == 0) return;
+  x.changed_in_place();
   for (const std::size_t r : changed) {
     const auto src = static_cast<std::size_t>(from[r]);
     if (from[src] != static_cast<std::int64_t>(src) && saved_at[src] < 0) {   // src is overwritten

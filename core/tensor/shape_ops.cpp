@@ -263,6 +263,7 @@ void write_slice(Tensor& buf, const Tensor& x, int axis, std::int64_t start) {
     throw std::invalid_argument(fmt::format("write_slice: cannot write {} into {} at {} on axis {}",
                                             x.signature(), buf.signature(), start, axis));
   define_op(kWriteSlice, {buf, x}, {}, buf.dtype(), [&] {
+    buf.changed_in_place();
     copy_block(x, 0, x.shape()[a], buf, start, a);
     return buf;
   });

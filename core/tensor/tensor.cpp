@@ -229,6 +229,7 @@ Tensor Tensor::detach() const {
 void Tensor::copy_from(const Tensor& src) {
   if (src.shape() != shape())
     throw std::invalid_argument("copy_from: shape " + src.signature() + " into " + signature());
+  changed_in_place();
   if (src.dtype() == dtype()) {
     std::memcpy(raw_data(), src.raw_data(), static_cast<std::size_t>(numel()) * itemsize(dtype()));
     return;

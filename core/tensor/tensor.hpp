@@ -49,6 +49,7 @@ struct TensorImpl {
   Shape shape;
   DType dtype = DType::float32;
   std::shared_ptr<Node> node;
+  std::uint64_t version = 0;           // changes in place so far (Tensor::changed_in_place)
 };
 
 class Tensor {
@@ -101,8 +102,16 @@ class Tensor {
   Tensor to(DType dtype) const;   // converts (differentiable between float types)
   Tensor clone() const;           // a deep copy, not connected to the graph
   Tensor detach() const;          // same memory, no autodiff node
-  // Overwrites this tensor's elements with `src`'s (same shape; dtype converted). Not recorded.
+  // Overwrites this tensor's elements with `src`'s (same shape; dtype converted). Not recorded;
+  // counts as a change in place (below).
   void copy_from(const Tensor& src);
+  // Says that this tensor's elements were changed in place (through data<T>(): an optimizer's
+  // update, decoding state's writes). An op on the tape keeps its inputs for the backward pass,
+  // which would compute with the new values: grad() refuses an input changed since its op ran,
+  // as PyTorch does ("modified by an inplace operation"). Counted per handle and its copies: a
+  // reshape() or detach() of it counts its own changes.
+  void changed_in_place() { ++impl_->version; }
+  std::uint64_t version() const { return impl().version; }
 
   // --- autodiff (autodiff.hpp explains the tape) --------------------------------------------
   bool requires_grad() const;

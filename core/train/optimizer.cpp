@@ -140,6 +140,7 @@ UpdateStats Optimizer::update(std::int64_t step, double learning_rate,
     Tensor w = weights[i];
     update_weight(step, rate_factors_.empty() ? learning_rate : learning_rate * rate_factors_[i], w, grads[i], g_scale,
                   slots_[i]);
+    w.changed_in_place();   // a forward pass that used the old weights can no longer be differentiated
   }
   if (averaging_decay_ > 0) {
     const double s = static_cast<double>(step);

@@ -17,6 +17,32 @@ TEST_CASE("a tensor used twice gets the sum of both gradients") {
   expect_tensor(grad(y, {x})[0], {1}, {7});
 }
 
+TEST_CASE("an input changed in place after its op ran is refused by grad, not differentiated at its new values") {
+  // y = Σ w·w·x: the product w·w keeps w for its backward pass (2w·g). Overwriting w before grad
+  // would give 2·w_new·x in silence; PyTorch refuses it ("modified by an inplace operation").
+  Tensor w = tensor({1.0, 1.0}, {2}).requires_grad_();
+  const Tensor x = tensor({1.0, 2.0}, {2});
+  const Tensor y = sum(w * w * x);
+  const std::uint64_t before = w.version();
+  w.copy_from(tensor({5.0, 5.0}, {2}));   // as an optimizer's update between the pass and grad
+  CHECK(w.version() == before + 1);
+  CHECK_THROWS_WITH_AS(grad(y, {w}),
+                       "grad: an input of mul (f64[2], f64[2]) was changed in place after the op used it (an "
+                       "optimizer's update, copy_from, a write through data<T>()), so its gradient would be computed "
+                       "from the new values: differentiate before changing it, or give the op a clone()",
+                       std::logic_error);
+  // A pass run after the change differentiates as usual; so does a tensor changed before its ops ran.
+  expect_tensor(grad(sum(w * w * x), {w})[0], {2}, {10, 20});
+  // Writes through data<T>() count when said so (changed_in_place), as the optimizers do; an
+  // input that needs no gradient of its own counts too (the op kept it: w's gradient is x).
+  Tensor input = x.clone();
+  const Tensor u = sum(w * input), z = sum(w * x);
+  input.data<double>()[0] = 7;
+  input.changed_in_place();
+  CHECK_THROWS_AS(grad(u, {w}), std::logic_error);
+  expect_tensor(grad(z, {w})[0], {2}, {1, 2});   // x, which z's op kept, is unchanged
+}
+
 TEST_CASE("a diamond graph accumulates through both paths") {
   Tensor x = tensor({2.0}, {1}).requires_grad_();
   Tensor a = exp(x), b = a * a;          // y = a + a² with a = e^x: dy/dx = a + 2a²

@@ -69,3 +69,16 @@ TEST_CASE("Adam's moments of a weight without gradient decay to exactly 0, never
   CHECK(first_zero >= 800);   // 0.1 · 0.9ᵏ < FLT_MIN from k ≈ 808 on (float rounding moves it a step or two)
   CHECK(first_zero <= 812);
 }
+
+TEST_CASE("an update between a forward pass and its grad is refused: the pass kept the old weights") {
+  Tensor w = tensor({1.0, 2.0}, {2}).requires_grad_();
+  const Tensor loss = sum(w * w);
+  auto opt = Adam({.learning_rate = 0.1});
+  opt->update(1, 0.1, {w}, {tensor({1.0, 1.0}, {2})});
+  CHECK_THROWS_WITH_AS(grad(loss, {w}), doctest::Contains("grad: an input of mul (f64[2], f64[2]) was changed in place "
+                                                          "after the op used it"), std::logic_error);
+  // The usual order — pass, grad, update, next pass — is untouched.
+  const std::vector<Tensor> g = grad(sum(w * w), {w});
+  opt->update(2, 0.1, {w}, g);
+  CHECK(grad(sum(w * w), {w})[0].shape() == Shape{2});
+}
