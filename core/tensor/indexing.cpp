@@ -86,12 +86,14 @@ Tensor one_hot(const Tensor& ids, std::int64_t n, DType dtype) {
   Shape shape = ids.shape();
   shape.push_back(n);
   return define_op(kOneHot, {ids}, shape, dtype, [&] {
+    const std::int32_t* pi = ids.data<std::int32_t>();
+    for (std::int64_t i = 0, m = ids.numel(); i < m; ++i)
+      if (pi[i] < 0 || pi[i] >= n)   // jax.nn.one_hot gives a row of zeros: a loss would skip the row in silence
+        throw std::out_of_range(fmt::format("one_hot: id {} at position {} is outside [0, {})", pi[i], i, n));
     Tensor out = Tensor::zeros(shape, dtype);
     dispatch_all(dtype, [&]<class T>(T) {
-      const std::int32_t* pi = ids.data<std::int32_t>();
       T* po = out.data<T>();
-      for (std::int64_t i = 0, m = ids.numel(); i < m; ++i)
-        if (pi[i] >= 0 && pi[i] < n) po[i * n + pi[i]] = T(1);
+      for (std::int64_t i = 0, m = ids.numel(); i < m; ++i) po[i * n + pi[i]] = T(1);
     });
     return out;
   });

@@ -7,7 +7,8 @@
 // embedding(table, ids)   table (V, d), ids (...) int32 -> (..., d): row ids[i] of the table.
 //                         Gradient: the rows of g added into a zero (V, d) table (scatter-add).
 //                         An id outside [0, V) is an error (Trax clips silently).
-// one_hot(ids, n)         (...) int32 -> (..., n), 1 at the id, 0 elsewhere
+// one_hot(ids, n)         (...) int32 -> (..., n), 1 at the id, 0 elsewhere. An id outside [0, n)
+//                         is an error (jax.nn.one_hot gives a row of zeros).
 //
 // Decoding state (forward only, no gradient; an x the tape follows is refused: check_forward_only,
 // autodiff.hpp): x holds `rows` rows along axis 0, each dim(0)/rows slices long (a KV cache is

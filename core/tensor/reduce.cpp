@@ -1,5 +1,7 @@
 #include "core/tensor/reduce.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -84,7 +86,8 @@ Tensor sum_axis(const Tensor& x, int axis) {
 // max over one axis, keeping it; the gradient goes to the maxima, split equally between ties.
 Tensor max_axis(const Tensor& x, int axis) {
   const Shape shape = keep_shape(x.shape(), axis);
-  if (x.shape()[axis] == 0) throw std::invalid_argument("max of an empty axis");
+  if (x.shape()[axis] == 0)
+    throw std::invalid_argument(fmt::format("max: axis {} of {} is empty: it has no maximum", axis, x.signature()));
   return define_op(kMax, {x}, shape, x.dtype(), [&] {
     Tensor out = Tensor::empty(shape, x.dtype());
     const AxisView v(x.shape(), axis);
@@ -168,6 +171,8 @@ Tensor logsumexp(const Tensor& x, const Axes& axes, bool keepdims) {
 Tensor argmax(const Tensor& x, int axis) {
   const int a = normalize_axis(axis, x.rank());
   Shape shape = x.shape();
+  if (shape[static_cast<std::size_t>(a)] == 0)   // as max: an index into nothing would read as position 0
+    throw std::invalid_argument(fmt::format("argmax: axis {} of {} is empty: it has no maximum", a, x.signature()));
   shape.erase(shape.begin() + a);
   return define_op(kArgmax, {x}, shape, DType::int32, [&] {
     Tensor out = Tensor::empty(shape, DType::int32);

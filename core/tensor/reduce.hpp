@@ -10,6 +10,7 @@
 //   logsumexp  log Σ exp x           d/dx = softmax(x); computed as m + log Σ exp(x − m) with
 //                                    m = max x, so large inputs do not overflow
 //   argmax     index of the max      int32, not differentiable; first index among ties
+// max, min and argmax over an empty axis are errors (there is no maximum; an index would read as 0).
 #pragma once
 
 #include <vector>

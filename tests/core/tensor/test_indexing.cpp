@@ -28,8 +28,13 @@ TEST_CASE("embedding rejects ids outside the vocabulary (Trax would clip)") {
   CHECK_THROWS_AS(embedding(Tensor::zeros({3, 2}), tensor({-1}, {1})), std::out_of_range);
 }
 
-TEST_CASE("one_hot") {
+TEST_CASE("one_hot, and ids outside [0, n) refused (jax.nn.one_hot gives a row of zeros)") {
   expect_tensor(one_hot(tensor({2, 0}, {2}), 3), {2, 3}, {0, 0, 1, 1, 0, 0});
+  // A target id past the classes would be a row of zeros, which a loss of −Σ p·log q skips in silence.
+  CHECK_THROWS_WITH_AS(one_hot(tensor({0, 3}, {2}), 3), "one_hot: id 3 at position 1 is outside [0, 3)",
+                       std::out_of_range);
+  CHECK_THROWS_AS(one_hot(tensor({-1}, {1}), 3), std::out_of_range);
+  CHECK(one_hot(Tensor::meta({4}, DType::int32), 3).shape() == Shape{4, 3});   // shapes alone: no ids to check
 }
 
 TEST_CASE("gather_rows and move_rows reorder decoding state by rows, heads moving with their row") {

@@ -23,6 +23,12 @@ TEST_CASE("mean, max, logsumexp, argmax on literal values") {
   expect_tensor(max(x, {1}), {2}, {5, 6});
   expect_tensor(max(x, {0}), {3}, {4, 5, 6});
   expect_tensor(argmax(x, 1), {2}, {1, 2});
+  // An empty axis has no maximum, and no index of one (0 would read as a position).
+  CHECK_THROWS_WITH_AS(argmax(Tensor::zeros({0, 3}), 0), "argmax: axis 0 of f32[0,3] is empty: it has no maximum",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(max(Tensor::zeros({0, 3}), {0}), "max: axis 0 of f32[0,3] is empty: it has no maximum",
+                       std::invalid_argument);
+  CHECK(argmax(Tensor::zeros({3, 0}), 0).shape() == Shape{0});   // nothing to index, nothing refused
   const double l0 = std::log(std::exp(1.0) + std::exp(5.0) + std::exp(3.0));
   expect_tensor(logsumexp(x, {1}), {2}, {l0, std::log(std::exp(4.0) + std::exp(2.0) + std::exp(6.0))}, 1e-12);
 }
