@@ -271,6 +271,10 @@ void write_slice(Tensor& buf, const Tensor& x, int axis, std::int64_t start) {
 
 Tensor stack(const std::vector<Tensor>& xs, int axis) {
   if (xs.empty()) throw std::invalid_argument("stack: no tensors");
+  for (std::size_t i = 1; i < xs.size(); ++i)
+    if (xs[i].shape() != xs[0].shape() || xs[i].dtype() != xs[0].dtype())
+      throw std::invalid_argument(fmt::format("stack: tensor {} is {}, tensor 0 {}: stacked tensors have one shape "
+                                              "and dtype", i, xs[i].signature(), xs[0].signature()));
   std::vector<Tensor> parts;
   for (const Tensor& x : xs) parts.push_back(expand_dims(x, axis < 0 ? axis + x.rank() + 1 : axis));
   return concatenate(parts, axis < 0 ? axis + xs[0].rank() + 1 : axis);

@@ -69,6 +69,10 @@ TEST_CASE("slice, concatenate, split, stack") {
   expect_tensor(parts[1], {2}, {3, 4});
   CHECK_THROWS_AS(split(x, 2, 1), std::invalid_argument);
   expect_tensor(stack({tensor({1, 2}, {2}), tensor({3, 4}, {2})}, 1), {2, 2}, {1, 3, 2, 4});
+  // Said in stack's terms, the tensors as given (not concatenate's, of the expanded parts).
+  CHECK_THROWS_WITH_AS(stack({tensor({1, 2}, {2}), tensor({3, 4, 5}, {3})}),
+                       "stack: tensor 1 is i32[3], tensor 0 i32[2]: stacked tensors have one shape and dtype",
+                       std::invalid_argument);
 }
 
 TEST_CASE("expand broadcasts; expand_dims and squeeze add and remove unit axes") {
