@@ -1,5 +1,8 @@
 #include "layers/dropout.hpp"
 
+#include <fmt/format.h>
+
+#include "core/layer/layer_error.hpp"
 #include "core/tensor/dropout.hpp"
 #include "core/tensor/matmul.hpp"
 #include "layers/internal/plan_queries.hpp"
@@ -12,7 +15,7 @@ class DropoutLayer final : public Layer {
  public:
   DropoutLayer(double rate, std::vector<int> shared_axes, std::source_location created)
       : Layer("Dropout", 1, 1, created), rate_(rate), shared_axes_(std::move(shared_axes)) {
-    check_dropout_rate(rate);
+    check_dropout_rate(rate, fmt::format("Dropout (created at {})", location_string(created)));
   }
 
  protected:

@@ -1,5 +1,7 @@
 #include "core/tensor/dropout.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <string>
 
@@ -78,9 +80,9 @@ Dropped draw_and_scale(const Tensor& in, const Rng& rng, double p_keep, double s
 
 }  // namespace
 
-void check_dropout_rate(double rate) {
-  if (rate < 0.0 || rate >= 1.0)
-    throw std::invalid_argument("dropout rate must be in [0, 1), got " + std::to_string(rate));
+void check_dropout_rate(double rate, std::string_view who) {
+  if (!(rate >= 0.0 && rate < 1.0))   // a NaN too: it would keep every unit and scale them by NaN
+    throw std::invalid_argument(fmt::format("{}: the dropout rate must be in [0, 1), got {:g}", who, rate));
 }
 
 Tensor dropout(const Tensor& x, double rate, const Rng& rng, const std::vector<int>& shared_axes) {

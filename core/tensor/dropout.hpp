@@ -9,6 +9,7 @@
 // `rng` alone (random.hpp), so a step's masks replay exactly on resume.
 #pragma once
 
+#include <string_view>
 #include <vector>
 
 #include "core/tensor/random.hpp"
@@ -16,9 +17,10 @@
 
 namespace ctrax {
 
-// Throws std::invalid_argument unless 0 <= rate < 1. Layers call it at construction so a bad
-// rate is reported where the model is built, not at the first training step.
-void check_dropout_rate(double rate);
+// Throws std::invalid_argument, naming `who`, unless 0 <= rate < 1. Layers call it at construction
+// (`who` their name and where they were created) so a bad rate is reported where the model is
+// built, not at the first training step.
+void check_dropout_rate(double rate, std::string_view who = "dropout");
 
 // rate 0 returns x itself.
 Tensor dropout(const Tensor& x, double rate, const Rng& rng, const std::vector<int>& shared_axes = {});

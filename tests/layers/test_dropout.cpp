@@ -1,5 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <cmath>
+
+#include "core/tensor/dropout.hpp"
 #include "layers/dropout.hpp"
 #include "tests/helpers.hpp"
 
@@ -44,9 +47,21 @@ TEST_CASE("Dropout with shared axes drops whole rows") {
     for (int c = 1; c < 8; ++c) CHECK(vals[r * 8 + c] == vals[r * 8]);
 }
 
-TEST_CASE("Dropout rejects a rate outside [0, 1)") {
-  CHECK_THROWS_AS(Dropout({.rate = 1.0}), std::invalid_argument);
+TEST_CASE("Dropout rejects a rate outside [0, 1), NaN too, naming where the layer was made") {
+  CHECK_THROWS_WITH_AS(Dropout({.rate = 1.0}), doctest::Contains("the dropout rate must be in [0, 1), got 1"),
+                       std::invalid_argument);
   CHECK_THROWS_AS(Dropout({.rate = -0.1}), std::invalid_argument);
+  try {
+    Dropout({.rate = std::nan("")});
+    FAIL("a NaN rate was accepted");
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    CHECK(what.starts_with("Dropout (created at "));
+    CHECK(what.find("test_dropout.cpp:") != std::string::npos);
+    CHECK(what.ends_with(": the dropout rate must be in [0, 1), got nan"));
+  }
+  CHECK_THROWS_WITH_AS(dropout(Tensor::ones({2}), 1.5, Rng(0)), "dropout: the dropout rate must be in [0, 1), got 1.5",
+                       std::invalid_argument);
 }
 
 TEST_CASE("Dropout passes the gradient checker (fixed mask)") {
