@@ -39,9 +39,12 @@ sources=($(ls core/tensor/*.cpp core/engine/*.cpp | grep -v attention.cpp) core/
          core/train/safetensors.cpp core/train/report.cpp core/data/text_files.cpp core/data/idx.cpp
          core/data/tokenizer.cpp core/data/sentencepiece.cpp)
 objects=()
+# An object is rebuilt when its source or any header is newer (a header's change, a declaration's
+# signature, leaves an object that still links against the old one otherwise).
+newest_header=$(ls -t $(find core -name '*.hpp') | head -1)
 for s in "${sources[@]}"; do
   o="$out/obj/$(echo "$s" | tr / _).o"
-  if [ ! -f "$o" ] || [ "$s" -nt "$o" ]; then
+  if [ ! -f "$o" ] || [ "$s" -nt "$o" ] || [ "$newest_header" -nt "$o" ]; then
     clang++ "${flags[@]}" -fsanitize=fuzzer-no-link -c "$s" -o "$o"
   fi
   objects+=("$o")
