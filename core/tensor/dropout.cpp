@@ -81,7 +81,7 @@ Dropped draw_and_scale(const Tensor& in, const Rng& rng, double p_keep, double s
 }  // namespace
 
 void check_dropout_rate(double rate, std::string_view who) {
-  if (!(rate >= 0.0 && rate < 1.0))   // a NaN too: it would keep every unit and scale them by NaN
+  if (!(rate >= 0.0 && rate < 1.0))   // a NaN too: its keep probability and scale 1/(1 − rate) are NaN
     throw std::invalid_argument(fmt::format("{}: the dropout rate must be in [0, 1), got {:g}", who, rate));
 }
 
