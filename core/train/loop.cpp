@@ -75,7 +75,7 @@ void check_step_fits(Layer& model_with_loss, const Stack& rows, std::size_t task
   const int sharing = run.communicator().local_size();
   const double machine = sizes::machine_memory_bytes(), memory = machine / std::max(sharing, 1);
   const bool fits = memory <= 0 || step.total() <= memory;
-  const auto refusing = static_cast<int>(run.size() > 1 ? run.sum({fits ? 0.0 : 1.0})[0] : (fits ? 0 : 1));
+  const auto refusing = static_cast<int>(run.sum({fits ? 0.0 : 1.0})[0]);   // alone: this process's answer
   if (refusing == 0) return;
   if (fits)
     throw StepTooLarge(fmt::format("Loop: {} of task {} does not fit the memory of {} of the run's {} processes "
