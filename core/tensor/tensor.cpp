@@ -77,6 +77,20 @@ std::shared_ptr<TensorImpl> new_impl(const TensorImpl& from) {
 std::atomic<std::int64_t> g_live_bytes{0}, g_peak_bytes{0};
 std::atomic<int> g_peak_watchers{0};
 
+// What frees a tensor's memory. It lives in the memory's shared_ptr control block, one per block,
+// which every handle and view of the block shares: the block's count of changes in place sits
+// beside it (Tensor::changed_in_place), so a write through any alias is seen, as PyTorch's
+// version counter lives with the storage.
+struct Block {
+  std::size_t rounded;
+  std::int64_t counted;
+  std::uint64_t changes = 0;
+  void operator()(std::byte* q) const {
+    g_live_bytes.fetch_sub(counted, std::memory_order_relaxed);
+    block_cache::release(q, rounded);
+  }
+};
+
 // 64-byte aligned blocks: whole cache lines, and AVX-512 loads never straddle them.
 std::shared_ptr<std::byte> allocate(const Shape& shape, DType dtype) {
   const std::size_t bytes = checked_bytes(shape, dtype);
@@ -92,12 +106,13 @@ std::shared_ptr<std::byte> allocate(const Shape& shape, DType dtype) {
     while (live > peak && !g_peak_bytes.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
     }
   }
-  return {static_cast<std::byte*>(p),
-          [rounded, counted](std::byte* q) {
-            g_live_bytes.fetch_sub(counted, std::memory_order_relaxed);
-            block_cache::release(q, rounded);
-          },
-          Recycling<std::byte>{}};
+  return {static_cast<std::byte*>(p), Block{rounded, counted}, Recycling<std::byte>{}};
+}
+
+// The block's changes in place, shared by every handle and view of it; 0 for a meta tensor.
+std::uint64_t* changes_of(const std::shared_ptr<std::byte>& storage) {
+  Block* block = std::get_deleter<Block>(storage);
+  return block ? &block->changes : nullptr;
 }
 
 }  // namespace
@@ -224,6 +239,15 @@ Tensor Tensor::detach() const {
   auto impl = new_impl(this->impl());
   impl->node.reset();
   return Tensor(std::move(impl));
+}
+
+void Tensor::changed_in_place() {
+  if (std::uint64_t* changes = changes_of(impl().storage)) ++*changes;
+}
+
+std::uint64_t Tensor::version() const {
+  const std::uint64_t* changes = changes_of(impl().storage);
+  return changes ? *changes : 0;
 }
 
 void Tensor::copy_from(const Tensor& src) {

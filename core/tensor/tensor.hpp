@@ -49,7 +49,6 @@ struct TensorImpl {
   Shape shape;
   DType dtype = DType::float32;
   std::shared_ptr<Node> node;
-  std::uint64_t version = 0;           // changes in place so far (Tensor::changed_in_place)
 };
 
 class Tensor {
@@ -108,10 +107,11 @@ class Tensor {
   // Says that this tensor's elements were changed in place (through data<T>(): an optimizer's
   // update, decoding state's writes). An op on the tape keeps its inputs for the backward pass,
   // which would compute with the new values: grad() refuses an input changed since its op ran,
-  // as PyTorch does ("modified by an inplace operation"). Counted per handle and its copies: a
-  // reshape() or detach() of it counts its own changes.
-  void changed_in_place() { ++impl_->version; }
-  std::uint64_t version() const { return impl().version; }
+  // as PyTorch does ("modified by an inplace operation"). Counted per block of memory: a change
+  // through a reshape() or detach() of the tensor is a change of the tensor. A meta tensor's
+  // version stays 0.
+  void changed_in_place();
+  std::uint64_t version() const;
 
   // --- autodiff (autodiff.hpp explains the tape) --------------------------------------------
   bool requires_grad() const;

@@ -43,6 +43,28 @@ TEST_CASE("an input changed in place after its op ran is refused by grad, not di
   expect_tensor(grad(z, {w})[0], {2}, {1, 2});   // x, which z's op kept, is unchanged
 }
 
+TEST_CASE("a change in place through another handle of the same memory is a change of the tensor") {
+  // The count lives with the memory, not the handle: a view written to (reshape_view, detach) changes
+  // what the op kept just as well.
+  Tensor w = tensor({1.0, 1.0}, {2}).requires_grad_();
+  const Tensor x = tensor({1.0, 2.0}, {2});
+  Tensor flat = reshape_view(w, {1, 2}), alias = w.detach();
+  const Tensor y = sum(w * w * x), z = sum(w * x);
+  CHECK(flat.version() == w.version());
+  flat.copy_from(tensor({5.0, 5.0}, {1, 2}));
+  CHECK(w.version() == alias.version());
+  CHECK_THROWS_AS(grad(y, {w}), std::logic_error);
+  alias.data<double>()[1] = 3;
+  alias.changed_in_place();
+  CHECK_THROWS_AS(grad(z, {w}), std::logic_error);
+  // A copy is memory of its own: changing it changes nothing the tape kept.
+  const Tensor u = sum(w * x);
+  Tensor copy = w.clone();
+  copy.copy_from(x);
+  expect_tensor(grad(u, {w})[0], {2}, {1, 2});
+  CHECK(Tensor::meta({2}).version() == 0);
+}
+
 TEST_CASE("a diamond graph accumulates through both paths") {
   Tensor x = tensor({2.0}, {1}).requires_grad_();
   Tensor a = exp(x), b = a * a;          // y = a + a² with a = e^x: dy/dx = a + 2a²
