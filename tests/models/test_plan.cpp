@@ -76,6 +76,17 @@ void expect_plan_equals_tree(const std::function<LayerPtr()>& make, const Stack&
   }
 }
 
+// The error `model` gives `inputs` with the plan on or off; "" when it gives none.
+std::string error_of(const LayerPtr& model, const Stack& inputs, bool plan) {
+  model->set_execution_plan(plan);
+  try {
+    (*model)(inputs);
+  } catch (const LayerError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 // The error `model` gives `input` with the plan on, then off (each call must throw).
 std::vector<std::string> errors_plan_on_and_off(const LayerPtr& model, const Tensor& input) {
   std::vector<std::string> errors;
@@ -556,10 +567,10 @@ TEST_CASE("plan: random trees of combinators compute the tree's bits, shapes and
   // in a model that trains. Each tree here is built twice from its seed, so plan and tree start from
   // the same weights, and each must give: the plan's bits equal to the tree's (outputs, every
   // gradient, the state after) in the modes it was built with, then all in train, then all in eval;
-  // the shapes output_signature inferred; and, for the first 40, gradients that pass the shared
-  // finite-difference check (in train: a layer draws the same dropout mask at every call until its rng
-  // is set again; eval runs record no gradient).
-  int trees = 0, with_fused_steps = 0, checked = 0;
+  // the shapes output_signature inferred; the tree's error for an input of the wrong width; and, for
+  // the first 40, gradients that pass the shared finite-difference check (in train: a layer draws
+  // the same dropout mask at every call until its rng is set again; eval runs record no gradient).
+  int trees = 0, with_fused_steps = 0, checked = 0, refused = 0;
   for (unsigned seed = 0; trees < 150 && seed < 2000; ++seed) {
     const auto make = [seed] { return RandomTree(seed).layer(2); };
     const LayerPtr plan = make(), tree = make();
@@ -581,6 +592,13 @@ TEST_CASE("plan: random trees of combinators compute the tree's bits, shapes and
       tree->set_mode(mode);
       expect_identical(run(plan, inputs, true), run(tree, inputs, false));
     }
+    // One input 5 wide where the weights were made for 4: the plan's error is the tree's, word for
+    // word (the layer's path, where it was created, the shapes), or neither refuses it.
+    Stack bad = inputs;
+    bad[seed % bad.size()] = testing::randn({2, 3, 5}, 300);
+    const std::string plan_error = error_of(plan, bad, true), tree_error = error_of(tree, bad, false);
+    CHECK(plan_error == tree_error);
+    if (!plan_error.empty()) ++refused;
     if (checked < 40) {
       ++checked;
       plan->set_execution_plan(true);
@@ -598,4 +616,5 @@ TEST_CASE("plan: random trees of combinators compute the tree's bits, shapes and
   // Not a test that cannot fail by having nothing to test: most trees fuse.
   CHECK(trees == 150);
   CHECK(with_fused_steps > trees / 2);
+  CHECK(refused > trees / 2);
 }
