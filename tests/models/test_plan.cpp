@@ -4,7 +4,6 @@
 #include <doctest/doctest.h>
 
 #include <functional>
-#include <random>
 #include <span>
 
 #include "core/decode/sampling.hpp"
@@ -19,9 +18,9 @@
 #include "layers/causal_attention.hpp"
 #include "layers/dense.hpp"
 #include "layers/dropout.hpp"
-#include "layers/layer_norm.hpp"
 #include "models/registry.hpp"
 #include "tests/helpers.hpp"
+#include "tests/random_tree.hpp"
 
 using namespace ctrax;
 
@@ -476,91 +475,6 @@ TEST_CASE("plan: decoding with the KV cache, plan on and off, gives the same bit
   }
 }
 
-namespace {
-
-// Random trees of Trax's combinators over the layers the plan's rules take — users' own models, as
-// far as the plan can tell — for the property test below. Every activation is f64 (2, 3, 4), so any
-// layer may follow any other; a run a rule takes (Dense, Relu, Dropout; BatchNorm, Relu; Select,
-// Parallel; …) is put in a Serial often enough that most trees have fused steps, beside layers of
-// other kinds, Dropouts in either mode, None branches, and stack items riding below.
-class RandomTree {
- public:
-  explicit RandomTree(unsigned seed) : gen_(seed) {}
-
-  LayerPtr layer(int depth) {
-    if (depth == 0) return coin() ? leaf() : layers::make_serial({run_a_rule_takes()});
-    switch (pick(4)) {
-      case 0: {
-        layers::LayerArgs items = children(depth);
-        const layers::LayerList rule = run_a_rule_takes();
-        items.insert(items.begin() + pick(static_cast<int>(items.size()) + 1), rule.begin(), rule.end());
-        return layers::make_serial(items);
-      }
-      case 1: return layers::make_branch(with_none(children(depth)));
-      case 2: return layers::make_parallel(with_none(children(depth, 2)));
-      default: return layers::make_residual(children(depth));
-    }
-  }
-
- private:
-  int pick(int n) { return std::uniform_int_distribution<int>(0, n - 1)(gen_); }
-  bool coin() { return pick(2) == 0; }
-
-  layers::LayerArgs children(int depth, int at_least = 1) {
-    layers::LayerArgs items;
-    for (int i = 0, n = at_least + pick(3); i < n; ++i) items.emplace_back(coin() ? layer(depth - 1) : leaf());
-    return items;
-  }
-  // A Branch's or Parallel's items, one of them sometimes None (nullptr: Trax's identity branch).
-  layers::LayerArgs with_none(layers::LayerArgs items) {
-    if (coin()) items[static_cast<std::size_t>(pick(static_cast<int>(items.size())))] = nullptr;
-    return items;
-  }
-  LayerPtr dropout() {
-    return layers::Dropout({.rate = coin() ? 0.5 : 0.25, .shared_axes = coin() ? std::vector<int>{} : std::vector<int>{1},
-                            .mode = pick(3) == 0 ? Mode::eval : Mode::train});
-  }
-  LayerPtr select(int n_out = 0) {
-    const int n_in = 1 + pick(3);
-    std::vector<int> indices(static_cast<std::size_t>(n_out > 0 ? n_out : 1 + pick(3)));
-    for (int& i : indices) i = pick(n_in);
-    return layers::Select(indices, n_in);
-  }
-  layers::LayerList run_a_rule_takes() {
-    switch (pick(5)) {
-      case 0: return {layers::Dense(4, {.use_bias = pick(4) != 0}), layers::Relu(), dropout()};
-      case 1: return {layers::Dense(4), layers::Relu(), dropout(), layers::Dense(4, {.use_bias = pick(4) != 0})};
-      case 2: return {layers::BatchNorm({.axis = {0, 1}}), layers::Relu()};
-      case 3: return {layers::Relu(), dropout()};
-      default: {   // a Select that feeds the Parallel exactly (Branch's own structure, with any picks)
-        LayerPtr parallel = layers::make_parallel(with_none(children(1, 2)));
-        return {select(parallel->n_in()), parallel};
-      }
-    }
-  }
-  LayerPtr leaf() {
-    switch (pick(13)) {
-      case 0: return layers::Dense(4, {.use_bias = coin()});
-      case 1: return layers::Relu();
-      case 2: return dropout();
-      case 3: return layers::LayerNorm();
-      case 4: return layers::BatchNorm({.axis = {0, 1}});
-      case 5: return layers::Tanh();
-      case 6: return layers::Dup();
-      case 7: return layers::Swap();
-      case 8: return layers::Drop();
-      case 9: return layers::Add();
-      case 10: return layers::Multiply();
-      case 11: return select();
-      default: return layers::CausalAttention(4, {.n_heads = 2, .dropout = coin() ? 0.0 : 0.25});
-    }
-  }
-
-  std::mt19937 gen_;
-};
-
-}  // namespace
-
 TEST_CASE("plan: random trees of combinators compute the tree's bits, shapes and finite-difference gradients") {
   // The rules' tests above each take one run in one context; a user's tree puts them anywhere — in a
   // Branch, under a Residual, after a Select, with items riding below, with a Dropout built for eval
@@ -572,7 +486,7 @@ TEST_CASE("plan: random trees of combinators compute the tree's bits, shapes and
   // the same dropout mask at every call until its rng is set again; eval runs record no gradient).
   int trees = 0, with_fused_steps = 0, checked = 0, refused = 0;
   for (unsigned seed = 0; trees < 150 && seed < 2000; ++seed) {
-    const auto make = [seed] { return RandomTree(seed).layer(2); };
+    const auto make = [seed] { return testing::RandomTree(seed, {}).layer(2); };
     const LayerPtr plan = make(), tree = make();
     if (plan->n_in() < 1 || plan->n_in() > 5 || plan->n_out() < 1 || plan->n_out() > 6) continue;
     ++trees;

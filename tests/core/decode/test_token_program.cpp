@@ -11,6 +11,7 @@
 #include "layers/layers.hpp"
 #include "models/transformer.hpp"
 #include "tests/helpers.hpp"
+#include "tests/random_tree.hpp"
 
 using namespace ctrax;
 using namespace ctrax::decode;
@@ -215,4 +216,43 @@ TEST_CASE("the stack's plumbing lowers too: a model of Dup, Swap, Drop, Select, 
     CHECK(runs[0] == runs[1]);
   }
   set_num_threads(threads_before);
+}
+
+TEST_CASE("random decoder trees: predict one token at a time gives eval's outputs, and the program the tree's bits") {
+  // A user's decoder, as far as decoding can tell: ShiftRight, Embedding, a random tree of Trax's
+  // combinators (tests/random_tree.hpp) fed copies of the embedding, its top output, the logits.
+  // Each must decode one token at a time in predict mode to what eval mode computes on the whole
+  // sequence, and — where every layer lowers — the token program must give the tree's
+  // log-probabilities and state bit for bit, for one row and for three.
+  constexpr std::int64_t vocab = 40, width = 32;
+  const Tensor x = Tensor::from_doubles({3, 9, 1, 30, 12, 7, 5, 5, 21, 39, 2, 16}, {2, 6}, DType::int32);
+  int trees = 0, programs = 0;
+  for (unsigned seed = 0; trees < 60 && seed < 1000; ++seed) {
+    const auto make = [seed](Mode mode) -> LayerPtr {
+      LayerPtr body = testing::RandomTree(seed, {.width = width, .n_heads = 4, .mode = mode}).layer(2);
+      const int n_in = body->n_in(), n_out = body->n_out();
+      if (n_in < 1 || n_in > 4 || n_out < 1) return nullptr;
+      return layers::Serial(layers::ShiftRight({.mode = mode}), layers::Embedding(vocab, width),
+                            layers::Select(std::vector<int>(static_cast<std::size_t>(n_in), 0), 1), body,
+                            layers::Select({0}, n_out), layers::Dense(vocab));
+    };
+    if (make(Mode::eval) == nullptr) continue;
+    ++trees;
+    CAPTURE(seed);
+    testing::expect_lm_eval_equals_predict(make, x, 1e-4);
+    // The predict model's own weights (eval's, as predict_lm does): the program against the tree.
+    const LayerPtr model = make(Mode::predict);
+    model->init(ShapeDtype{{1, 1}, DType::int32}, Rng(seed));
+    CAPTURE(model->to_string());
+    start_decoding(*model, Tensor(), 1);
+    if (TokenProgram::compile(*model) == nullptr) continue;   // a layer that does not lower: the tree decodes
+    ++programs;
+    for (std::int64_t rows : {1, 3}) {
+      CAPTURE(rows);
+      const std::vector<double> tree = decode_rows(*model, false, true, 5, vocab, rows);
+      CHECK(decode_rows(*model, true, true, 5, vocab, rows) == tree);
+    }
+  }
+  CHECK(trees == 60);
+  CHECK(programs > trees / 3);
 }
