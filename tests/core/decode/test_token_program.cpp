@@ -227,9 +227,9 @@ TEST_CASE("random decoder trees: predict one token at a time gives eval's output
   constexpr std::int64_t vocab = 40, width = 32;
   const Tensor x = Tensor::from_doubles({3, 9, 1, 30, 12, 7, 5, 5, 21, 39, 2, 16}, {2, 6}, DType::int32);
   int trees = 0, programs = 0;
-  for (unsigned seed = 0; trees < 60 && seed < 1000; ++seed) {
+  for (unsigned seed = 0; trees < 200 && seed < 5000; ++seed) {
     const auto make = [seed](Mode mode) -> LayerPtr {
-      LayerPtr body = testing::RandomTree(seed, {.width = width, .n_heads = 4, .mode = mode}).layer(2);
+      LayerPtr body = testing::RandomTree(seed, {.width = width, .n_heads = 4, .mode = mode}).layer(3);
       const int n_in = body->n_in(), n_out = body->n_out();
       if (n_in < 1 || n_in > 4 || n_out < 1) return nullptr;
       return layers::Serial(layers::ShiftRight({.mode = mode}), layers::Embedding(vocab, width),
@@ -253,6 +253,6 @@ TEST_CASE("random decoder trees: predict one token at a time gives eval's output
       CHECK(decode_rows(*model, true, true, 5, vocab, rows) == tree);
     }
   }
-  CHECK(trees == 60);
+  CHECK(trees == 200);
   CHECK(programs > trees / 3);
 }
