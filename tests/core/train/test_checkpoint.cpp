@@ -14,6 +14,7 @@
 #include "layers/dense.hpp"
 #include "tests/core/train/temp_dir.hpp"
 #include "tests/helpers.hpp"
+#include "tests/random_tree.hpp"
 
 using namespace ctrax;
 using namespace ctrax::train;
@@ -306,4 +307,62 @@ TEST_CASE("load_matching_weights refuses a shape that differs, and names that ma
                        doctest::Contains("no weight of Other matches one of the file's (mapping \"\" in the file to \"\" in "
                                          "the model)\n  the model's:\n    Other/Dense_3[0]/w"),
                        std::runtime_error);
+}
+
+TEST_CASE("random trees of combinators: a checkpoint restores every weight and state by name, and only into its tree") {
+  // Names are paths in the tree (Serial/Branch_out2[0]/Dense_4[1]/w): random trees
+  // (tests/random_tree.hpp) put layers where the models of the registry do not — under None
+  // branches, Selects, Parallels of Parallels — and each must save under distinct names, come back
+  // bit for bit into the same tree initialised otherwise, load into its predict-mode build by name
+  // (load_weights: BatchNorm's running statistics with it, the KV caches left to the model), and be
+  // refused by a tree of another shape, which stays as it was.
+  TempDir dir;
+  int trees = 0, refused = 0;
+  LayerPtr previous;
+  for (unsigned seed = 0; trees < 100 && seed < 2000; ++seed) {
+    const auto make = [seed](Mode mode) { return testing::RandomTree(seed, {.mode = mode}).layer(2); };
+    const LayerPtr model = make(Mode::train), restored = make(Mode::train), predict = make(Mode::predict);
+    if (model->n_in() < 1 || model->n_in() > 5) continue;
+    Stack inputs;
+    for (int i = 0; i < model->n_in(); ++i) inputs.push_back(testing::randn({2, 3, 4}, 100 + i).to(DType::float32));
+    model->init(signature_of(inputs), Rng(5));
+    if (model->all_weights().empty()) continue;
+    ++trees;
+    CAPTURE(seed);
+    CAPTURE(model->to_string());
+    restored->init(signature_of(inputs), Rng(6));
+    (*model)(inputs);   // a training step's forward: BatchNorm's running statistics move
+    const std::string path = dir / ("tree" + std::to_string(seed) + ".safetensors");
+    save_checkpoint(path, *model, {}, {.step = seed});
+    CHECK(load_checkpoint(path, *restored, {}).step == seed);
+    const auto weights = model->named_weights(), state = model->named_state();
+    const auto got = restored->named_weights(), got_state = restored->named_state();
+    REQUIRE(got.size() == weights.size());
+    for (std::size_t i = 0; i < weights.size(); ++i) {
+      CHECK(got[i].first == weights[i].first);
+      CHECK(bit_equal(got[i].second, weights[i].second));
+    }
+    REQUIRE(got_state.size() == state.size());
+    for (std::size_t i = 0; i < state.size(); ++i) CHECK(bit_equal(got_state[i].second, state[i].second));
+    // The predict-mode build: the same names (its KV caches are its own state, not the file's).
+    Stack one_position;
+    for (const Tensor& x : inputs) one_position.push_back(slice(x, 1, 0, 1));
+    predict->init(signature_of(one_position), Rng(7));
+    load_weights(path, *predict);
+    const auto predicted = predict->named_weights();
+    REQUIRE(predicted.size() == weights.size());
+    for (std::size_t i = 0; i < weights.size(); ++i) CHECK(bit_equal(predicted[i].second, weights[i].second));
+    // The tree before this one: refused by name unless it happens to be the same tree, and untouched.
+    if (previous && previous->to_string() != model->to_string()) {
+      std::vector<std::vector<double>> before;
+      for (const Tensor& w : previous->all_weights()) before.push_back(w.to_doubles());
+      CHECK_THROWS_WITH_AS(load_checkpoint(path, *previous, {}), doctest::Contains((path + ": checkpoint does not match").c_str()),
+                           std::runtime_error);
+      for (std::size_t i = 0; i < before.size(); ++i) CHECK(previous->all_weights()[i].to_doubles() == before[i]);
+      ++refused;
+    }
+    previous = model;
+  }
+  CHECK(trees == 100);
+  CHECK(refused > 90);
 }
