@@ -4,6 +4,7 @@
 
 #include "core/decode/internal/token_program.hpp"
 #include "core/layer/fn.hpp"
+#include "core/layer/layer_error.hpp"
 #include "core/tensor/ops.hpp"
 #include "layers/initializers.hpp"
 #include "layers/internal/plan_queries.hpp"
@@ -77,15 +78,20 @@ class ThresholdedLinearUnitLayer final : public Layer {
 }  // namespace
 
 LayerPtr ParametricRelu(double a, source_location c) {
+  check_finite_setting(a, "ParametricRelu", "a", c);
   return Fn("ParametricRelu", [a](TensorArg x) { return maximum(x * a, number(0, x)); }, 1, c);
 }
 LayerPtr LeakyRelu(double a, source_location c) {
+  check_finite_setting(a, "LeakyRelu", "a", c);
   return Fn("LeakyRelu", [a](TensorArg x) { return where(less(x, number(0, x)), x * a, x); }, 1, c);
 }
 LayerPtr Elu(double a, source_location c) {
+  check_finite_setting(a, "Elu", "a", c);
   return Fn("Elu", [a](TensorArg x) { return exponential_below_zero(x, a); }, 1, c);
 }
 LayerPtr Selu(double alpha, double lmbda, source_location c) {
+  check_finite_setting(alpha, "Selu", "alpha", c);
+  check_finite_setting(lmbda, "Selu", "lmbda", c);
   return Fn("Selu", [alpha, lmbda](TensorArg x) { return exponential_below_zero(x, alpha) * lmbda; }, 1, c);
 }
 LayerPtr HardSigmoid(source_location c) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/tensor/ops.hpp"
 #include "layers/initializers.hpp"
@@ -16,7 +17,8 @@ class BatchNormLayer final : public Layer {
  public:
   BatchNormLayer(BatchNormOptions o, std::source_location created) : Layer("BatchNorm", 1, 1, created), o_(std::move(o)) {
     if (o_.axis.empty()) throw std::invalid_argument("BatchNorm: give at least one axis to normalise over");
-    if (!(o_.epsilon > 0)) throw std::invalid_argument(fmt::format("BatchNorm: epsilon must be > 0, got {}", o_.epsilon));
+    if (!(o_.epsilon > 0 && std::isfinite(o_.epsilon)))   // an infinite one would scale every output to 0
+      throw std::invalid_argument(fmt::format("BatchNorm: epsilon must be a finite number > 0, got {}", o_.epsilon));
     if (!(o_.momentum >= 0 && o_.momentum <= 1))
       throw std::invalid_argument(fmt::format("BatchNorm: momentum must be in [0, 1], got {}", o_.momentum));
   }

@@ -1,6 +1,7 @@
 #include "layers/elementwise.hpp"
 
 #include "core/layer/fn.hpp"
+#include "core/layer/layer_error.hpp"
 #include "core/tensor/ops.hpp"
 
 namespace ctrax::layers {
@@ -16,6 +17,7 @@ LayerPtr ToFloat(std::source_location c) {
 }
 
 LayerPtr ThresholdToBinary(double threshold, std::source_location c) {
+  check_finite_setting(threshold, "ThresholdToBinary", "threshold", c);
   return Fn("ThresholdToBinary", [threshold](TensorArg x) {
     return greater(x, Tensor::scalar(threshold, x.dtype())).to(DType::int32);
   }, 1, c);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "core/tensor/ops.hpp"
 #include "layers/initializers.hpp"
 
@@ -13,8 +15,9 @@ class FilterResponseNormLayer final : public Layer {
  public:
   FilterResponseNormLayer(FilterResponseNormOptions o, std::source_location created)
       : Layer("FilterResponseNorm", 1, 1, created), o_(o) {
-    if (!(o_.init_epsilon > 0) || !(o_.init_learnt_epsilon > 0))
-      throw std::invalid_argument("FilterResponseNorm: init_epsilon and init_learnt_epsilon must be > 0");
+    if (!(o_.init_epsilon > 0 && std::isfinite(o_.init_epsilon)) ||
+        !(o_.init_learnt_epsilon > 0 && std::isfinite(o_.init_learnt_epsilon)))
+      throw std::invalid_argument("FilterResponseNorm: init_epsilon and init_learnt_epsilon must be finite numbers > 0");
   }
 
  protected:

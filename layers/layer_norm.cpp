@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "core/decode/internal/token_program.hpp"
 #include "core/tensor/ops.hpp"
 #include "layers/initializers.hpp"
@@ -14,7 +16,8 @@ class LayerNormLayer final : public Layer {
  public:
   LayerNormLayer(LayerNormOptions o, std::source_location created)
       : Layer("LayerNorm", 1, 1, created), center_(o.center), epsilon_(o.epsilon) {
-    if (!(o.epsilon > 0)) throw std::invalid_argument(fmt::format("LayerNorm: epsilon must be > 0, got {}", o.epsilon));
+    if (!(o.epsilon > 0 && std::isfinite(o.epsilon)))   // an infinite one would scale every output to 0
+      throw std::invalid_argument(fmt::format("LayerNorm: epsilon must be a finite number > 0, got {}", o.epsilon));
   }
 
  protected:

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 namespace ctrax::layers {
 
 namespace {
@@ -51,8 +53,9 @@ LayerPtr Weights(Initializer initializer, Shape shape, std::source_location crea
 }
 
 LayerPtr RandomUniform(double min_val, double max_val, Shape shape, DType dtype, std::source_location created) {
-  if (!(min_val < max_val))
-    throw std::invalid_argument(fmt::format("RandomUniform: min_val ({}) must be below max_val ({})", min_val, max_val));
+  if (!(min_val < max_val) || !std::isfinite(min_val) || !std::isfinite(max_val))
+    throw std::invalid_argument(
+        fmt::format("RandomUniform: min_val ({}) must be a finite number below max_val ({}), also finite", min_val, max_val));
   if (!is_floating(dtype)) throw std::invalid_argument("RandomUniform: dtype must be float32 or float64");
   return std::make_shared<RandomUniformLayer>(min_val, max_val, std::move(shape), dtype, created);
 }

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 namespace ctrax {
 
 std::string location_string(const std::source_location& loc) {
@@ -11,6 +13,13 @@ std::string location_string(const std::source_location& loc) {
   if (const auto up = file.rfind("/../"); up != std::string::npos) file = file.substr(up + 4);
   while (file.rfind("../", 0) == 0) file = file.substr(3);
   return fmt::format("{}:{}", file, loc.line());
+}
+
+void check_finite_setting(double value, std::string_view layer, std::string_view setting,
+                          const std::source_location& created) {
+  if (!std::isfinite(value))
+    throw std::invalid_argument(fmt::format("{} (created at {}): {} must be a finite number, got {}", layer,
+                                            location_string(created), setting, value));
 }
 
 LayerError::LayerError(std::string segment, std::string method, std::source_location created,

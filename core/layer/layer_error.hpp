@@ -13,6 +13,7 @@
 #include <source_location>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ctrax {
@@ -37,5 +38,12 @@ class LayerError : public std::runtime_error {
 
 // "tests/foo.cpp:12" from a source_location, with leading "../" removed.
 std::string location_string(const std::source_location& loc);
+
+// A layer's numeric setting that must be a finite number (an activation's slope, a threshold): a NaN
+// or an infinity would make its outputs NaN, 0 or ±inf in silence — ThresholdToBinary(NaN) says 0 of
+// every input. Throws std::invalid_argument naming the layer, where it was created and the setting:
+//   LeakyRelu (created at model.cpp:12): a must be a finite number, got nan
+void check_finite_setting(double value, std::string_view layer, std::string_view setting,
+                          const std::source_location& created);
 
 }  // namespace ctrax

@@ -54,6 +54,20 @@ TEST_CASE("Elu and Selu stay finite, values and gradients, where eˣ overflows")
   }
 }
 
+TEST_CASE("an activation's setting must be a finite number: a NaN or an infinity is refused by name") {
+  // LeakyRelu(NaN) made every negative input NaN; Selu's λ = inf every output ±inf or NaN.
+  CHECK_THROWS_WITH_AS(LeakyRelu(std::nan("")), doctest::Contains("): a must be a finite number, got nan"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(ParametricRelu(INFINITY), doctest::Contains("): a must be a finite number, got inf"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(Elu(-INFINITY), doctest::Contains("): a must be a finite number, got -inf"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(Selu(1.6, std::nan("")), doctest::Contains("): lmbda must be a finite number, got nan"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(Selu(std::nan(""), 1.05), doctest::Contains("Selu (created at tests/layers/test_activations.cpp:"),
+                       std::invalid_argument);
+  CHECK_NOTHROW(LeakyRelu(-2.5));   // any finite slope is Trax's to allow
+}
+
 TEST_CASE("ThresholdedLinearUnit: max(x, τ) with τ one trainable scalar, 0 at first") {
   auto tlu = ThresholdedLinearUnit();
   const Tensor x = v({-1, 0.25, 2});

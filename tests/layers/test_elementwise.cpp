@@ -61,5 +61,19 @@ TEST_CASE("Weights and RandomUniform push a tensor without taking one") {
   CHECK(std::abs(mean) < 0.1);
   r->set_rng(Rng(4));
   CHECK((*r)(Stack{})[0].to_doubles() != a);   // another key, another draw
-  CHECK_THROWS_WITH_AS(RandomUniform(1, 1), doctest::Contains("must be below max_val"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(RandomUniform(1, 1), doctest::Contains("must be a finite number below max_val"), std::invalid_argument);
+  CHECK_THROWS_AS(RandomUniform(0, INFINITY), std::invalid_argument);   // every draw would be inf or NaN
+  CHECK_THROWS_AS(RandomUniform(-INFINITY, 0), std::invalid_argument);
+}
+
+TEST_CASE("ThresholdToBinary refuses a threshold that is not a finite number, naming where it was made") {
+  // x > NaN is false for every x: a NaN threshold would say 0 of every input, in silence.
+  CHECK_THROWS_WITH_AS(ThresholdToBinary(std::nan("")), doctest::Contains("): threshold must be a finite number, got nan"),
+                       std::invalid_argument);
+  try {
+    ThresholdToBinary(INFINITY);
+    FAIL("an infinite threshold was accepted");
+  } catch (const std::invalid_argument& e) {
+    CHECK(std::string(e.what()).starts_with("ThresholdToBinary (created at tests/layers/test_elementwise.cpp:"));
+  }
 }

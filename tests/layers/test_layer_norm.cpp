@@ -50,5 +50,6 @@ TEST_CASE("LayerNorm({.center = false}): x / √(mean x² + ε), Trax's center=F
   auto g = LayerNorm({.center = false});
   g->init(ShapeDtype{{2, 5}, DType::float64});
   expect_layer_gradients(g, {randn({2, 5})});
-  CHECK_THROWS_WITH_AS(LayerNorm({.epsilon = 0}), doctest::Contains("epsilon must be > 0"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(LayerNorm({.epsilon = 0}), doctest::Contains("epsilon must be a finite number > 0"), std::invalid_argument);
+  CHECK_THROWS_AS(LayerNorm({.epsilon = INFINITY}), std::invalid_argument);   // every output would be 0
 }

@@ -80,3 +80,11 @@ TEST_CASE("FilterResponseNorm: x / √(mean over the image of x² + ε), per ima
   frn->init(ShapeDtype{{2, 3, 3, 2}, DType::float64});
   expect_layer_gradients(frn, {randn({2, 3, 3, 2}, 33)});
 }
+
+TEST_CASE("the norms' ε must be a finite number > 0: an infinite one would scale every output to 0") {
+  CHECK_THROWS_WITH_AS(BatchNorm({.epsilon = INFINITY}), doctest::Contains("epsilon must be a finite number > 0, got inf"),
+                       std::invalid_argument);
+  CHECK_THROWS_AS(BatchNorm({.epsilon = std::nan("")}), std::invalid_argument);
+  CHECK_THROWS_AS(FilterResponseNorm({.init_epsilon = INFINITY}), std::invalid_argument);
+  CHECK_THROWS_AS(FilterResponseNorm({.init_learnt_epsilon = std::nan("")}), std::invalid_argument);
+}
