@@ -26,6 +26,13 @@ using namespace ctrax;
 
 namespace {
 
+// The plan on, whatever CTRAX_PLAN says (a layer takes its default from it when built): these tests
+// are the plan's, so they turn it on themselves, as a user would with set_execution_plan(true).
+LayerPtr planned(LayerPtr layer) {
+  layer->set_execution_plan(true);
+  return layer;
+}
+
 struct Run {
   Stack outputs;
   std::vector<Tensor> grads, state;
@@ -65,7 +72,7 @@ void expect_identical(const Run& a, const Run& b) {
 
 // The plan and the tree from the same weights and state: the same bits, in train and in eval mode.
 void expect_plan_equals_tree(const std::function<LayerPtr()>& make, const Stack& inputs) {
-  auto plan = make(), tree = make();
+  auto plan = planned(make()), tree = make();
   plan->init(signature_of(inputs), Rng(5));
   tree->init(signature_of(inputs), Rng(5));
   for (Mode mode : {Mode::train, Mode::eval}) {
@@ -111,7 +118,7 @@ TEST_CASE("plan: BatchNorm then Relu is one step with the tree's values, gradien
   // Literal values: 2 × 3 rows of 2 channels; channel 0 has mean 2, channel 1 mean 0.
   const Tensor x = Tensor::from_doubles({1, -1, 2, 0, 3, 1, 1, -2, 2, 0, 3, 2}, {2, 3, 2}, DType::float64);
   auto make = [] { return layers::Serial(layers::BatchNorm({.axis = {0, 1}}), layers::Relu()); };
-  auto model = make();
+  auto model = planned(make());
   model->init(signature_of(Stack{x}));
   // x̂ of channel 0 is (x − 2)/√(2/3 + ε): the rows at 1 fall below 0 and Relu zeroes them.
   const Tensor y = (*model)(x);
@@ -122,7 +129,7 @@ TEST_CASE("plan: BatchNorm then Relu is one step with the tree's values, gradien
   expect_plan_equals_tree(make, {x});
   expect_plan_equals_tree(make, {image(3, 5, 16, DType::float32)});
   // The fused step itself (not only the Serial that asks for it) runs and agrees.
-  auto bn = layers::BatchNorm({.axis = {0, 1}}), relu = layers::Relu();
+  auto bn = planned(layers::BatchNorm({.axis = {0, 1}})), relu = planned(layers::Relu());
   bn->init(signature_of(Stack{x}));
   relu->init(signature_of(Stack{x}));
   const std::vector<LayerPtr> next{relu};
@@ -137,7 +144,7 @@ TEST_CASE("plan: Relu then Dropout is one step with the tree's mask, values and 
   // Literal values: with rate 0.5 a kept value doubles; the mask is the Dropout layer's own draw.
   const Tensor x = Tensor::from_doubles({1, -2, 3, 0, -0.5, 4, 2, -1}, {2, 4}, DType::float64);
   auto make = [] { return layers::Serial(layers::Relu(), layers::Dropout({.rate = 0.5})); };
-  auto model = make();
+  auto model = planned(make());
   model->init(signature_of(Stack{x}));
   model->set_rng(Rng(3));
   REQUIRE(plan_to_string(*model) == "Serial[\n  Relu + Dropout   (one step)\n]");
@@ -169,7 +176,7 @@ TEST_CASE("plan: Dense, Relu, Dropouts that pass through, Dense are one step wit
   auto make = [] {
     return layers::Serial(layers::Dense(2), layers::Relu(), layers::Dropout({.rate = 0.0}), layers::Dense(1));
   };
-  auto model = make();
+  auto model = planned(make());
   model->init(signature_of(Stack{x}));
   REQUIRE(plan_to_string(*model) == "Serial[\n  Dense_2 + Relu + Dropout + Dense_1   (one step)\n]");
   model->set_all_weights({Tensor::from_doubles({1, -1, 2, 0}, {2, 2}, DType::float64),
@@ -182,13 +189,13 @@ TEST_CASE("plan: Dense, Relu, Dropouts that pass through, Dense are one step wit
   testing::expect_layer_gradients(model, {x + 0.25});   // away from the ReLU's kink
   // A Dropout that drops (training) leaves the first Dense and the Relu to their rule with it; the
   // feed-forward block of a model built for decoding, whose Dropouts pass through, is one step.
-  auto dropping = layers::Serial(layers::Dense(2), layers::Relu(), layers::Dropout({.rate = 0.5}), layers::Dense(1));
+  auto dropping = planned(layers::Serial(layers::Dense(2), layers::Relu(), layers::Dropout({.rate = 0.5}), layers::Dense(1)));
   dropping->init(signature_of(Stack{x}));
   CHECK(plan_to_string(*dropping) == "Serial[\n  Dense_2 + Relu + Dropout   (one step)\n  Dense_1\n]");
   dropping->set_mode(Mode::predict);
   CHECK(plan_to_string(*dropping) == "Serial[\n  Dense_2 + Relu + Dropout + Dense_1   (one step)\n]");
   // A Dense without a bias is not a linear: nothing is fused.
-  auto no_bias = layers::Serial(layers::Dense(2, {.use_bias = false}), layers::Relu(), layers::Dense(1));
+  auto no_bias = planned(layers::Serial(layers::Dense(2, {.use_bias = false}), layers::Relu(), layers::Dense(1)));
   CHECK(plan_to_string(*no_bias) == no_bias->to_string());
   // Bad input: the step declines and the tree's error names the first Dense.
   CHECK_THROWS_WITH_AS((*model)(Tensor::zeros({2, 3}, DType::float64)),
@@ -199,7 +206,7 @@ TEST_CASE("plan: Dense, Relu, Dropouts that pass through, Dense are one step wit
   // from the decoder, which packs the weights.
   const models::ModelSpec spec{.name = "TransformerLM", .vocab_size = 11,
                                .config = {.d_model = 64, .d_ff = 512, .n_layers = 2, .n_heads = 2, .max_len = 16}};
-  auto plan = models::build(spec, Mode::predict), tree = models::build(spec, Mode::predict);
+  auto plan = planned(models::build(spec, Mode::predict)), tree = models::build(spec, Mode::predict);
   const Tensor first = Tensor::from_doubles({3}, {1, 1}, DType::int32);
   plan->init(signature_of(Stack{first}), Rng(5));
   tree->init(signature_of(Stack{first}), Rng(5));
@@ -222,7 +229,7 @@ TEST_CASE("plan: Dense, Relu, Dropout (training) are one step with the tree's ma
   auto make = [](std::int64_t n) {
     return layers::Serial(layers::Dense(n), layers::Relu(), layers::Dropout({.rate = 0.5}));
   };
-  auto model = make(2);
+  auto model = planned(make(2));
   model->init(signature_of(Stack{x}));
   model->set_rng(Rng(3));
   REQUIRE(plan_to_string(*model) == "Serial[\n  Dense_2 + Relu + Dropout   (one step)\n]");
@@ -242,20 +249,20 @@ TEST_CASE("plan: Dense, Relu, Dropout (training) are one step with the tree's ma
 }
 
 TEST_CASE("plan: a fused step's gradient passes the shared finite-difference check") {
-  auto model = layers::Serial(layers::BatchNorm(), layers::Relu());
+  auto model = planned(layers::Serial(layers::BatchNorm(), layers::Relu()));
   const Tensor x = image(2, 3, 2, DType::float64);
   model->init(signature_of(Stack{x}));
   REQUIRE(model->execution_plan());
   testing::expect_layer_gradients(model, {x});
   // Relu + Dropout: inputs away from Relu's kink, the mask fixed by the layer's rng.
-  auto dropped = layers::Serial(layers::Relu(), layers::Dropout({.rate = 0.25}));
+  auto dropped = planned(layers::Serial(layers::Relu(), layers::Dropout({.rate = 0.25})));
   const Tensor z = image(2, 3, 2, DType::float64) + 0.05;
   dropped->init(signature_of(Stack{z}));
   dropped->set_rng(Rng(9));
   REQUIRE(plan_to_string(*dropped) == "Serial[\n  Relu + Dropout   (one step)\n]");
   testing::expect_layer_gradients(dropped, {z});
   // Dense + Relu + Dropout: the same, with the Dense's weights.
-  auto dense_dropped = layers::Serial(layers::Dense(3), layers::Relu(), layers::Dropout({.rate = 0.25}));
+  auto dense_dropped = planned(layers::Serial(layers::Dense(3), layers::Relu(), layers::Dropout({.rate = 0.25})));
   dense_dropped->init(signature_of(Stack{z}));
   dense_dropped->set_rng(Rng(9));
   REQUIRE(plan_to_string(*dense_dropped) == "Serial[\n  Dense_3 + Relu + Dropout   (one step)\n]");
@@ -267,7 +274,7 @@ TEST_CASE("plan: a Branch runs its Select and Parallel as one step with the tree
   // b = (1, 0); x = (1, 1): Dense → (2, 1), plus x → (3, 2).
   const Tensor x = Tensor::from_doubles({1, 1}, {1, 2}, DType::float64);
   auto make = [] { return layers::Residual(layers::Dense(2)); };
-  auto model = make();
+  auto model = planned(make());
   model->init(signature_of(Stack{x}));
   CHECK(model->to_string() == "Serial[\n  Branch_out2[\n    None\n    Dense_2\n  ]\n  Add_in2\n]");
   CHECK(plan_to_string(*model) == "Serial[\n  Branch_out2[\n    Select[0,0]_out2 + Parallel_in2_out2[\n      Serial\n"
@@ -280,8 +287,8 @@ TEST_CASE("plan: a Branch runs its Select and Parallel as one step with the tree
   testing::expect_layer_gradients(model, {x});
   // Branches of several inputs, and a stack item below them: Branch(Sub, None) on (5, 2, 7) picks
   // (5, 2) for Sub and 5 for None, and 7 waits below — (3, 5, 7), plan on and off.
-  auto branch = layers::Branch(layers::Fn("Sub", [](layers::TensorArg a, layers::TensorArg b) { return a - b; }),
-                               nullptr);
+  auto branch = planned(
+      layers::Branch(layers::Fn("Sub", [](layers::TensorArg a, layers::TensorArg b) { return a - b; }), nullptr));
   const Stack three{Tensor::from_doubles({5}, {1}, DType::float64), Tensor::from_doubles({2}, {1}, DType::float64),
                     Tensor::from_doubles({7}, {1}, DType::float64)};
   branch->init(signature_of(three));
@@ -316,14 +323,14 @@ TEST_CASE("plan: a Branch runs its Select and Parallel as one step with the tree
 }
 
 TEST_CASE("plan: the printed plan marks the fused steps; the tree prints as Trax's") {
-  auto model = layers::Serial(layers::BatchNorm(), layers::Relu(), layers::Relu(), layers::BatchNorm(), layers::Relu());
+  auto model = planned(layers::Serial(layers::BatchNorm(), layers::Relu(), layers::Relu(), layers::BatchNorm(), layers::Relu()));
   CHECK(model->to_string() == "Serial[\n  BatchNorm\n  Relu\n  Relu\n  BatchNorm\n  Relu\n]");
   CHECK(plan_to_string(*model) ==
         "Serial[\n  BatchNorm + Relu   (one step)\n  Relu\n  BatchNorm + Relu   (one step)\n]");
   model->set_execution_plan(false);
   CHECK(plan_to_string(*model) == model->to_string());
   // Eval mode has nothing to fuse (BatchNorm's running statistics make it an affine map).
-  auto eval = layers::Serial(layers::BatchNorm({.mode = Mode::eval}), layers::Relu());
+  auto eval = planned(layers::Serial(layers::BatchNorm({.mode = Mode::eval}), layers::Relu()));
   CHECK(plan_to_string(*eval) == eval->to_string());
 }
 
@@ -338,7 +345,7 @@ TEST_CASE("plan: CTRAX_PLAN takes 1 or 0, and any other value is an error naming
 }
 
 TEST_CASE("plan: a Trace sees every layer; bad input gets the tree's own error") {
-  auto model = layers::Serial(layers::BatchNorm(), layers::Relu());
+  auto model = planned(layers::Serial(layers::BatchNorm(), layers::Relu()));
   model->init(ShapeDtype{{2, 4, 4, 3}});
   {
     Trace trace;
@@ -383,7 +390,7 @@ TEST_CASE("plan: every model of the registry, plan on and off, computes the same
     expect_plan_equals_tree([&] { return models::build(spec, Mode::train); }, inputs);
     // Built for eval, as `eval` commands build them: the mode on the layers that use it alone,
     // the plumbing at the default — the plan takes such runs outside training (core/layer/layer.cpp).
-    auto plan = models::build(spec, Mode::eval), tree = models::build(spec, Mode::eval);
+    auto plan = planned(models::build(spec, Mode::eval)), tree = models::build(spec, Mode::eval);
     plan->init(signature_of(inputs), Rng(5));
     tree->init(signature_of(inputs), Rng(5));
     tree->set_execution_plan(false);
@@ -394,7 +401,7 @@ TEST_CASE("plan: every model of the registry, plan on and off, computes the same
 TEST_CASE("plan: CausalAttention's projections, attention and MergeHeads are one step, heads read in place") {
   const Tensor x = testing::randn({2, 7, 8}, 4);
   auto make = [] { return layers::CausalAttention(8, {.n_heads = 2, .dropout = 0.25}); };
-  auto model = make();
+  auto model = planned(make());
   model->init(signature_of(Stack{x}));
   CHECK(plan_to_string(*model) ==
         "Serial[\n  Branch_out3 + DotProductCausalAttention_in3 + MergeHeads   (one step)\n  Dense_8\n]");
@@ -409,7 +416,7 @@ TEST_CASE("plan: CausalAttention's projections, attention and MergeHeads are one
   expect_plan_equals_tree(make, {testing::randn({3, 70, 8}, 5).to(DType::float32)});   // two query blocks
   // Rotary projections end in Rotate, not SplitIntoHeads: the rule does not apply (the Branch
   // still runs its Select and Parallel as one step).
-  auto rotary = layers::CausalAttention(8, {.n_heads = 2, .rotary = true});
+  auto rotary = planned(layers::CausalAttention(8, {.n_heads = 2, .rotary = true}));
   rotary->init(signature_of(Stack{x}));
   CHECK(plan_to_string(*rotary).find("DotProductCausalAttention_in3 + MergeHeads") == std::string::npos);
   // Its gradient passes the shared finite-difference check.
@@ -431,7 +438,7 @@ TEST_CASE("plan: decoding with the KV cache, plan on and off, gives the same bit
   const Tensor x = testing::randn({2, 3, 8}, 4);
   LayerPtr attention;
   for (const Mode mode : {Mode::eval, Mode::predict}) {
-    attention = layers::CausalAttention(8, {.n_heads = 2, .max_inference_length = 6, .mode = mode});
+    attention = planned(layers::CausalAttention(8, {.n_heads = 2, .max_inference_length = 6, .mode = mode}));
     attention->init(signature_of(Stack{x}));
     const auto& parts = attention->sublayers();   // Branch, DotProductCausalAttention, MergeHeads, Dense
     CHECK(parts[0]->mode() == Mode::train);
@@ -458,7 +465,7 @@ TEST_CASE("plan: decoding with the KV cache, plan on and off, gives the same bit
   for (const models::ModelSpec& spec : specs) {
     CAPTURE(spec.name);
     const bool lm = spec.name == "TransformerLM";
-    auto plan = models::build(spec, Mode::predict), tree = models::build(spec, Mode::predict);
+    auto plan = planned(models::build(spec, Mode::predict)), tree = models::build(spec, Mode::predict);
     const auto inputs = [&](const Tensor& tokens) { return lm ? Stack{tokens} : Stack{source, tokens}; };
     plan->init(signature_of(inputs(prompt)), Rng(5));
     tree->init(signature_of(inputs(prompt)), Rng(5));
@@ -487,7 +494,7 @@ TEST_CASE("plan: random trees of combinators compute the tree's bits, shapes and
   int trees = 0, with_fused_steps = 0, checked = 0, refused = 0;
   for (unsigned seed = 0; trees < 300 && seed < 5000; ++seed) {
     const auto make = [seed] { return testing::RandomTree(seed, {}).layer(2); };
-    const LayerPtr plan = make(), tree = make();
+    const LayerPtr plan = planned(make()), tree = make();
     if (plan->n_in() < 1 || plan->n_in() > 5 || plan->n_out() < 1 || plan->n_out() > 6) continue;
     ++trees;
     CAPTURE(seed);

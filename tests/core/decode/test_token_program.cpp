@@ -18,7 +18,8 @@ using namespace ctrax::decode;
 
 namespace {
 
-// A predict-mode TransformerLM with the weights of an eval-mode one (seeded).
+// A predict-mode TransformerLM with the weights of an eval-mode one (seeded), the plan on whatever
+// CTRAX_PLAN says (the program is the plan's: a layer takes its default from it when built).
 LayerPtr predict_lm(models::TransformerConfig c, std::int64_t vocab, std::uint64_t seed = 5) {
   c.mode = Mode::eval;
   auto eval = models::TransformerLM(vocab, c);
@@ -27,6 +28,7 @@ LayerPtr predict_lm(models::TransformerConfig c, std::int64_t vocab, std::uint64
   auto predict = models::TransformerLM(vocab, c);
   predict->init(ShapeDtype{{1, 1}, DType::int32});
   predict->set_all_weights(eval->all_weights());
+  predict->set_execution_plan(true);
   return predict;
 }
 
@@ -192,6 +194,7 @@ TEST_CASE("the stack's plumbing lowers too: a model of Dup, Swap, Drop, Select, 
                           tl::Add(), tl::Dense(50));
   model->init(ShapeDtype{{1, 1}, DType::int32}, Rng(2));
   model->set_mode(Mode::predict);
+  model->set_execution_plan(true);
   const int threads_before = num_threads();
   for (int threads : {1, 2}) {
     set_num_threads(threads);
@@ -243,6 +246,7 @@ TEST_CASE("random decoder trees: predict one token at a time gives eval's output
     // The predict model's own weights (eval's, as predict_lm does): the program against the tree.
     const LayerPtr model = make(Mode::predict);
     model->init(ShapeDtype{{1, 1}, DType::int32}, Rng(seed));
+    model->set_execution_plan(true);
     CAPTURE(model->to_string());
     start_decoding(*model, Tensor(), 1);
     if (TokenProgram::compile(*model) == nullptr) continue;   // a layer that does not lower: the tree decodes
