@@ -65,6 +65,10 @@ class BatchNormLayer final : public Layer {
     return {y};
   }
 
+  // Its running statistics are read, never written, outside training: not decoding state, so a
+  // predict-mode model may share it.
+  bool keeps_decoding_state() const override { return false; }
+
   // The execution plan's rule (core/layer/plan.hpp): BatchNorm then Relu, in training, as one op
   // over the channels (batch_norm with relu) — Trax's WideResnet and every conv net's pairing.
   std::optional<FusedRun> fuses_with(const Layer* previous, std::span<const LayerPtr> after) const override {

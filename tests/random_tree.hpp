@@ -100,6 +100,13 @@ class RandomTree {
     }
   }
   LayerPtr leaf() {
+    // One layer in two places: Trax's weight sharing, by layer identity.
+    if (!made_.empty() && pick(8) == 0) return made_[static_cast<std::size_t>(pick(static_cast<int>(made_.size())))];
+    LayerPtr made = new_leaf();
+    if (made->n_in() == 1 && made->n_out() == 1) made_.push_back(made);
+    return made;
+  }
+  LayerPtr new_leaf() {
     switch (pick(13)) {
       case 0: return dense();
       case 1: return layers::Relu();
@@ -122,6 +129,7 @@ class RandomTree {
 
   std::mt19937 gen_;
   RandomTreeOptions o_;
+  std::vector<LayerPtr> made_;   // the leaves so far that take one input and give one: shared later
 };
 
 }  // namespace ctrax::testing

@@ -6,6 +6,7 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "core/layer/internal/planned_step.hpp"
@@ -168,6 +169,7 @@ void Layer::set_execution_plan(bool on) {
 std::optional<Layer::FusedRun> Layer::fuses_with(const Layer*, std::span<const LayerPtr>) const { return std::nullopt; }
 bool Layer::fuses_sublayers() const { return false; }
 bool Layer::passes_through() const { return false; }
+bool Layer::keeps_decoding_state() const { return mode_ == Mode::predict && !state_.empty(); }
 bool Layer::lower_token(decode::TokenProgramBuilder&) { return passes_through() && n_in() == n_out(); }
 std::optional<Stack> Layer::forward_fused(const Stack&, Layer*, std::span<const LayerPtr>) { return std::nullopt; }
 
@@ -262,8 +264,36 @@ Signature Layer::init(const Signature& input_signature, const Rng& rng, InitOpti
   set_rng(rng);
   NoGrad no_grad;
   check_weights_fit(input_signature, options);
-  InitPassScope scope(/*keep_weights=*/false, /*keep_initialized=*/options.use_cache);
-  return signature_of((*this)(meta_inputs(input_signature)));
+  Signature out;
+  {
+    InitPassScope scope(/*keep_weights=*/false, /*keep_initialized=*/options.use_cache);
+    out = signature_of((*this)(meta_inputs(input_signature)));
+  }
+  refuse_shared_decoding_state();
+  return out;
+}
+
+void Layer::refuse_shared_decoding_state() const {
+  std::unordered_map<const Layer*, std::string> first;   // each layer's first place in the tree
+  const auto keeps = [](const Layer& l, const auto& self) -> bool {
+    if (l.keeps_decoding_state()) return true;
+    return std::any_of(l.sublayers_.begin(), l.sublayers_.end(), [&](const LayerPtr& s) { return self(*s, self); });
+  };
+  const auto walk = [&](const Layer& l, const std::string& path, const auto& self) -> void {
+    const auto [at, fresh] = first.emplace(&l, path);
+    if (!fresh) {
+      if (keeps(l, keeps))
+        throw std::invalid_argument(fmt::format(
+            "{}: the layer {} created at {} sits at two places of the tree ({} and {}) and keeps decoding state — "
+            "a KV cache, a position counter — that each call advances: both places would write into it, and every "
+            "token would come out wrong. Give each place a layer of its own",
+            display_name(), l.name_, location_string(l.created_), at->second, path));
+      return;
+    }
+    for (std::size_t i = 0; i < l.sublayers_.size(); ++i)
+      self(*l.sublayers_[i], fmt::format("{}/{}[{}]", path, l.sublayers_[i]->name_, i), self);
+  };
+  walk(*this, name_, walk);
 }
 
 void Layer::check_weights_fit(const Signature& input_signature, InitOptions options) {

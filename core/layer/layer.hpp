@@ -182,6 +182,12 @@ class Layer {
   // training): a rule may step over such a layer, and its mode does not matter to the run.
   // Default: false.
   virtual bool passes_through() const;
+  // Whether this layer's own state is decoding state: state each call advances (a KV cache and
+  // its count, a position counter). One such layer at two places of a tree would take both
+  // places' writes — each token's keys twice, its position counted twice — so init refuses a
+  // tree that shares one, naming both places (Trax shares it in silence). Default: in predict
+  // mode, any state; BatchNorm's running statistics, read and never written there, are not.
+  virtual bool keeps_decoding_state() const;
   // Runs the run of fuses_with(previous, after) — previous (or nullptr), this layer, then every
   // layer of `after` — on the stack as one step. nullopt when the plan is off, while
   // initialising, tracing or inferring shapes, or when forward_fused declines these inputs: then
@@ -239,6 +245,8 @@ class Layer {
 
  private:
   Stack apply(const Stack& inputs);
+  // init's last check: a layer keeping decoding state at two places of the tree (keeps_decoding_state).
+  void refuse_shared_decoding_state() const;
   // init's sizing pass (layer.cpp): throws, naming the largest weight, when the weights init would
   // draw need more bytes than the machine's memory; leaves the layers as they were.
   void check_weights_fit(const Signature& input_signature, InitOptions options);

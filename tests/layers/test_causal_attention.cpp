@@ -1,8 +1,11 @@
 #include <doctest/doctest.h>
 
+#include "core/layer/combinators.hpp"
 #include "layers/attention.hpp"
+#include "layers/batch_norm.hpp"
 #include "layers/causal_attention.hpp"
 #include "layers/dense.hpp"
+#include "layers/positional_encoding.hpp"
 #include "tests/helpers.hpp"
 
 using namespace ctrax;
@@ -98,4 +101,34 @@ TEST_CASE("ConfigurableAttention with Dense projections and DotProductCausalAtte
   expect_layer_gradients(configurable, {randn({1, 3, 8}, 53)});
   CHECK_THROWS_WITH_AS(ConfigurableAttention(Dense(8), nullptr, Dense(8), Dense(8), DotProductCausalAttention()),
                        doctest::Contains("give all five layers"), std::invalid_argument);
+}
+
+TEST_CASE("a layer keeping decoding state at two places of a predict-mode tree is refused at init, naming both") {
+  // One CausalAttention used twice: in predict mode both places would write their keys into its one KV
+  // cache and count each token twice — every token wrong, in silence (Trax shares the state too).
+  auto attention = CausalAttention(8, {.n_heads = 2, .mode = Mode::predict});
+  auto model = Serial(Dense(8), attention, attention);
+  try {
+    model->init(ShapeDtype{{1, 1, 8}});
+    FAIL("a KV cache shared at two places was accepted");
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    CHECK(what.starts_with("Serial: the layer Serial created at tests/layers/test_causal_attention.cpp:"));
+    CHECK(what.find("sits at two places of the tree (Serial/Serial[1] and Serial/Serial[2]) and keeps decoding "
+                    "state") != std::string::npos);
+  }
+  // The same sharing in eval mode is Trax's weight sharing, as are a shared Dense and, in predict mode,
+  // a shared BatchNorm (its running statistics are read, never written, outside training).
+  auto eval_attention = CausalAttention(8, {.n_heads = 2, .mode = Mode::eval});
+  CHECK_NOTHROW(Serial(eval_attention, eval_attention)->init(ShapeDtype{{1, 3, 8}}));
+  auto dense = Dense(8);
+  auto predict_attention = CausalAttention(8, {.n_heads = 2, .mode = Mode::predict});
+  CHECK_NOTHROW(Serial(dense, predict_attention, dense)->init(ShapeDtype{{1, 1, 8}}));
+  auto norm = BatchNorm({.axis = {0, 1}, .mode = Mode::predict});
+  CHECK_NOTHROW(Serial(norm, Dense(8), norm)->init(ShapeDtype{{1, 1, 8}}));
+  // A position counter too: PositionalEncoding in predict mode.
+  auto positions = PositionalEncoding(16, {.mode = Mode::predict});
+  CHECK_THROWS_WITH_AS(Serial(positions, Dense(8), positions)->init(ShapeDtype{{1, 1, 8}}),
+                       doctest::Contains("(Serial/PositionalEncoding[0] and Serial/PositionalEncoding[2])"),
+                       std::invalid_argument);
 }

@@ -347,7 +347,13 @@ TEST_CASE("random trees of combinators: a checkpoint restores every weight and s
     // The predict-mode build: the same names (its KV caches are its own state, not the file's).
     Stack one_position;
     for (const Tensor& x : inputs) one_position.push_back(slice(x, 1, 0, 1));
-    predict->init(signature_of(one_position), Rng(7));
+    try {
+      predict->init(signature_of(one_position), Rng(7));
+    } catch (const std::invalid_argument& e) {   // decoding state shared at two places: refused
+      CHECK(std::string(e.what()).find("sits at two places of the tree") != std::string::npos);
+      previous = model;
+      continue;
+    }
     load_weights(path, *predict);
     const auto predicted = predict->named_weights();
     REQUIRE(predicted.size() == weights.size());
