@@ -508,9 +508,12 @@ void Layer::reset_state(const Signature& input_signature) {
   if (!initialized_)
     throw std::logic_error(fmt::format("reset_state: {} is not initialised", display_name()));
   set_rng(rng_);
-  InitPassScope scope(/*keep_weights=*/true);
   NoGrad no_grad;
-  (*this)(meta_inputs(input_signature));
+  {
+    InitPassScope scope(/*keep_weights=*/true);
+    (*this)(meta_inputs(input_signature));
+  }
+  refuse_shared_decoding_state();   // a model initialised in train mode, then set to predict
 }
 
 std::vector<std::pair<std::string, Tensor>> Layer::named_weights() const {

@@ -184,9 +184,10 @@ class Layer {
   virtual bool passes_through() const;
   // Whether this layer's own state is decoding state: state each call advances (a KV cache and
   // its count, a position counter). One such layer at two places of a tree would take both
-  // places' writes — each token's keys twice, its position counted twice — so init refuses a
-  // tree that shares one, naming both places (Trax shares it in silence). Default: in predict
-  // mode, any state; BatchNorm's running statistics, read and never written there, are not.
+  // places' writes — each token's keys twice, its position counted twice — so init and
+  // reset_state refuse a tree that shares one, naming both places (Trax shares it in silence).
+  // Default: in predict mode, any state; BatchNorm's running statistics, read and never written
+  // there, are not.
   virtual bool keeps_decoding_state() const;
   // Runs the run of fuses_with(previous, after) — previous (or nullptr), this layer, then every
   // layer of `after` — on the stack as one step. nullopt when the plan is off, while
@@ -245,7 +246,8 @@ class Layer {
 
  private:
   Stack apply(const Stack& inputs);
-  // init's last check: a layer keeping decoding state at two places of the tree (keeps_decoding_state).
+  // init's and reset_state's last check: a layer keeping decoding state at two places of the tree
+  // (keeps_decoding_state).
   void refuse_shared_decoding_state() const;
   // init's sizing pass (layer.cpp): throws, naming the largest weight, when the weights init would
   // draw need more bytes than the machine's memory; leaves the layers as they were.

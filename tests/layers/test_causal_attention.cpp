@@ -126,6 +126,13 @@ TEST_CASE("a layer keeping decoding state at two places of a predict-mode tree i
   CHECK_NOTHROW(Serial(dense, predict_attention, dense)->init(ShapeDtype{{1, 1, 8}}));
   auto norm = BatchNorm({.axis = {0, 1}, .mode = Mode::predict});
   CHECK_NOTHROW(Serial(norm, Dense(8), norm)->init(ShapeDtype{{1, 1, 8}}));
+  // Initialised in train mode and set to predict after: reset_state (start_decoding's) refuses it.
+  auto trained_attention = CausalAttention(8, {.n_heads = 2});
+  auto trained = Serial(trained_attention, trained_attention);
+  trained->init(ShapeDtype{{1, 3, 8}});
+  trained->set_mode(Mode::predict);
+  CHECK_THROWS_WITH_AS(trained->reset_state({ShapeDtype{{1, 1, 8}}}), doctest::Contains("sits at two places of the tree"),
+                       std::invalid_argument);
   // A position counter too: PositionalEncoding in predict mode.
   auto positions = PositionalEncoding(16, {.mode = Mode::predict});
   CHECK_THROWS_WITH_AS(Serial(positions, Dense(8), positions)->init(ShapeDtype{{1, 1, 8}}),
