@@ -10,10 +10,12 @@
 //
 // Every activation has one shape (B, L, width), so any layer may follow any other. The leaves are
 // the layers the rules take and the decoding program lowers (Dense, Relu, Dropout, LayerNorm,
-// BatchNorm, CausalAttention), layers that neither does (Tanh, Multiply), and the stack's plumbing
-// (Dup, Swap, Drop, Add, Select); a run a rule takes (Dense, Relu, Dropout; Dense, Relu, Dropout,
-// Dense; BatchNorm, Relu; Relu, Dropout; a Select feeding a Parallel) is put in a Serial often
-// enough that most trees have fused steps. Everything position-wise or causal, so a tree decodes.
+// BatchNorm, CausalAttention, PositionalEncoding), layers that neither does (Tanh, Multiply), and
+// the stack's plumbing (Dup, Swap, Drop, Add, Select); a run a rule takes (Dense, Relu, Dropout;
+// Dense, Relu, Dropout, Dense; BatchNorm, Relu; Relu, Dropout; a Select feeding a Parallel) is put
+// in a Serial often enough that most trees have fused steps, and a leaf taking one input and giving
+// one is now and then used again at another place (Trax's weight sharing, by layer identity).
+// Everything position-wise or causal, so a tree decodes.
 #pragma once
 
 #include <random>
@@ -26,6 +28,7 @@
 #include "layers/dense.hpp"
 #include "layers/dropout.hpp"
 #include "layers/layer_norm.hpp"
+#include "layers/positional_encoding.hpp"
 
 namespace ctrax::testing {
 
@@ -107,7 +110,7 @@ class RandomTree {
     return made;
   }
   LayerPtr new_leaf() {
-    switch (pick(13)) {
+    switch (pick(14)) {
       case 0: return dense();
       case 1: return layers::Relu();
       case 2: return dropout();
@@ -120,6 +123,7 @@ class RandomTree {
       case 9: return layers::Add();
       case 10: return layers::Multiply();
       case 11: return select();
+      case 12: return layers::PositionalEncoding(16, {.dropout = coin() ? 0.0 : 0.25, .mode = o_.mode});
       default: {
         const double rate = coin() ? 0.0 : 0.25;
         return layers::CausalAttention(o_.width, {.n_heads = o_.n_heads, .dropout = rate, .mode = o_.mode});
