@@ -1,8 +1,10 @@
 #include <doctest/doctest.h>
 
+#include "core/layer/combinators.hpp"
 #include "layers/batch_norm.hpp"
 #include "layers/dense.hpp"
 #include "tests/helpers.hpp"
+#include "tests/random_tree.hpp"
 
 using namespace ctrax;
 using namespace ctrax::testing;
@@ -200,4 +202,48 @@ TEST_CASE("init with use_cache: layers already initialised keep their weights, t
                        doctest::Contains("init (use_cache) cannot keep weight w (f32[5]): the layer had f32[3]"),
                        LayerError);
   CHECK(trained->all_weights()[0].same_as(kept));
+}
+
+TEST_CASE("random trees of combinators: each weight once, kept by init with use_cache and by reset_state") {
+  // Trees whose leaves are shared now and then (tests/random_tree.hpp): all_weights lists a shared
+  // layer's weights once; init with use_cache — alone, or with a new head around the tree, as
+  // Serial(model, loss) — keeps every weight bit for bit and draws the head's; reset_state keeps them.
+  int trees = 0, sharing = 0;
+  for (unsigned seed = 0; trees < 100 && seed < 2000; ++seed) {
+    const LayerPtr tree = RandomTree(seed, {}).layer(2);
+    if (tree->n_in() < 1 || tree->n_in() > 5 || tree->n_out() < 1) continue;
+    ++trees;
+    CAPTURE(seed);
+    Signature signature(static_cast<std::size_t>(tree->n_in()), ShapeDtype{{2, 3, 4}});
+    tree->init(signature, Rng(5));
+    const std::vector<Tensor> weights = tree->all_weights();
+    std::vector<std::vector<double>> values;
+    for (std::size_t i = 0; i < weights.size(); ++i) {
+      values.push_back(weights[i].to_doubles());
+      for (std::size_t j = 0; j < i; ++j) CHECK_FALSE(weights[i].same_as(weights[j]));
+    }
+    const auto kept = [&](const std::vector<Tensor>& now) {
+      REQUIRE(now.size() >= weights.size());
+      for (std::size_t i = 0; i < weights.size(); ++i) CHECK(now[i].to_doubles() == values[i]);
+    };
+    tree->init(signature, Rng(9), {.use_cache = true});
+    kept(tree->all_weights());
+    auto head = Dense(4);
+    auto model = Serial(tree, head);
+    model->init(signature, Rng(9), {.use_cache = true});
+    kept(model->all_weights());
+    CHECK(model->all_weights().size() == weights.size() + 2);
+    model->reset_state(signature);
+    kept(model->all_weights());
+    // A tree that uses a layer twice counts its weights once.
+    std::size_t visits = 0;
+    const auto count = [&](const Layer& l, const auto& self) -> void {
+      visits += l.weights().size();
+      for (const LayerPtr& s : l.sublayers()) self(*s, self);
+    };
+    count(*tree, count);
+    if (visits > weights.size()) ++sharing;
+  }
+  CHECK(trees == 100);
+  CHECK(sharing > 5);
 }
