@@ -276,6 +276,33 @@ std::string message_of(const std::exception& e) {
   return fmt::format("{}: {}", paths, f->code().message());
 }
 
+// An error every process of the run threw at once (train::thrown_by_every_process), said once:
+// process 0 says it, and another process only when its message differs from process 0's, naming
+// itself (a step too large for one process's share of memory: the others' messages say only that
+// one refused). Every process reaches this, so the broadcasts meet.
+void say_once_for_the_run(const char* program, const std::string& message) {
+  const auto comm = dist::make_communicator();
+  if (comm->size() <= 1) {
+    fmt::print(stderr, "{}: {}\n", program, message);
+    return;
+  }
+  std::vector<Tensor> length{Tensor::zeros({1}, DType::int32)};
+  if (comm->rank() == 0) length[0].data<std::int32_t>()[0] = static_cast<std::int32_t>(message.size());
+  comm->broadcast(length, 0);
+  const std::int32_t n = length[0].data<std::int32_t>()[0];
+  std::vector<Tensor> chars{Tensor::zeros({std::max(n, 1)}, DType::int32)};
+  auto* c = chars[0].data<std::int32_t>();
+  if (comm->rank() == 0)
+    for (std::int32_t i = 0; i < n; ++i) c[i] = static_cast<unsigned char>(message[static_cast<std::size_t>(i)]);
+  comm->broadcast(chars, 0);
+  std::string first(static_cast<std::size_t>(n), '\0');
+  for (std::int32_t i = 0; i < n; ++i) first[static_cast<std::size_t>(i)] = static_cast<char>(c[i]);
+  if (comm->rank() == 0)
+    fmt::print(stderr, "{}: {}\n", program, message);
+  else if (message != first)
+    fmt::print(stderr, "{}: process {} of {}: {}\n", program, comm->rank(), comm->size(), message);
+}
+
 }  // namespace
 
 int run_main(const char* program, const std::function<int()>& body) {
@@ -289,11 +316,17 @@ int run_main(const char* program, const std::function<int()>& body) {
     return 128 + e.signal;
   } catch (const std::exception& e) {
     std::fflush(stdout);
+    if (train::thrown_by_every_process(e)) {
+      try {
+        say_once_for_the_run(program, message_of(e));
+      } catch (const std::exception&) {   // the processes could not compare: each says its own
+        fmt::print(stderr, "{}: {}\n", program, message_of(e));
+      }
+      return 1;
+    }
     fmt::print(stderr, "{}: {}\n", program, message_of(e));
     // Under mpirun an error on this process alone (its disk, a file only it writes) would leave the
-    // others waiting for it forever, and it for them in MPI_Finalize: every process ends here —
-    // unless every process threw it at once.
-    if (train::thrown_by_every_process(e)) return 1;
+    // others waiting for it forever, and it for them in MPI_Finalize: every process ends here.
     try {
       if (const auto comm = dist::make_communicator(); comm->size() > 1) comm->abort(1);
     } catch (const std::exception&) {   // mpirun without MPI in this build: nothing was started

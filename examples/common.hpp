@@ -214,7 +214,8 @@ class EpochOrder {
 
 // A command's main body, after configure_process (core/tensor/runtime.hpp): any exception is
 // printed as "<program>: <what>" with exit status 1; train::Stopped exits with 128 + the signal's
-// number, as a shell reports a process the signal ended.
+// number, as a shell reports a process the signal ended. Under mpirun an error on one process ends
+// every process (Communicator::abort); one every process threw at once is said once for the run.
 int run_main(const char* program, const std::function<int()>& body);
 
 }  // namespace ctrax::examples

@@ -6,11 +6,13 @@
 #   3. a checkpoint written by 2 processes resumed on 1 and on 2 continues the same curve;
 #   4. a global batch the processes do not divide: a clear error before training;
 #   5. a rank killed mid-run: mpirun ends within seconds naming it, and the last checkpoint loads;
-#   6. a step too large for the machine: both processes refuse it, and neither aborts the run.
-# Usage: run_mpi_test.sh MPI_CHECK LOOP_CHECK
+#   6. a step too large for the machine: both processes refuse it, and neither aborts the run;
+#   7. the same refusal from an example's command line (LM): said once for the run, not once a process.
+# Usage: run_mpi_test.sh MPI_CHECK LOOP_CHECK LM
 set -euo pipefail
 exe=$1
 loop=$2
+lm=$3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # --oversubscribe: the test may ask for more ranks than free cores; --allow-run-as-root: CI runs as root.
@@ -85,4 +87,15 @@ timeout 120 "${mpi[@]}" "$loop" too-large "$tmp/too_large" >"$tmp/large.log" 2>&
   { cat "$tmp/large.log"; fail "not both processes refused the step too large"; }
 ! grep -q "MPI_ABORT" "$tmp/large.log" || { cat "$tmp/large.log"; fail "a refusal every process made aborted the run"; }
 echo "step too large ok: both processes refused it, none aborted: $(grep -m1 -o 'needs about [0-9.]* GB' "$tmp/large.log")"
+# The examples say an error every process met once: process 0 says it, the others only what differs.
+printf 'To be, or not to be, that is the question.\n%.0s' {1..600} >"$tmp/text.txt"
+status=0
+timeout 120 "${mpi[@]}" "$lm" train --data "$tmp/text.txt" --out "$tmp/lm_large" --d-model 16 --d-ff 1048576 \
+  --n-layers 1 --n-heads 2 --batch-size 128 --max-len 128 --steps 1 --threads 1 >"$tmp/lm_large.log" 2>&1 || status=$?
+[ "$status" -ne 124 ] || { cat "$tmp/lm_large.log"; fail "lm: a step too large left the run hanging"; }
+[ "$status" -ne 0 ] || { cat "$tmp/lm_large.log"; fail "lm: mpirun exited 0 after a step too large"; }
+[ "$(grep -c 'needs about' "$tmp/lm_large.log")" -eq 1 ] ||
+  { cat "$tmp/lm_large.log"; fail "lm: the refusal is not said exactly once"; }
+! grep -q "MPI_ABORT" "$tmp/lm_large.log" || { cat "$tmp/lm_large.log"; fail "lm: a refusal every process made aborted"; }
+echo "lm's refusal said once ok: $(grep -m1 -o 'lm: Loop: a training step of task 0 needs about [0-9.]* GB' "$tmp/lm_large.log")"
 echo "mpi test ok"
