@@ -131,8 +131,8 @@ TEST_CASE("a layer keeping decoding state at two places of a predict-mode tree i
   auto trained = Serial(trained_attention, trained_attention);
   trained->init(ShapeDtype{{1, 3, 8}});
   trained->set_mode(Mode::predict);
-  CHECK_THROWS_WITH_AS(trained->reset_state({ShapeDtype{{1, 1, 8}}}), doctest::Contains("sits at two places of the tree"),
-                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(trained->reset_state({ShapeDtype{{1, 1, 8}}}),
+                       doctest::Contains("sits at two places of the tree"), std::invalid_argument);
   // A position counter too: PositionalEncoding in predict mode.
   auto positions = PositionalEncoding(16, {.mode = Mode::predict});
   CHECK_THROWS_WITH_AS(Serial(positions, Dense(8), positions)->init(ShapeDtype{{1, 1, 8}}),

@@ -189,7 +189,8 @@ TEST_CASE("plan: Dense, Relu, Dropouts that pass through, Dense are one step wit
   testing::expect_layer_gradients(model, {x + 0.25});   // away from the ReLU's kink
   // A Dropout that drops (training) leaves the first Dense and the Relu to their rule with it; the
   // feed-forward block of a model built for decoding, whose Dropouts pass through, is one step.
-  auto dropping = planned(layers::Serial(layers::Dense(2), layers::Relu(), layers::Dropout({.rate = 0.5}), layers::Dense(1)));
+  auto dropping =
+      planned(layers::Serial(layers::Dense(2), layers::Relu(), layers::Dropout({.rate = 0.5}), layers::Dense(1)));
   dropping->init(signature_of(Stack{x}));
   CHECK(plan_to_string(*dropping) == "Serial[\n  Dense_2 + Relu + Dropout   (one step)\n  Dense_1\n]");
   dropping->set_mode(Mode::predict);
@@ -323,7 +324,8 @@ TEST_CASE("plan: a Branch runs its Select and Parallel as one step with the tree
 }
 
 TEST_CASE("plan: the printed plan marks the fused steps; the tree prints as Trax's") {
-  auto model = planned(layers::Serial(layers::BatchNorm(), layers::Relu(), layers::Relu(), layers::BatchNorm(), layers::Relu()));
+  auto model = planned(
+      layers::Serial(layers::BatchNorm(), layers::Relu(), layers::Relu(), layers::BatchNorm(), layers::Relu()));
   CHECK(model->to_string() == "Serial[\n  BatchNorm\n  Relu\n  Relu\n  BatchNorm\n  Relu\n]");
   CHECK(plan_to_string(*model) ==
         "Serial[\n  BatchNorm + Relu   (one step)\n  Relu\n  BatchNorm + Relu   (one step)\n]");
